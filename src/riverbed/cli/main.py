@@ -1,0 +1,42 @@
+"""The ``riverbed`` command line.
+
+User mistakes (bad flags, bad config, unreachable files) end as a one-line message on
+stderr and exit code 2; any other :class:`~riverbed.errors.RiverbedError` exits 1 with
+its message.  Tracebacks are for bugs only.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from riverbed import __version__
+from riverbed.errors import ConfigError, RiverbedError
+
+
+class _Group(click.Group):
+    """A click group that turns RiverbedError into a one-line message and exit code."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except ConfigError as exc:
+            click.echo(f"riverbed: error: {exc}", err=True)
+            sys.exit(2)
+        except RiverbedError as exc:
+            click.echo(f"riverbed: error: {exc}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="riverbed")
+def cli() -> None:
+    """Riverbed: a Kafka-protocol log broker and stream-processing toolkit for Python."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    from riverbed.cli import commands  # noqa: F401  (registers subcommands)
+
+    cli()

@@ -1,0 +1,161 @@
+"""Riverbed's exception tree, and the one place that maps it to Kafka wire error codes.
+
+Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
+
+    RiverbedError
+    ├── ConfigError                      bad setting name or value (user mistake)
+    ├── ProtocolError                    anything wrong with bytes on the wire
+    │   ├── DecodeError                  truncated/oversized/malformed frame or field
+    │   ├── UnsupportedVersionError      API key or version we do not speak
+    │   └── UnsupportedCompressionError  unknown or unavailable codec id
+    ├── RecordBatchError                 a record batch that must be refused
+    │   ├── CorruptRecordError           CRC mismatch, bad lengths (CORRUPT_MESSAGE)
+    │   ├── InvalidRecordError           well-formed but not acceptable (INVALID_RECORD)
+    │   └── LegacyMessageFormatError     magic 0/1 message sets (UNSUPPORTED_FOR_MESSAGE_FORMAT)
+    ├── StorageError                     the durable log
+    │   ├── OffsetOutOfRangeError        read below log start / above log end
+    │   ├── MessageTooLargeError         batch over max.message.bytes
+    │   ├── CorruptSegmentError          corruption inside a sealed segment (never auto-truncated)
+    │   └── LogClosedError               operation on a closed log
+    ├── ProducerStateError               idempotent producer checks
+    │   ├── OutOfOrderSequenceError
+    │   ├── DuplicateSequenceError
+    │   ├── InvalidProducerEpochError
+    │   └── UnknownProducerIdError
+    └── TopicError
+        ├── UnknownTopicOrPartitionError
+        ├── TopicAlreadyExistsError
+        ├── InvalidTopicError
+        ├── InvalidPartitionsError
+        └── InvalidReplicationFactorError
+
+Each class carries the Kafka :class:`~riverbed.protocol.error_codes.ErrorCode` it maps
+to and whether a client may retry.  :func:`error_code_for` is the single mapping from
+any exception to a wire code; the broker calls nothing else.
+"""
+
+from __future__ import annotations
+
+from riverbed.protocol.error_codes import ErrorCode
+
+
+class RiverbedError(Exception):
+    """Root of every error Riverbed raises on purpose."""
+
+    error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+    retriable: bool = False
+
+
+class ConfigError(RiverbedError):
+    error_code = ErrorCode.INVALID_CONFIG
+
+
+class ProtocolError(RiverbedError):
+    error_code = ErrorCode.INVALID_REQUEST
+
+
+class DecodeError(ProtocolError):
+    """Bytes that do not decode: truncated, negative or oversized lengths, bad varints."""
+
+    error_code = ErrorCode.INVALID_REQUEST
+
+
+class UnsupportedVersionError(ProtocolError):
+    error_code = ErrorCode.UNSUPPORTED_VERSION
+
+
+class UnsupportedCompressionError(ProtocolError):
+    error_code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+class RecordBatchError(RiverbedError):
+    error_code = ErrorCode.CORRUPT_MESSAGE
+
+
+class CorruptRecordError(RecordBatchError):
+    error_code = ErrorCode.CORRUPT_MESSAGE
+
+
+class InvalidRecordError(RecordBatchError):
+    error_code = ErrorCode.INVALID_RECORD
+
+
+class LegacyMessageFormatError(RecordBatchError):
+    error_code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
+class StorageError(RiverbedError):
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class OffsetOutOfRangeError(StorageError):
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class MessageTooLargeError(StorageError):
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class CorruptSegmentError(StorageError):
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class LogClosedError(StorageError):
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+    retriable = True
+
+
+class ProducerStateError(RiverbedError):
+    error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class OutOfOrderSequenceError(ProducerStateError):
+    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class DuplicateSequenceError(ProducerStateError):
+    error_code = ErrorCode.DUPLICATE_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(ProducerStateError):
+    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class UnknownProducerIdError(ProducerStateError):
+    error_code = ErrorCode.UNKNOWN_PRODUCER_ID
+
+
+class TopicError(RiverbedError):
+    error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class UnknownTopicOrPartitionError(TopicError):
+    error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    retriable = True
+
+
+class TopicAlreadyExistsError(TopicError):
+    error_code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class InvalidTopicError(TopicError):
+    error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+class InvalidPartitionsError(TopicError):
+    error_code = ErrorCode.INVALID_PARTITIONS
+
+
+class InvalidReplicationFactorError(TopicError):
+    error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+def error_code_for(exc: BaseException) -> ErrorCode:
+    """The Kafka wire error code for ``exc``: the one mapping the broker uses.
+
+    Riverbed errors carry their own code; anything else is a bug on our side and maps
+    to ``UNKNOWN_SERVER_ERROR`` (the broker logs it with its traceback).
+    """
+    if isinstance(exc, RiverbedError):
+        return exc.error_code
+    return ErrorCode.UNKNOWN_SERVER_ERROR
