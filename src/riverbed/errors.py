@@ -7,7 +7,8 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     ├── ProtocolError                    anything wrong with bytes on the wire
     │   ├── DecodeError                  truncated/oversized/malformed frame or field
     │   ├── UnsupportedVersionError      API key or version we do not speak
-    │   └── UnsupportedCompressionError  unknown or unavailable codec id
+    │   ├── UnsupportedCompressionError  unknown or unavailable codec id
+    │   └── InvalidRequiredAcksError     Produce acks other than 0, 1, -1
     ├── RecordBatchError                 a record batch that must be refused
     │   ├── CorruptRecordError           CRC mismatch, bad lengths (CORRUPT_MESSAGE)
     │   ├── InvalidRecordError           well-formed but not acceptable (INVALID_RECORD)
@@ -26,6 +27,7 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
         ├── UnknownTopicOrPartitionError
         ├── TopicAlreadyExistsError
         ├── InvalidTopicError
+        ├── UnknownTopicIdError
         ├── InvalidPartitionsError
         └── InvalidReplicationFactorError
 
@@ -66,6 +68,10 @@ class UnsupportedVersionError(ProtocolError):
 
 class UnsupportedCompressionError(ProtocolError):
     error_code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+class InvalidRequiredAcksError(ProtocolError):
+    error_code = ErrorCode.INVALID_REQUIRED_ACKS
 
 
 class RecordBatchError(RiverbedError):
@@ -131,6 +137,11 @@ class TopicError(RiverbedError):
 
 class UnknownTopicOrPartitionError(TopicError):
     error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    retriable = True
+
+
+class UnknownTopicIdError(TopicError):
+    error_code = ErrorCode.UNKNOWN_TOPIC_ID
     retriable = True
 
 

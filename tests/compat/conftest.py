@@ -1,0 +1,78 @@
+"""Fixtures for the client-compatibility suite.
+
+``kafka_reference`` (session): a real Apache Kafka broker, jars from Maven Central (cached
+under ~/.cache/riverbed/kafka-<version>).  ``server`` is parametrised over the servers a
+scenario must pass against: today only the reference broker; add Riverbed's broker to
+``SERVERS`` (a fixture name with a ``bootstrap_servers`` attribute) and every scenario
+runs against it too.  ``new_topic`` makes a uniquely named topic on the current server.
+
+At the end of the session the API versions every client used against the reference broker
+are written to ``$RIVERBED_API_VERSIONS_OUT`` (JSON) when that variable is set.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from riverbed.testing.kafka_reference import KafkaReference
+from riverbed.testing.scenarios.admin import create_topic
+from riverbed.testing.scenarios.java import JavaClient
+
+JAVA_SOURCE = Path(__file__).parent / "java" / "ClientScenario.java"
+
+SERVERS = [pytest.param("kafka_reference", marks=pytest.mark.kafka, id="kafka")]
+
+
+def _need(tool: str) -> None:
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} not on PATH")
+
+
+@pytest.fixture(scope="session")
+def kafka_reference() -> Iterator[KafkaReference]:
+    for tool in ("java", "mvn"):
+        _need(tool)
+    broker = KafkaReference().start()
+    try:
+        yield broker
+    finally:
+        out = os.environ.get("RIVERBED_API_VERSIONS_OUT")
+        if out:
+            Path(out).write_text(json.dumps(broker.api_versions_used("riverbed-compat"), indent=1))
+        broker.stop()
+
+
+@pytest.fixture(params=SERVERS)
+def server(request: pytest.FixtureRequest) -> Any:
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(scope="session")
+def java_client() -> JavaClient:
+    for tool in ("java", "javac", "mvn"):
+        _need(tool)
+    return JavaClient.build(JAVA_SOURCE)
+
+
+_counter = itertools.count()
+
+
+@pytest.fixture
+def new_topic(server: Any, request: pytest.FixtureRequest) -> Callable[..., str]:
+    """``new_topic(partitions=3, configs=None)`` -> a fresh topic name on ``server``."""
+
+    def make(partitions: int = 3, configs: dict[str, str] | None = None) -> str:
+        base = "".join(c if c.isalnum() else "-" for c in request.node.name)[:150]
+        name = f"{base}-{next(_counter)}"
+        create_topic(server.bootstrap_servers, name, partitions, configs)
+        return name
+
+    return make
