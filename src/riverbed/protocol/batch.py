@@ -194,3 +194,21 @@ def read_batch_size(buf: bytes | bytearray | memoryview, pos: int = 0) -> int:
     """Total size of the batch starting at ``pos`` from its length field, unvalidated."""
     (length,) = _LENGTH.unpack_from(buf, pos + 8)
     return int(length) + LOG_OVERHEAD
+
+
+_ATTRIBUTES = struct.Struct(">h")
+_TIMESTAMP = struct.Struct(">q")
+_CRC = struct.Struct(">I")
+
+
+def set_log_append_time(buf: bytearray | memoryview, log_append_time_ms: int, pos: int = 0) -> None:
+    """Stamp the batch at ``buf[pos:]`` with LogAppendTime, in place (Kafka's
+    ``setMaxTimestamp(LOG_APPEND_TIME, now)``): sets the timestampType attribute bit,
+    writes ``maxTimestamp`` and re-signs the CRC.  Readers then report
+    ``log_append_time_ms`` as every record's timestamp.  The batch must already be valid.
+    """
+    (attributes,) = _ATTRIBUTES.unpack_from(buf, pos + CRC_START)
+    _ATTRIBUTES.pack_into(buf, pos + CRC_START, attributes | ATTR_TIMESTAMP_TYPE)
+    _TIMESTAMP.pack_into(buf, pos + 35, log_append_time_ms)
+    end = pos + read_batch_size(buf, pos)
+    _CRC.pack_into(buf, pos + 17, crc32c(memoryview(buf)[pos + CRC_START : end]))
