@@ -1,0 +1,117 @@
+"""Group commit: one background thread fsyncs logs on behalf of every waiting appender.
+
+Appenders never fsync themselves.  A log that needs an fsync (an append under the
+per-append policy, a ``flush_future(force=True)``, or an interval threshold) calls
+:meth:`GroupCommitFlusher.request`; the flusher thread takes every requested log, fsyncs
+it once up to its log end offset at that moment, and resolves all the futures that fsync
+covers.  Appends arriving while an fsync runs are covered by the next one, so N
+concurrent appenders share about one fsync per round instead of paying N.
+
+The same thread also runs the interval policy (``flush.ms``) and writes each log's
+recovery-point checkpoint at most every ``checkpoint_interval_ms``.
+
+Thread-safety: ``request``/``register``/``unregister`` may be called from any thread.
+Crash behaviour: nothing of its own on disk; a future that was not resolved before a
+crash promised nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+
+class Flushable(Protocol):
+    def flush(self) -> int: ...
+
+    def flush_due(self, monotonic_ms: int) -> int | None:
+        """0 if an interval flush is due now, ms until the next one, or None (no policy)."""
+        ...
+
+    def checkpoint(self) -> None: ...
+
+
+class GroupCommitFlusher:
+    """The background fsync thread shared by the logs of one LogManager."""
+
+    def __init__(self, *, checkpoint_interval_ms: int = 1000) -> None:
+        self._cond = threading.Condition()
+        self._requested: dict[int, Flushable] = {}
+        self._registered: dict[int, Flushable] = {}
+        self._stopping = False
+        self._checkpoint_interval_ms = checkpoint_interval_ms
+        self._thread: threading.Thread | None = None
+        self.fsync_rounds = 0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="riverbed-flusher", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def request(self, target: Flushable) -> None:
+        with self._cond:
+            self._requested[id(target)] = target
+            self._cond.notify()
+
+    def register(self, target: Flushable) -> None:
+        with self._cond:
+            self._registered[id(target)] = target
+            self._cond.notify()
+
+    def unregister(self, target: Flushable) -> None:
+        with self._cond:
+            self._registered.pop(id(target), None)
+            self._requested.pop(id(target), None)
+
+    def _run(self) -> None:
+        last_checkpoint = time.monotonic()
+        wait_s = 0.1
+        while True:
+            with self._cond:
+                if not self._requested and not self._stopping:
+                    self._cond.wait(wait_s)
+                if self._stopping:
+                    return
+                batch = list(self._requested.values())
+                self._requested.clear()
+                registered = list(self._registered.values())
+            for target in batch:
+                self._flush(target)
+            now_ms = time.monotonic_ns() // 1_000_000
+            wait_ms = 1000
+            for target in registered:
+                due = target.flush_due(now_ms)
+                if due == 0:
+                    self._flush(target)
+                elif due is not None:
+                    wait_ms = min(wait_ms, due)
+            wait_s = max(wait_ms, 1) / 1000
+            if time.monotonic() - last_checkpoint >= self._checkpoint_interval_ms / 1000:
+                last_checkpoint = time.monotonic()
+                for target in registered:
+                    try:
+                        target.checkpoint()
+                    except Exception:
+                        log.exception("writing a checkpoint failed")
+
+    def _flush(self, target: Flushable) -> None:
+        try:
+            target.flush()
+            self.fsync_rounds += 1
+        except Exception:
+            log.exception("flush failed")

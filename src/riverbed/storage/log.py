@@ -1,0 +1,596 @@
+"""A partition's durable log: ordered segments, offsets, durability and maintenance.
+
+Directory ``<data_dir>/<topic>-<partition>/`` holds the segments (see
+:mod:`riverbed.storage.segment`), producer-state snapshots
+(:mod:`riverbed.storage.producer_state`), ``partition.checkpoint`` and, after a clean
+close, ``.clean_shutdown`` (:mod:`riverbed.storage.checkpoint`).
+
+Offsets: ``log_start_offset <= log_end_offset``; ``high_watermark == log_end_offset`` (a
+single node has no followers to wait for).  Offsets are assigned at append and never
+change: compaction removes records but never renumbers, so reads must tolerate gaps.
+
+Durability: ``flushed_offset`` is the offset below which every batch has been fsynced;
+``flush_future(o)`` resolves once ``flushed_offset > o`` (see docs/storage.md for the
+three flush policies).  ``recovery_point`` in the checkpoint lags ``flushed_offset``.
+
+Thread-safety: every public method may be called from any thread.  ``_lock`` serialises
+appends, reads and metadata changes; fsyncs run outside it (under ``_flush_lock``) so
+appends continue while the disk works.  Anything that closes a segment's file takes
+``_flush_lock`` first, then ``_lock``.
+
+Crash behaviour: see :mod:`riverbed.storage.recovery`; an append is atomic with respect
+to a crash only after its covering fsync.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+import os
+import struct
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+from riverbed.clock import SYSTEM_CLOCK, Clock
+from riverbed.errors import (
+    InvalidRecordError,
+    LogClosedError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    StorageError,
+)
+from riverbed.protocol.batch import (
+    ATTR_TIMESTAMP_TYPE,
+    CRC_START,
+    BatchHeader,
+    crc32c,
+    iter_batches,
+    set_base_offset,
+)
+from riverbed.storage import retention
+from riverbed.storage.checkpoint import (
+    PartitionCheckpoint,
+    consume_clean_shutdown,
+    fsync_dir,
+    mark_clean_shutdown,
+    read_checkpoint,
+    write_checkpoint,
+)
+from riverbed.storage.config import FlushPolicy, LogConfig
+from riverbed.storage.flusher import GroupCommitFlusher
+from riverbed.storage.producer_state import ProducerStateEntry, ProducerStateManager
+from riverbed.storage.recovery import SWAP_SUFFIX, load_segments
+from riverbed.storage.segment import LogSegment
+
+_MAX_RELATIVE = 0x7FFFFFFF
+_ATTRS = struct.Struct(">h")
+_TS = struct.Struct(">q")
+_CRC = struct.Struct(">I")
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+def _set_log_append_time(buf: bytearray, pos: int, header: BatchHeader, now_ms: int) -> None:
+    """Mark the batch LogAppendTime with max timestamp ``now_ms`` and recompute its CRC."""
+    _ATTRS.pack_into(buf, pos + 21, header.attributes | ATTR_TIMESTAMP_TYPE)
+    _TS.pack_into(buf, pos + 35, now_ms)
+    _CRC.pack_into(buf, pos + 17, crc32c(memoryview(buf)[pos + CRC_START : pos + header.size]))
+
+
+class PartitionLog:
+    """The log of one topic partition.  Open with :meth:`open`."""
+
+    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig,
+                 clock: Clock, flusher: GroupCommitFlusher | None) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self._config = config
+        self._clock = clock
+        self._flusher = flusher
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._log_start_offset = 0
+        self._flushed_offset = 0
+        self._checkpointed: PartitionCheckpoint | None = None
+        self._cleaner_offset = 0
+        self._waiters: list[tuple[int, int, Future[None]]] = []
+        self._seq = itertools.count()
+        self._unflushed_messages = 0
+        self._first_unflushed_mono_ms = -1
+        self._closed = False
+        self.producers = ProducerStateManager(directory)
+
+    # -- opening ----------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, *, topic: str = "", partition: int = 0,
+             clock: Clock = SYSTEM_CLOCK, flusher: GroupCommitFlusher | None = None,
+             ) -> PartitionLog:
+        """Open or create the log in ``directory``, recovering it if it was not closed cleanly."""
+        directory.mkdir(parents=True, exist_ok=True)
+        self = cls(directory, topic, partition, config, clock, flusher)
+        clean = consume_clean_shutdown(directory)
+        cp = read_checkpoint(directory)
+        self._segments = load_segments(directory, cp, clean=clean,
+                                       index_interval_bytes=config.index_interval_bytes,
+                                       now_ms=clock.now_ms())
+        self._bases = [s.base_offset for s in self._segments]
+        end = self._segments[-1].next_offset
+        self._log_start_offset = min(max(cp.log_start_offset, self._segments[0].base_offset), end)
+        self._cleaner_offset = max(cp.cleaner_offset, self._log_start_offset)
+        self._flushed_offset = end if clean else min(cp.recovery_point, end)
+        self._rebuild_producer_state()
+        self._checkpointed = cp
+        if flusher is not None:
+            flusher.register(self)
+        return self
+
+    def _rebuild_producer_state(self) -> None:
+        end = self._segments[-1].next_offset
+        start = self.producers.load(self._log_start_offset, end)
+        for seg in self._segments:
+            if seg.next_offset <= start:
+                continue
+            for _pos, header in seg.scan(seg.offset_index.lookup(start), verify=False):
+                if header.base_offset >= start:
+                    self.producers.replay(header)
+
+    # -- properties -------------------------------------------------------------------
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        with self._lock:
+            return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._flushed_offset
+
+    @property
+    def durable_acks(self) -> bool:
+        """True when the broker must await ``flush_future`` before acknowledging."""
+        return self._config.flush_policy is FlushPolicy.PER_APPEND
+
+    @property
+    def size_bytes(self) -> int:
+        with self._lock:
+            return sum(s.size for s in self._segments)
+
+    def segments(self) -> list[LogSegment]:
+        """A snapshot of the segment list (for maintenance and tests; do not mutate)."""
+        with self._lock:
+            return list(self._segments)
+
+    def set_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self._config = config
+
+    # -- append -----------------------------------------------------------------------
+
+    def append(self, records: bytes | bytearray | memoryview, *,
+               check_producer: bool = True) -> AppendResult:
+        """Validate, assign offsets to and write the batches in ``records`` (one write).
+
+        Raises CorruptRecordError / LegacyMessageFormatError (bad batch),
+        MessageTooLargeError, InvalidProducerEpochError, OutOfOrderSequenceError,
+        LogClosedError.  A retry of one of a producer's last 5 batches returns the
+        original offsets with ``duplicate=True`` and writes nothing.
+        """
+        buf = bytearray(records)
+        headers = list(iter_batches(buf))
+        if not headers:
+            raise InvalidRecordError("produce request carries no record batch")
+        limit = self._config.max_message_bytes
+        for _pos, header in headers:
+            if header.size > limit:
+                raise MessageTooLargeError(
+                    f"record batch of {header.size} bytes exceeds max.message.bytes {limit}"
+                )
+        with self._lock:
+            self._check_open()
+            config = self._config
+            now_ms = self._clock.now_ms()
+            first = self._segments[-1].next_offset
+            count = sum(h.last_offset_delta + 1 for _p, h in headers)
+            self._maybe_roll(len(buf), first + count - 1, now_ms)
+            append_time = now_ms if config.message_timestamp_type == "LogAppendTime" else -1
+            offset = first
+            pending: dict[int, ProducerStateEntry] = {}
+            assigned: list[tuple[int, BatchHeader]] = []
+            for pos, header in headers:
+                if check_producer:
+                    duplicate = self.producers.check(header, offset, pending)
+                    if duplicate is not None:
+                        return AppendResult(duplicate.first_offset, duplicate.last_offset, -1,
+                                            self._log_start_offset, duplicate=True)
+                set_base_offset(buf, offset, pos)
+                if append_time >= 0:
+                    _set_log_append_time(buf, pos, header, append_time)
+                assigned.append((pos, BatchHeader.parse(buf, pos)))
+                offset += header.last_offset_delta + 1
+            self._segments[-1].append(buf, assigned)
+            self.producers.commit(pending)
+            request_flush = self._note_unflushed(len(headers))
+        if request_flush:
+            self._request_flush()
+        return AppendResult(first, offset - 1, append_time, self._log_start_offset)
+
+    def _note_unflushed(self, batches: int) -> bool:
+        policy = self._config.flush_policy
+        if policy is FlushPolicy.OS:
+            return False
+        if self._first_unflushed_mono_ms < 0:
+            self._first_unflushed_mono_ms = time.monotonic_ns() // 1_000_000
+        self._unflushed_messages += batches
+        return policy is FlushPolicy.PER_APPEND or (
+            self._unflushed_messages >= self._config.flush_messages
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self.directory.name} is closed")
+
+    def _maybe_roll(self, incoming: int, last_offset: int, now_ms: int) -> None:
+        active = self._segments[-1]
+        if active.size == 0:
+            return
+        if (active.size + incoming > self._config.segment_bytes
+                or now_ms - active.created_ms >= self._config.segment_ms
+                or last_offset - active.base_offset > _MAX_RELATIVE):
+            self._roll_locked(now_ms)
+
+    def roll(self) -> None:
+        """Force a new active segment (no-op when the active one is empty)."""
+        with self._lock:
+            self._check_open()
+            if self._segments[-1].size:
+                self._roll_locked(self._clock.now_ms())
+
+    def _roll_locked(self, now_ms: int) -> None:
+        old = self._segments[-1]
+        base = old.next_offset
+        old.seal()
+        old.fsync()
+        seg = LogSegment.open(self.directory, base,
+                              index_interval_bytes=self._config.index_interval_bytes,
+                              created_ms=now_ms)
+        self._segments.append(seg)
+        self._bases.append(base)
+        self.producers.write_snapshot(base)
+        fsync_dir(self.directory)
+        self._flushed_offset = max(self._flushed_offset, base)
+        self._resolve_waiters(self._flushed_offset)
+
+    # -- durability -------------------------------------------------------------------
+
+    def flush_future(self, offset: int, *, force: bool = False) -> Future[None]:
+        """A future resolved once an fsync covering ``offset`` has completed.
+
+        Under the OS policy it is resolved at once unless ``force`` (acks=all then means
+        "appended", as with Kafka's defaults).  Under the interval policy it resolves at
+        the next interval flush unless ``force`` asks for one now.  Without a background
+        flusher the fsync happens in this call.
+        """
+        fut: Future[None] = Future()
+        with self._lock:
+            if offset < self._flushed_offset or (
+                self._config.flush_policy is FlushPolicy.OS and not force
+            ):
+                fut.set_result(None)
+                return fut
+            self._check_open()
+            heapq.heappush(self._waiters, (offset, next(self._seq), fut))
+            now = force or self._config.flush_policy is FlushPolicy.PER_APPEND
+        if now:
+            self._request_flush()
+        return fut
+
+    def _request_flush(self) -> None:
+        if self._flusher is not None and self._flusher.running:
+            self._flusher.request(self)
+        else:
+            self.flush()
+
+    def flush(self) -> int:
+        """fsync everything appended so far; returns the new flushed offset."""
+        with self._flush_lock:
+            with self._lock:
+                if self._closed:
+                    return self._flushed_offset
+                active = self._segments[-1]
+                target = active.next_offset
+                if target <= self._flushed_offset:
+                    self._reset_unflushed()
+                    self._resolve_waiters(self._flushed_offset)
+                    return self._flushed_offset
+                active.flush_indexes()
+            try:
+                active.fsync()
+            except OSError as exc:
+                self._fail_waiters(StorageError(f"fsync of {active.log_path} failed: {exc}"))
+                raise
+            with self._lock:
+                self._flushed_offset = max(self._flushed_offset, target)
+                if self._segments[-1].next_offset == target:
+                    self._reset_unflushed()
+                ready = self._pop_waiters(self._flushed_offset)
+        for fut in ready:
+            fut.set_result(None)
+        return target
+
+    def flush_due(self, monotonic_ms: int) -> int | None:
+        """For the flusher: 0 when an interval flush is due, else ms to wait, or None."""
+        config = self._config
+        if config.flush_policy is not FlushPolicy.INTERVAL:
+            return None
+        first = self._first_unflushed_mono_ms
+        if first < 0:
+            return min(config.flush_ms, 1000)
+        return max(first + config.flush_ms - monotonic_ms, 0)
+
+    def _reset_unflushed(self) -> None:
+        self._unflushed_messages = 0
+        self._first_unflushed_mono_ms = -1
+
+    def _pop_waiters(self, flushed: int) -> list[Future[None]]:
+        ready = []
+        while self._waiters and self._waiters[0][0] < flushed:
+            ready.append(heapq.heappop(self._waiters)[2])
+        return ready
+
+    def _resolve_waiters(self, flushed: int) -> None:
+        for fut in self._pop_waiters(flushed):
+            fut.set_result(None)
+
+    def _fail_waiters(self, exc: BaseException) -> None:
+        with self._lock:
+            waiters, self._waiters = self._waiters, []
+        for _o, _s, fut in waiters:
+            fut.set_exception(exc)
+
+    def checkpoint(self) -> None:
+        """Persist recovery point, log start and cleaner offsets if they changed."""
+        with self._lock:
+            cp = PartitionCheckpoint(self._flushed_offset, self._log_start_offset,
+                                     self._cleaner_offset)
+            if cp == self._checkpointed or self._closed:
+                return
+            write_checkpoint(self.directory, cp)
+            self._checkpointed = cp
+
+    # -- read -------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> FetchResult:
+        """Whole batches from the one containing ``offset`` (it may start below ``offset``),
+        up to ``max_bytes`` (at least one batch with ``min_one_batch``), from one segment."""
+        with self._lock:
+            self._check_open()
+            end = self._segments[-1].next_offset
+            start = self._log_start_offset
+            if offset < start or offset > end:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is outside [{start}, {end}] of {self.directory.name}"
+                )
+            data = b""
+            i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+            for seg in self._segments[i:]:
+                found = seg.locate(offset)
+                if found is not None:
+                    data = seg.read(found[0], max_bytes, min_one_batch=min_one_batch)
+                    break
+            return FetchResult(data, end, start, end)
+
+    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with timestamp >= ``ts_ms``.
+
+        Special values as in ListOffsets: -2 earliest, -1 latest (timestamp -1).
+        """
+        from riverbed.storage.timestamps import find_offset_for_timestamp
+
+        with self._lock:
+            self._check_open()
+            if ts_ms == -2:
+                return self._log_start_offset, -1
+            if ts_ms == -1:
+                return self._segments[-1].next_offset, -1
+            return find_offset_for_timestamp(self._segments, ts_ms, self._log_start_offset)
+
+    # -- truncation, retention, deletion ----------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: advance the log start offset to ``offset`` (persisted before
+        returning) and delete segments wholly below it; returns the new log start."""
+        with self._flush_lock, self._lock:
+            self._check_open()
+            end = self._segments[-1].next_offset
+            if offset < 0 or offset > end:
+                raise OffsetOutOfRangeError(f"cannot delete records before {offset}; end {end}")
+            if offset > self._log_start_offset:
+                self._log_start_offset = offset
+                self._cleaner_offset = max(self._cleaner_offset, offset)
+                self._delete_segments_below_start()
+                self._write_checkpoint_locked()
+            return self._log_start_offset
+
+    def _write_checkpoint_locked(self) -> None:
+        cp = PartitionCheckpoint(self._flushed_offset, self._log_start_offset,
+                                 self._cleaner_offset)
+        write_checkpoint(self.directory, cp)
+        self._checkpointed = cp
+
+    def _delete_segments_below_start(self) -> int:
+        """Delete non-active segments all of whose offsets are below the log start."""
+        n = 0
+        while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start_offset:
+            self._segments.pop(0).delete()
+            self._bases.pop(0)
+            n += 1
+        if n:
+            self.producers.delete_snapshots_below(self._log_start_offset)
+        return n
+
+    def enforce_retention(self) -> int:
+        """Delete whole segments over retention.ms / retention.bytes (cleanup.policy
+        delete); returns how many were deleted.  Rolls an expired active segment first."""
+        with self._flush_lock, self._lock:
+            if self._closed or not self._config.delete:
+                return 0
+            now_ms = self._clock.now_ms()
+            if retention.active_segment_expired(self._segments, self._config, now_ms):
+                self._roll_locked(now_ms)
+            count = retention.deletable_segments(self._segments, self._config, now_ms)
+            if count == 0:
+                return 0
+            self._log_start_offset = max(self._log_start_offset,
+                                         self._segments[count].base_offset)
+            self._cleaner_offset = max(self._cleaner_offset, self._log_start_offset)
+            deleted = self._delete_segments_below_start()
+            self._write_checkpoint_locked()
+            return deleted
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding an offset >= ``offset`` (tests, recovery)."""
+        with self._flush_lock, self._lock:
+            self._check_open()
+            if offset >= self._segments[-1].next_offset:
+                return
+            if offset <= self._segments[0].base_offset:
+                for seg in self._segments:
+                    seg.delete()
+                base = max(offset, 0)
+                self._segments = [LogSegment.open(
+                    self.directory, base, index_interval_bytes=self._config.index_interval_bytes,
+                    created_ms=self._clock.now_ms())]
+                self._log_start_offset = base
+            else:
+                while self._segments[-1].base_offset >= offset:
+                    self._segments.pop().delete()
+                self._segments[-1].truncate_to(offset)
+                self._segments[-1].fsync()
+            self._bases = [s.base_offset for s in self._segments]
+            end = self._segments[-1].next_offset
+            self._log_start_offset = min(self._log_start_offset, end)
+            self._cleaner_offset = min(self._cleaner_offset, end)
+            self._flushed_offset = min(self._flushed_offset, end)
+            self.producers.truncate_snapshots(end)
+            self._rebuild_producer_state()
+            fsync_dir(self.directory)
+            self._write_checkpoint_locked()
+            stale = [w for w in self._waiters if w[0] >= end]
+            self._waiters = [w for w in self._waiters if w[0] < end]
+            heapq.heapify(self._waiters)
+        for _o, _s, fut in stale:
+            fut.set_exception(OffsetOutOfRangeError(f"offset {_o} was truncated"))
+
+    # -- compaction hooks (riverbed.storage.cleaner) -----------------------------------
+
+    @property
+    def cleaner_offset(self) -> int:
+        return self._cleaner_offset
+
+    def replace_segment(self, old: LogSegment, expected_size: int, cleaned: Path) -> bool:
+        """Commit a compacted copy of ``old`` (same base offset) from its ``.cleaned`` file.
+
+        Under the log's locks: rename ``.cleaned`` to ``.log.swap`` and fsync the directory
+        (the commit point recovery honours), then replace the ``.log`` and rebuild the
+        indexes.  Returns False (and deletes ``cleaned``) if ``old`` changed meanwhile.
+        """
+        with self._flush_lock, self._lock:
+            if self._closed or old not in self._segments[:-1] or old.size != expected_size:
+                cleaned.unlink(missing_ok=True)
+                return False
+            swap = old.log_path.with_name(old.log_path.name + SWAP_SUFFIX)
+            os.replace(cleaned, swap)
+            fsync_dir(self.directory)
+            i = self._segments.index(old)
+            old.close()
+            for path in (old.offset_index.path, old.time_index.path):
+                path.unlink(missing_ok=True)
+            os.replace(swap, old.log_path)
+            seg = LogSegment.open(self.directory, old.base_offset,
+                                  index_interval_bytes=self._config.index_interval_bytes,
+                                  created_ms=old.created_ms)
+            seg.rebuild(sealed=True)
+            seg.seal()
+            self._segments[i] = seg
+            fsync_dir(self.directory)
+            return True
+
+    def set_cleaner_offset(self, offset: int) -> None:
+        with self._lock:
+            self._cleaner_offset = max(self._cleaner_offset, offset)
+            self._write_checkpoint_locked()
+
+    # -- close ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Clean shutdown: fsync, producer snapshot, checkpoint, clean-shutdown marker."""
+        if self._flusher is not None:
+            self._flusher.unregister(self)
+        with self._flush_lock, self._lock:
+            if self._closed:
+                return
+            active = self._segments[-1]
+            active.flush_indexes()
+            active.fsync()
+            end = active.next_offset
+            self._flushed_offset = end
+            self.producers.write_snapshot(end)
+            self._write_checkpoint_locked()
+            for seg in self._segments:
+                seg.flush_indexes()
+                seg.close()
+            mark_clean_shutdown(self.directory)
+            self._closed = True
+            ready = self._pop_waiters(end)
+            stale, self._waiters = self._waiters, []
+        for fut in ready:
+            fut.set_result(None)
+        for _o, _s, fut in stale:
+            fut.set_exception(LogClosedError("log closed"))
+
+    def close_unclean(self) -> None:
+        """Close the files without any of the clean-shutdown steps (tests: simulate a crash)."""
+        if self._flusher is not None:
+            self._flusher.unregister(self)
+        with self._flush_lock, self._lock:
+            for seg in self._segments:
+                seg.close()
+            self._closed = True
+
+    def __repr__(self) -> str:
+        return f"PartitionLog({self.directory.name})"

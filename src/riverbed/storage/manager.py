@@ -1,0 +1,186 @@
+"""All partition logs of one data directory, plus the threads that maintain them.
+
+Layout: ``<data_dir>/<topic>-<partition>/`` per partition (the partition number is what
+follows the last ``-``), each holding a :class:`~riverbed.storage.log.PartitionLog` and
+``topic.properties`` (the log's settings as Kafka ``name=value`` lines, rewritten
+atomically by :meth:`LogManager.update_config`).  A deleted partition's directory is
+first renamed to ``<topic>-<partition>.<hex>-delete`` (atomic), then removed; a crash in
+between leaves a ``-delete`` directory that the next start removes.
+
+Threads (``start_background=True``): the group-commit flusher
+(:mod:`riverbed.storage.flusher`) and one maintenance thread that every
+``maintenance_interval_ms`` applies retention and runs the cleaner.  With
+``start_background=False`` there are no threads: fsyncs happen inside ``flush_future``
+and tests call :meth:`run_retention` / :meth:`run_cleaner` themselves.
+
+Thread-safety: every method may be called from any thread.  Crash behaviour: each log
+recovers itself on the next start (:mod:`riverbed.storage.recovery`).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import uuid
+from pathlib import Path
+
+from riverbed.clock import SYSTEM_CLOCK, Clock
+from riverbed.errors import ConfigError
+from riverbed.storage.checkpoint import fsync_dir, write_atomically
+from riverbed.storage.cleaner import CleanResult, LogCleaner
+from riverbed.storage.config import LogConfig
+from riverbed.storage.flusher import GroupCommitFlusher
+from riverbed.storage.log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+PROPERTIES_FILE = "topic.properties"
+DELETE_SUFFIX = "-delete"
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+def _read_properties(directory: Path, default: LogConfig) -> LogConfig:
+    try:
+        text = (directory / PROPERTIES_FILE).read_text()
+    except FileNotFoundError:
+        return default
+    props = {}
+    for line in text.splitlines():
+        if "=" in line and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            props[name.strip()] = value.strip()
+    try:
+        return LogConfig.from_kafka_props(props, default)
+    except ConfigError:
+        log.warning("ignoring unreadable %s in %s", PROPERTIES_FILE, directory)
+        return default
+
+
+def _write_properties(directory: Path, config: LogConfig) -> None:
+    text = "".join(f"{k}={v}\n" for k, v in sorted(config.to_kafka_props().items()))
+    write_atomically(directory / PROPERTIES_FILE, text.encode())
+
+
+class LogManager:
+    """Owns the :class:`PartitionLog` of every partition under ``data_dir``."""
+
+    def __init__(self, data_dir: Path, *, clock: Clock = SYSTEM_CLOCK,
+                 start_background: bool = True, default_config: LogConfig | None = None,
+                 maintenance_interval_ms: int = 30_000,
+                 checkpoint_interval_ms: int = 1_000) -> None:
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.clock = clock
+        self.default_config = default_config or LogConfig()
+        self._lock = threading.Lock()
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._flusher = GroupCommitFlusher(checkpoint_interval_ms=checkpoint_interval_ms)
+        self._cleaner = LogCleaner(clock)
+        self._maintenance_interval_s = maintenance_interval_ms / 1000
+        self._stop = threading.Event()
+        self._maintenance: threading.Thread | None = None
+        self._closed = False
+        self._load()
+        if start_background:
+            self._flusher.start()
+            self._maintenance = threading.Thread(
+                target=self._maintain, name="riverbed-log-maintenance", daemon=True)
+            self._maintenance.start()
+
+    def _load(self) -> None:
+        for path in sorted(self.data_dir.iterdir()):
+            if not path.is_dir():
+                continue
+            if path.name.endswith(DELETE_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            parsed = parse_partition_dir(path.name)
+            if parsed is None:
+                continue
+            config = _read_properties(path, self.default_config)
+            self._logs[parsed] = PartitionLog.open(
+                path, config, topic=parsed[0], partition=parsed[1], clock=self.clock,
+                flusher=self._flusher)
+
+    def get_or_create(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
+        with self._lock:
+            existing = self._logs.get((topic, partition))
+            if existing is not None:
+                return existing
+            directory = self.data_dir / f"{topic}-{partition}"
+            directory.mkdir(parents=True, exist_ok=True)
+            _write_properties(directory, config)
+            fsync_dir(self.data_dir)
+            plog = PartitionLog.open(directory, config, topic=topic, partition=partition,
+                                     clock=self.clock, flusher=self._flusher)
+            self._logs[(topic, partition)] = plog
+            return plog
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        with self._lock:
+            return self._logs.get((topic, partition))
+
+    def logs(self) -> dict[tuple[str, int], PartitionLog]:
+        with self._lock:
+            return dict(self._logs)
+
+    def delete_partition(self, topic: str, partition: int) -> None:
+        with self._lock:
+            plog = self._logs.pop((topic, partition), None)
+        if plog is None:
+            return
+        plog.close()
+        doomed = plog.directory.with_name(
+            f"{plog.directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+        plog.directory.rename(doomed)
+        fsync_dir(self.data_dir)
+        shutil.rmtree(doomed, ignore_errors=True)
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        for (t, _p), plog in self.logs().items():
+            if t == topic:
+                plog.set_config(config)
+                _write_properties(plog.directory, config)
+
+    # -- maintenance ------------------------------------------------------------------
+
+    def run_retention(self) -> int:
+        """Apply retention to every log once; returns segments deleted."""
+        return sum(plog.enforce_retention() for plog in self.logs().values())
+
+    def run_cleaner(self) -> list[CleanResult]:
+        """One compaction pass over every log that needs one."""
+        results = []
+        for plog in self.logs().values():
+            if self._cleaner.needs_cleaning(plog):
+                result = self._cleaner.clean(plog)
+                if result is not None:
+                    results.append(result)
+        return results
+
+    def _maintain(self) -> None:
+        while not self._stop.wait(self._maintenance_interval_s):
+            try:
+                self.run_retention()
+                self.run_cleaner()
+            except Exception:
+                log.exception("log maintenance failed")
+
+    def close(self) -> None:
+        """Clean shutdown: stop the threads, then flush and close every log."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self._maintenance is not None:
+            self._maintenance.join()
+        self._flusher.stop()
+        for plog in self.logs().values():
+            plog.close()

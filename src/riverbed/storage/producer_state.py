@@ -1,0 +1,233 @@
+"""Idempotent producer state: per producer id, its epoch and its last 5 batches.
+
+This is Kafka's ``ProducerStateManager`` reduced to idempotence (no transactions yet).
+For each ``producer_id`` we keep the current ``producer_epoch`` and the metadata of the
+last :data:`BATCHES_PER_PRODUCER` batches (first/last sequence, first/last offset), which
+is what a producer may retry (``max.in.flight.requests.per.connection <= 5``).
+
+Rules applied to each appended batch with ``producer_id >= 0`` (Kafka's checkSequence):
+
+* ``epoch < current``                        -> InvalidProducerEpochError
+* ``epoch > current``                        -> base sequence must be 0 (unless the
+  producer is unknown); the producer's batches are forgotten
+* same sequences as one of the last 5        -> duplicate: the broker answers with the
+  original offsets and appends nothing
+* otherwise the base sequence must follow the last one (wrapping at 2^31-1 to 0), except
+  for an unknown producer, whose first batch may start anywhere -> else
+  OutOfOrderSequenceError
+
+Snapshot file ``<20-digit offset>.snapshot`` holds the state after every batch below that
+offset (big-endian)::
+
+    version int16 = 1 | crc uint32 (CRC-32C of everything after it) | count int32 |
+    count x ( producerId int64 | epoch int16 | lastTimestamp int64 | n int8 |
+              n x ( firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 ) )
+
+Snapshots are written (tmp + fsync + rename) on segment roll and clean shutdown.  After a
+crash the log loads the newest snapshot at or below its recovered end and replays batch
+headers from there; a corrupt snapshot is deleted and an older one (or the log start)
+used instead.  Not thread-safe: the owning log's lock guards it.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from riverbed.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from riverbed.protocol.batch import BatchHeader, crc32c
+
+BATCHES_PER_PRODUCER = 5
+SNAPSHOT_SUFFIX = ".snapshot"
+_HEAD = struct.Struct(">hIi")
+_ENTRY = struct.Struct(">qhqb")
+_BATCH = struct.Struct(">iiqq")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    producer_id: int
+    producer_epoch: int
+    last_timestamp: int = -1
+    batches: deque[BatchMetadata] = field(
+        default_factory=lambda: deque(maxlen=BATCHES_PER_PRODUCER)
+    )
+
+    def copy(self) -> ProducerStateEntry:
+        return ProducerStateEntry(self.producer_id, self.producer_epoch, self.last_timestamp,
+                                  deque(self.batches, maxlen=BATCHES_PER_PRODUCER))
+
+    def find_duplicate(self, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        for meta in self.batches:
+            if meta.first_seq == first_seq and meta.last_seq == last_seq:
+                return meta
+        return None
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (last_seq == 0x7FFFFFFF and next_seq == 0)
+
+
+class ProducerStateManager:
+    """Producer entries plus their snapshot files in the partition directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.entries: dict[int, ProducerStateEntry] = {}
+
+    # -- validation / update ----------------------------------------------------------
+
+    def check(self, header: BatchHeader, base_offset: int,
+              pending: dict[int, ProducerStateEntry]) -> BatchMetadata | None:
+        """Validate one batch about to be appended at ``base_offset``.
+
+        ``pending`` holds entries already updated by earlier batches of the same append
+        (so a multi-batch append is all-or-nothing); it is updated in place.  Returns the
+        original batch's metadata when the batch is a duplicate, else None.
+        """
+        pid = header.producer_id
+        if pid < 0:
+            return None
+        current = pending.get(pid) or self.entries.get(pid)
+        epoch = header.producer_epoch
+        first_seq, last_seq = header.base_sequence, header.last_sequence
+        if current is not None:
+            if epoch < current.producer_epoch:
+                raise InvalidProducerEpochError(
+                    f"producer {pid}: epoch {epoch} is older than current {current.producer_epoch}"
+                )
+            if epoch == current.producer_epoch:
+                duplicate = current.find_duplicate(first_seq, last_seq)
+                if duplicate is not None:
+                    return duplicate
+                if current.batches and not _in_sequence(current.batches[-1].last_seq, first_seq):
+                    raise OutOfOrderSequenceError(
+                        f"producer {pid}: sequence {first_seq} does not follow "
+                        f"{current.batches[-1].last_seq}"
+                    )
+                entry = current.copy()
+            else:
+                if first_seq != 0:
+                    raise OutOfOrderSequenceError(
+                        f"producer {pid}: new epoch {epoch} must start at sequence 0, "
+                        f"got {first_seq}"
+                    )
+                entry = ProducerStateEntry(pid, epoch)
+        else:
+            entry = ProducerStateEntry(pid, epoch)
+        last_offset = base_offset + header.last_offset_delta
+        entry.batches.append(BatchMetadata(first_seq, last_seq, base_offset, last_offset))
+        entry.last_timestamp = header.max_timestamp
+        pending[pid] = entry
+        return None
+
+    def commit(self, pending: dict[int, ProducerStateEntry]) -> None:
+        self.entries.update(pending)
+
+    def replay(self, header: BatchHeader) -> None:
+        """Apply a batch read back from the log (recovery): no checks, last writer wins."""
+        pid = header.producer_id
+        if pid < 0:
+            return
+        entry = self.entries.get(pid)
+        if entry is None or entry.producer_epoch != header.producer_epoch:
+            entry = ProducerStateEntry(pid, header.producer_epoch)
+            self.entries[pid] = entry
+        entry.batches.append(BatchMetadata(header.base_sequence, header.last_sequence,
+                                           header.base_offset, header.last_offset))
+        entry.last_timestamp = header.max_timestamp
+
+    # -- snapshots --------------------------------------------------------------------
+
+    def snapshot_path(self, offset: int) -> Path:
+        return self.directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+    def snapshot_offsets(self) -> list[int]:
+        out = []
+        for path in self.directory.glob("*" + SNAPSHOT_SUFFIX):
+            stem = path.name[: -len(SNAPSHOT_SUFFIX)]
+            if stem.isdigit():
+                out.append(int(stem))
+        return sorted(out)
+
+    def write_snapshot(self, offset: int) -> None:
+        body = bytearray()
+        for entry in self.entries.values():
+            body += _ENTRY.pack(entry.producer_id, entry.producer_epoch, entry.last_timestamp,
+                                len(entry.batches))
+            for m in entry.batches:
+                body += _BATCH.pack(m.first_seq, m.last_seq, m.first_offset, m.last_offset)
+        tail = struct.pack(">i", len(self.entries)) + bytes(body)
+        data = struct.pack(">hI", 1, crc32c(tail)) + tail
+        path = self.snapshot_path(offset)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def _read_snapshot(self, path: Path) -> dict[int, ProducerStateEntry] | None:
+        data = path.read_bytes()
+        if len(data) < _HEAD.size:
+            return None
+        version, crc, count = _HEAD.unpack_from(data, 0)
+        if version != 1 or crc32c(data[6:]) != crc:
+            return None
+        pos = _HEAD.size
+        entries: dict[int, ProducerStateEntry] = {}
+        try:
+            for _ in range(count):
+                pid, epoch, last_ts, n = _ENTRY.unpack_from(data, pos)
+                pos += _ENTRY.size
+                entry = ProducerStateEntry(pid, epoch, last_ts)
+                for _ in range(n):
+                    entry.batches.append(BatchMetadata(*_BATCH.unpack_from(data, pos)))
+                    pos += _BATCH.size
+                entries[pid] = entry
+        except struct.error:
+            return None
+        return entries
+
+    def load(self, log_start_offset: int, log_end_offset: int) -> int:
+        """Load the newest valid snapshot in [log start, log end]; returns the offset from
+        which the caller must replay batch headers.  Snapshots above the end are deleted."""
+        self.entries = {}
+        for offset in reversed(self.snapshot_offsets()):
+            path = self.snapshot_path(offset)
+            if offset > log_end_offset:
+                path.unlink(missing_ok=True)
+                continue
+            if offset < log_start_offset:
+                break
+            entries = self._read_snapshot(path)
+            if entries is None:
+                path.unlink(missing_ok=True)
+                continue
+            self.entries = entries
+            return offset
+        return log_start_offset
+
+    def truncate_snapshots(self, offset: int) -> None:
+        """Delete snapshots above ``offset`` (log truncation)."""
+        for o in self.snapshot_offsets():
+            if o > offset:
+                self.snapshot_path(o).unlink(missing_ok=True)
+
+    def delete_snapshots_below(self, offset: int, keep: int = 2) -> None:
+        """Retention: drop snapshots below the log start offset, keeping the newest ``keep``."""
+        offsets = self.snapshot_offsets()
+        for o in offsets[:-keep] if keep else offsets:
+            if o < offset:
+                self.snapshot_path(o).unlink(missing_ok=True)

@@ -1,0 +1,118 @@
+"""Loading a partition directory after a clean or unclean stop (Kafka's ``LogLoader``).
+
+Steps, in order:
+
+1. Finish or roll back interrupted file operations, by suffix:
+   ``*.cleaned`` (compaction output not yet committed) and ``*.tmp`` are deleted;
+   ``*.log.swap`` (compaction committed) replaces its ``.log`` and that segment's indexes
+   are dropped so they are rebuilt; ``*.deleted`` files are removed.
+2. Open every ``<20 digits>.log`` in base-offset order.  Index files without a log are
+   deleted.
+3. After a clean shutdown every segment is trusted: indexes are loaded if consistent
+   (else rebuilt).  After an unclean stop every segment that may hold offsets at or above
+   the recovery point is CRC-checked batch by batch and its indexes rebuilt:
+
+   * a torn or corrupt tail of the **last** segment is truncated to the last valid batch
+     (only data never covered by an fsync can be there);
+   * a bad batch in an earlier segment raises CorruptSegmentError naming the file and
+     byte position: sealed segments are fsynced at roll, so this is real corruption and
+     is never silently cut.
+
+The result is a list of loaded segments (never empty).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from riverbed.errors import CorruptSegmentError
+from riverbed.storage.checkpoint import PartitionCheckpoint, fsync_dir
+from riverbed.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    segment_name,
+)
+
+log = logging.getLogger(__name__)
+
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+
+
+def finish_interrupted_operations(directory: Path) -> None:
+    """Step 1 of the module docstring."""
+    changed = False
+    for path in sorted(directory.iterdir()):
+        name = path.name
+        if name.endswith((CLEANED_SUFFIX, ".tmp", DELETED_SUFFIX)):
+            path.unlink(missing_ok=True)
+            changed = True
+        elif name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+            stem = name[: -len(LOG_SUFFIX + SWAP_SUFFIX)]
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                (directory / (stem + suffix)).unlink(missing_ok=True)
+            os.replace(path, directory / (stem + LOG_SUFFIX))
+            changed = True
+    if changed:
+        fsync_dir(directory)
+
+
+def segment_bases(directory: Path) -> list[int]:
+    bases = []
+    for path in directory.glob("*" + LOG_SUFFIX):
+        stem = path.name[: -len(LOG_SUFFIX)]
+        if stem.isdigit() and len(stem) == 20:
+            bases.append(int(stem))
+    return sorted(bases)
+
+
+def _delete_orphan_indexes(directory: Path, bases: list[int]) -> None:
+    known = {segment_name(b) for b in bases}
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for path in directory.glob("*" + suffix):
+            if path.name[: -len(suffix)] not in known:
+                path.unlink(missing_ok=True)
+
+
+def load_segments(directory: Path, checkpoint: PartitionCheckpoint, *, clean: bool,
+                  index_interval_bytes: int, now_ms: int) -> list[LogSegment]:
+    """Open and, where needed, recover every segment of ``directory`` (see module doc)."""
+    finish_interrupted_operations(directory)
+    bases = segment_bases(directory)
+    _delete_orphan_indexes(directory, bases)
+    if not bases:
+        bases = [checkpoint.log_start_offset]
+    segments: list[LogSegment] = []
+    try:
+        for i, base in enumerate(bases):
+            seg = LogSegment.open(directory, base, index_interval_bytes=index_interval_bytes,
+                                  created_ms=now_ms)
+            segments.append(seg)
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            last = next_base is None
+            unflushed = next_base is None or next_base > checkpoint.recovery_point
+            if clean or not unflushed:
+                seg.load_trusted(next_base)
+            else:
+                valid = seg.rebuild(sealed=not last)
+                if valid != seg.size:
+                    log.warning("truncating torn tail of %s: %d bytes after byte %d",
+                                seg.log_path, seg.size - valid, valid)
+                    seg.truncate_bytes(valid)
+                    seg.fsync()
+            if next_base is not None and seg.next_offset > next_base:
+                raise CorruptSegmentError(
+                    f"segment {seg.log_path} holds offsets up to {seg.next_offset - 1}, "
+                    f"overlapping the next segment at {next_base}"
+                )
+    except BaseException:
+        for seg in segments:
+            seg.close()
+        raise
+    fsync_dir(directory)
+    return segments

@@ -1,0 +1,275 @@
+"""One log segment: a ``.log`` file of record batches plus its two sparse indexes.
+
+Files, named by the segment's base offset as 20 zero-padded digits (Kafka's names)::
+
+    00000000000000000000.log         record batches v2 exactly as received, base offsets
+                                     assigned; nothing else (no header, no footer)
+    00000000000000000000.index       see riverbed.storage.index.OffsetIndex
+    00000000000000000000.timeindex   see riverbed.storage.index.TimeIndex
+
+Invariants: batches are contiguous from byte 0 to ``size``; base offsets strictly
+increase; every batch's offsets are >= the segment's base offset and < the next
+segment's base offset.  The segment's ``next_offset`` is one past the last batch's last
+offset (the base offset when empty).
+
+Reads use ``os.pread`` on the segment's fd and never load the whole file.  Appends are
+one ``os.pwrite`` of the already-encoded bytes at ``size``; a failed or short write is
+cut back so the file never keeps a partial batch from this process.
+
+Crash behaviour: a crash may leave a torn batch at the end of the active segment; the
+loader (:mod:`riverbed.storage.recovery`) finds it with :meth:`scan` and cuts it off with
+:meth:`truncate_bytes`.
+
+Not thread-safe: the owning :class:`~riverbed.storage.log.PartitionLog` serialises access.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from riverbed.errors import CorruptRecordError, CorruptSegmentError, StorageError
+from riverbed.protocol.batch import HEADER_SIZE, BatchHeader, validate_batch
+from riverbed.storage.index import OffsetIndex, TimeIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+_SCAN_CHUNK = 1 << 20
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+class LogSegment:
+    """A ``.log`` file and its indexes.  Build with :meth:`open`."""
+
+    def __init__(self, directory: Path, base_offset: int, fd: int, size: int,
+                 index_interval_bytes: int, created_ms: int) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.fd = fd
+        self.size = size
+        self.index_interval_bytes = index_interval_bytes
+        self.created_ms = created_ms
+        name = segment_name(base_offset)
+        self.log_path = directory / (name + LOG_SUFFIX)
+        self.offset_index = OffsetIndex(directory / (name + INDEX_SUFFIX), base_offset)
+        self.time_index = TimeIndex(directory / (name + TIME_INDEX_SUFFIX), base_offset)
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.first_batch_timestamp = -1
+        self._bytes_since_index = 0
+
+    # -- construction -----------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, base_offset: int, *, index_interval_bytes: int,
+             created_ms: int) -> LogSegment:
+        """Open (or create) the segment files; indexes are NOT loaded: call a load method."""
+        path = directory / (segment_name(base_offset) + LOG_SUFFIX)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        size = os.fstat(fd).st_size
+        seg = cls(directory, base_offset, fd, size, index_interval_bytes, created_ms)
+        if size == 0:
+            seg.offset_index.path.touch()
+            seg.time_index.path.touch()
+        return seg
+
+    def load_trusted(self, next_base: int | None) -> None:
+        """Load a segment that was fsynced before the crash (or cleanly closed).
+
+        Indexes are taken from disk when consistent, else rebuilt by a CRC-checked scan,
+        where any bad batch raises CorruptSegmentError (a sealed segment is never cut).
+        """
+        offset_index = OffsetIndex.load(self.offset_index.path, self.base_offset, self.size)
+        if offset_index is None:
+            self.rebuild(sealed=True)
+            return
+        start = offset_index.values[-1] if len(offset_index) else 0
+        self.offset_index = offset_index
+        self._bytes_since_index = 0
+        valid_end = self._replay(start, verify=False)
+        if valid_end != self.size:
+            self.rebuild(sealed=True)
+            return
+        time_index = TimeIndex.load(self.time_index.path, self.base_offset, self.next_offset)
+        if time_index is None or (next_base is not None and self.next_offset > next_base):
+            self.rebuild(sealed=True)
+            return
+        if len(time_index) and time_index.keys[-1] > self.max_timestamp:
+            self.max_timestamp = time_index.keys[-1]
+            self.offset_of_max_timestamp = time_index.values[-1]
+        self.time_index = time_index
+        self._first_batch_timestamp()
+
+    def rebuild(self, *, sealed: bool) -> int:
+        """CRC-check every batch and rebuild both indexes; returns the valid byte length.
+
+        ``sealed`` segments must be intact: a bad batch raises CorruptSegmentError naming
+        the file and position.  For the active segment the caller truncates instead.
+        """
+        self._reset_state()
+        valid_end = self._replay(0, verify=True)
+        if valid_end != self.size and sealed:
+            raise CorruptSegmentError(
+                f"corrupt record batch in sealed segment {self.log_path} at byte {valid_end} "
+                f"(after offset {self.next_offset - 1}); refusing to truncate it"
+            )
+        self.offset_index.rewrite()
+        self.time_index.rewrite()
+        return valid_end
+
+    def _reset_state(self) -> None:
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.first_batch_timestamp = -1
+        self._bytes_since_index = 0
+
+    def _replay(self, start: int, *, verify: bool) -> int:
+        """Track every batch from ``start``; returns where the valid batches end."""
+        end = start
+        for pos, header in self.scan(start, verify=verify):
+            self._track(header, pos)
+            end = pos + header.size
+        return end
+
+    def _first_batch_timestamp(self) -> None:
+        if self.size >= HEADER_SIZE:
+            self.first_batch_timestamp = BatchHeader.parse(self.pread(0, HEADER_SIZE)).max_timestamp
+
+    # -- append / read ----------------------------------------------------------------
+
+    def _track(self, header: BatchHeader, position: int) -> None:
+        if self._bytes_since_index >= self.index_interval_bytes or position == 0:
+            if position > 0:
+                self.offset_index.append(header.base_offset, position)
+                self.time_index.append(self.max_timestamp, self.next_offset - 1)
+            self._bytes_since_index = 0
+        self._bytes_since_index += header.size
+        if self.first_batch_timestamp < 0 and position == 0:
+            self.first_batch_timestamp = header.max_timestamp
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.last_offset
+        self.next_offset = header.next_offset
+
+    def append(self, data: bytes | bytearray, headers: list[tuple[int, BatchHeader]]) -> None:
+        """Write ``data`` (whole batches, offsets assigned) at the end with one pwrite."""
+        position = self.size
+        try:
+            written = 0
+            view = memoryview(data)
+            while written < len(data):
+                written += os.pwrite(self.fd, view[written:], position + written)
+        except OSError as exc:
+            os.ftruncate(self.fd, position)
+            raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
+        self.size = position + len(data)
+        for rel, header in headers:
+            self._track(header, position + rel)
+
+    def pread(self, position: int, length: int) -> bytes:
+        return os.pread(self.fd, length, position)
+
+    def scan(self, start: int = 0, *, verify: bool = True,
+             end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+        """Yield ``(position, header)`` of each whole batch from ``start``; stops at the
+        first torn or (with ``verify``) corrupt batch, or at ``end``/the file end."""
+        limit = self.size if end is None else end
+        pos = start
+        min_base = self.base_offset
+        while pos + HEADER_SIZE <= limit:
+            head = self.pread(pos, HEADER_SIZE)
+            try:
+                header = BatchHeader.parse(head)
+            except CorruptRecordError:
+                return
+            if (header.magic != 2 or header.batch_length < HEADER_SIZE - 12
+                    or pos + header.size > limit or header.last_offset_delta < 0
+                    or header.base_offset < min_base):
+                return
+            if verify:
+                try:
+                    validate_batch(self.pread(pos, header.size))
+                except CorruptRecordError:
+                    return
+            yield pos, header
+            pos += header.size
+            min_base = header.next_offset
+
+    def locate(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """Position and header of the first batch whose last offset is >= ``offset``."""
+        start = self.offset_index.lookup(offset)
+        for pos, header in self.scan(start, verify=False):
+            if header.last_offset >= offset:
+                return pos, header
+        return None
+
+    def read(self, position: int, max_bytes: int, *, min_one_batch: bool) -> bytes:
+        """Whole batches from ``position``, at most ``max_bytes`` unless the first batch
+        alone is bigger and ``min_one_batch`` is set."""
+        want = min(max(max_bytes, 0), self.size - position)
+        data = self.pread(position, want) if want > 0 else b""
+        end = 0
+        while end + 12 <= len(data):
+            size = int.from_bytes(data[end + 8 : end + 12], "big") + 12
+            if end + size > len(data):
+                break
+            end += size
+        if end == 0 and min_one_batch and position + 12 <= self.size:
+            size = int.from_bytes(self.pread(position + 8, 4), "big") + 12
+            return self.pread(position, size)
+        return data[:end]
+
+    # -- maintenance ------------------------------------------------------------------
+
+    def truncate_bytes(self, size: int) -> None:
+        os.ftruncate(self.fd, size)
+        self.size = size
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove batches whose last offset is >= ``offset``; returns bytes removed."""
+        found = self.locate(offset)
+        if found is None:
+            return 0
+        position = found[0]
+        removed = self.size - position
+        self.truncate_bytes(position)
+        self._reset_state()
+        self._replay(0, verify=False)
+        self.offset_index.rewrite()
+        self.time_index.rewrite()
+        return removed
+
+    def seal(self) -> None:
+        """Called when the segment stops being active: final time-index entry, flush indexes."""
+        if self.max_timestamp >= 0:
+            self.time_index.append(self.max_timestamp, self.next_offset - 1)
+        self.flush_indexes()
+
+    def flush_indexes(self) -> None:
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def fsync(self) -> None:
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            path.unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path.name}, size={self.size}, next={self.next_offset})"
