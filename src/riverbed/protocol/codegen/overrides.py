@@ -1,0 +1,29 @@
+"""Version ranges the codec speaks beyond what Kafka 4.x's schemas declare.
+
+Kafka 4.0 raised the lowest version of several APIs; their schemas still describe the old
+fields (``"versions": "0"``, ``"1+"``, …), so the generator only needs a lower start.
+Produce v0-2 stay because librdkafka needs them advertised (KAFKA-18659); v0-2 have no
+TransactionalId (it is ``"3+"``) and otherwise match v3.  The broker decides which of these
+versions it advertises; the codec just has to speak them.
+"""
+
+from __future__ import annotations
+
+MIN_VERSION_OVERRIDES: dict[str, int] = {
+    "ProduceRequest": 0,
+    "ProduceResponse": 0,
+    "ListOffsetsRequest": 0,
+    "ListOffsetsResponse": 0,
+    "OffsetCommitRequest": 0,
+    "OffsetCommitResponse": 0,
+    "OffsetFetchRequest": 0,
+    "OffsetFetchResponse": 0,
+    "CreateTopicsRequest": 0,
+    "CreateTopicsResponse": 0,
+    "DeleteTopicsRequest": 0,
+    "DeleteTopicsResponse": 0,
+    "DescribeConfigsRequest": 0,
+    "DescribeConfigsResponse": 0,
+    "RequestHeader": 0,
+}
+"""Schema name -> lowest version to generate (the schema's highest version is kept)."""

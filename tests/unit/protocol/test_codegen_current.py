@@ -1,0 +1,34 @@
+"""The checked-in generated codec is exactly what the generator makes from the schemas."""
+
+from __future__ import annotations
+
+import pytest
+
+from riverbed.protocol.codegen import GENERATED_DIR, default_schema_dir, render_all
+from riverbed.protocol.codegen.generate import REPO_ROOT
+
+SHARED = REPO_ROOT.parent / "shared" / "kafka-protocol" / "messages"
+
+
+def test_generated_code_is_current() -> None:
+    schema_dir = default_schema_dir()
+    if schema_dir is None:
+        pytest.skip(
+            "no schemas: neither ../shared/kafka-protocol/messages nor kafka-python's "
+            "kafka/protocol/schemas/resources is present"
+        )
+    full = schema_dir == SHARED
+    rendered = render_all(schema_dir, with_index=full)
+    checked_in = {p.name for p in GENERATED_DIR.glob("*.py")}
+    if full:
+        assert set(rendered) == checked_in, "regenerate: python -m riverbed.protocol.codegen"
+    for name, text in sorted(rendered.items()):
+        on_disk = (GENERATED_DIR / name).read_text(encoding="utf-8")
+        assert on_disk == text, f"{name} is stale: run python -m riverbed.protocol.codegen"
+
+
+def test_generation_is_deterministic() -> None:
+    schema_dir = default_schema_dir()
+    if schema_dir is None:
+        pytest.skip("no schemas available")
+    assert render_all(schema_dir) == render_all(schema_dir)
