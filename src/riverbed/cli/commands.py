@@ -1,3 +1,74 @@
 """Subcommands of ``riverbed``, registered on import by :func:`riverbed.cli.main.main`."""
 
 from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+import click
+
+from riverbed.cli.main import cli
+from riverbed.config import BrokerConfig, load_properties, parse_key_value
+from riverbed.errors import ConfigError
+
+
+def _parse_listen(listen: str) -> tuple[str, int]:
+    host, sep, port_text = listen.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ConfigError(f"--listen expects HOST:PORT, got {listen!r}")
+    return host.strip("[]") or "0.0.0.0", int(port_text)
+
+
+@cli.command("broker")
+@click.option(
+    "--data-dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory holding the logs and metadata (created if missing).",
+)
+@click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to bind.")
+@click.option(
+    "--config-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Kafka server.properties file (Java properties format).",
+)
+@click.option(
+    "--config",
+    "config_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Kafka broker or topic-default setting; repeatable; wins over --config-file.",
+)
+@click.option("--log-level", default="INFO", show_default=True, help="Python logging level.")
+def broker_command(
+    data_dir: Path,
+    listen: str,
+    config_file: Path | None,
+    config_items: tuple[str, ...],
+    log_level: str,
+) -> None:
+    """Run a Kafka-protocol broker in the foreground (Ctrl-C or SIGTERM stop it cleanly)."""
+    from riverbed.broker.server import Broker, new_event_loop
+
+    props: dict[str, str] = {}
+    if config_file is not None:
+        props.update(load_properties(config_file))
+    for item in config_items:
+        key, value = parse_key_value(item)
+        props[key] = value
+    config = BrokerConfig.from_props(props)
+    host, port = _parse_listen(listen)
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    loop = new_event_loop()
+    try:
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        broker = Broker(data_dir, config, host=host, port=port)
+        loop.run_until_complete(broker.serve_until(stop))
+    finally:
+        loop.close()

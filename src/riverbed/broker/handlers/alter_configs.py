@@ -1,0 +1,134 @@
+"""AlterConfigs (key 33) and IncrementalAlterConfigs (key 44) for topics.
+
+AlterConfigs replaces a topic's whole set of overrides; IncrementalAlterConfigs applies
+SET (0), DELETE (1), APPEND (2) and SUBTRACT (3, list configs such as
+``cleanup.policy``) to the current overrides.  Both validate first (INVALID_CONFIG naming
+the key) and change nothing under ``validate_only``.  Broker resources are static
+(flags / server.properties) and answer INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from riverbed.broker.handlers.describe_configs import BROKER, TOPIC
+from riverbed.errors import (
+    ConfigError,
+    ProtocolError,
+    RiverbedError,
+    UnknownTopicOrPartitionError,
+    error_code_for,
+)
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.framing import RequestHeader
+from riverbed.protocol.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+
+if TYPE_CHECKING:
+    from riverbed.broker.server import Broker
+
+ALTER_CONFIGS_KEY = 33
+INCREMENTAL_ALTER_CONFIGS_KEY = 44
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+LIST_CONFIGS = frozenset({"cleanup.policy"})
+
+
+def _apply(
+    broker: Broker,
+    resource_type: int,
+    name: str,
+    change: Callable[[dict[str, str]], dict[str, str]],
+    validate_only: bool,
+) -> tuple[int, str | None]:
+    try:
+        if resource_type == BROKER:
+            raise ProtocolError("broker configs are static; set them with --config at start")
+        if resource_type != TOPIC:
+            raise ProtocolError(f"unsupported config resource type {resource_type}")
+        topic = broker.topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        broker.topics.set_configs(name, change(dict(topic.configs)), validate_only=validate_only)
+    except RiverbedError as exc:
+        return error_code_for(exc), str(exc)
+    return ErrorCode.NONE, None
+
+
+def handle_alter(
+    broker: Broker, header: RequestHeader, request: AlterConfigsRequest
+) -> AlterConfigsResponse:
+    responses = []
+    for res in request.resources:
+        new = {c.name: c.value for c in res.configs if c.value is not None}
+        code, message = _apply(
+            broker,
+            res.resource_type,
+            res.resource_name,
+            lambda _old, n=new: n,  # type: ignore[misc]
+            bool(request.validate_only),
+        )
+        responses.append(
+            AlterConfigsResponse.AlterConfigsResourceResponse(
+                error_code=code,
+                error_message=message,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+            )
+        )
+    return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
+
+
+def _incremental(ops: list[Any]) -> Callable[[dict[str, str]], dict[str, str]]:
+    def change(current: dict[str, str]) -> dict[str, str]:
+        for op in ops:
+            if op.config_operation == SET:
+                if op.value is None:
+                    raise ConfigError(f"setting {op.name!r}: SET needs a value")
+                current[op.name] = op.value
+            elif op.config_operation == DELETE:
+                current.pop(op.name, None)
+            elif op.config_operation in (APPEND, SUBTRACT):
+                if op.name not in LIST_CONFIGS:
+                    raise ConfigError(f"setting {op.name!r} is not a list; cannot APPEND/SUBTRACT")
+                items = [x for x in current.get(op.name, "").split(",") if x]
+                value = [x.strip() for x in (op.value or "").split(",") if x.strip()]
+                if op.config_operation == APPEND:
+                    items += [x for x in value if x not in items]
+                else:
+                    items = [x for x in items if x not in value]
+                current[op.name] = ",".join(items)
+            else:
+                raise ConfigError(
+                    f"setting {op.name!r}: unknown config operation {op.config_operation}"
+                )
+        return current
+
+    return change
+
+
+def handle_incremental(
+    broker: Broker, header: RequestHeader, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
+    responses = []
+    for res in request.resources:
+        code, message = _apply(
+            broker,
+            res.resource_type,
+            res.resource_name,
+            _incremental(list(res.configs)),
+            bool(request.validate_only),
+        )
+        responses.append(
+            IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+                error_code=code,
+                error_message=message,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+            )
+        )
+    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=responses)

@@ -1,0 +1,58 @@
+"""ApiVersions (key 18): the API ranges this broker serves.
+
+Ranges come from the codec's :data:`~riverbed.protocol.api.API_BY_KEY` for every API the
+broker has a handler for.  Produce is advertised from v0 although v0-2 are refused when
+used (librdkafka needs the v0 floor, KAFKA-18659).  A client asking for an ApiVersions
+version we lack (kafka-python 3 opens with v4 against older brokers) gets Kafka's
+fallback: a v0 response with UNSUPPORTED_VERSION and our ranges, so it can retry with a
+version we speak.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from riverbed.errors import UnsupportedVersionError, error_code_for
+from riverbed.protocol.api import API_BY_KEY
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.framing import RequestHeader
+from riverbed.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+
+if TYPE_CHECKING:
+    from riverbed.broker.server import Broker
+
+API_KEY = 18
+
+
+def api_ranges(broker: Broker) -> list[ApiVersionsResponse.ApiVersion]:
+    out = []
+    for key in broker.served_api_keys():
+        spec = API_BY_KEY.get(key)
+        if spec is None:
+            continue
+        out.append(
+            ApiVersionsResponse.ApiVersion(
+                api_key=key, min_version=spec.min_version, max_version=spec.max_version
+            )
+        )
+    return out
+
+
+def handle(
+    broker: Broker, header: RequestHeader, request: ApiVersionsRequest
+) -> ApiVersionsResponse:
+    return ApiVersionsResponse(
+        error_code=ErrorCode.NONE, api_keys=api_ranges(broker), throttle_time_ms=0
+    )
+
+
+def unsupported_version_response(
+    broker: Broker, header: RequestHeader
+) -> tuple[RequestHeader, ApiVersionsResponse] | None:
+    """Kafka's v0 fallback for an ApiVersions version we lack; None for other APIs."""
+    if header.api_key != API_KEY:
+        return None
+    code = error_code_for(UnsupportedVersionError(f"ApiVersions v{header.api_version}"))
+    response = ApiVersionsResponse(error_code=code, api_keys=api_ranges(broker), throttle_time_ms=0)
+    return dataclasses.replace(header, api_version=0), response

@@ -1,0 +1,41 @@
+"""CreatePartitions (key 37): grow a topic's partition count (``validate_only`` too).
+
+A count not above the current one is INVALID_PARTITIONS; explicit assignments are
+refused (INVALID_REQUEST); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from riverbed.errors import ProtocolError, RiverbedError, error_code_for
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.framing import RequestHeader
+from riverbed.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
+
+if TYPE_CHECKING:
+    from riverbed.broker.server import Broker
+
+API_KEY = 37
+
+Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+def handle(
+    broker: Broker, header: RequestHeader, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
+    results = []
+    for topic in request.topics:
+        try:
+            if topic.assignments:
+                raise ProtocolError("manual replica assignment is not supported")
+            broker.topics.create_partitions(
+                topic.name, topic.count, validate_only=bool(request.validate_only)
+            )
+        except RiverbedError as exc:
+            results.append(
+                Result(name=topic.name, error_code=error_code_for(exc), error_message=str(exc))
+            )
+            continue
+        results.append(Result(name=topic.name, error_code=ErrorCode.NONE, error_message=None))
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -1,0 +1,82 @@
+"""ListOffsets (key 2): offsets by timestamp, and the special earliest/latest queries.
+
+``timestamp`` -2 (earliest) and -4 (earliest local) answer the log start offset; -1
+(latest) answers the high watermark (also for read_committed: there are no open
+transactions, so the last stable offset equals it); -3 (max timestamp) and -5 (earliest
+pending upload) answer offset -1 ("not available") because finding them would scan the
+log; a timestamp >= 0 answers the first offset whose batch's max timestamp is >= it, or
+offset -1 when there is none (Kafka's behaviour).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from riverbed.errors import error_code_for
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.framing import RequestHeader
+from riverbed.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
+
+if TYPE_CHECKING:
+    from riverbed.broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+API_KEY = 2
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+
+Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+def handle(
+    broker: Broker, header: RequestHeader, request: ListOffsetsRequest
+) -> ListOffsetsResponse:
+    topics = []
+    for topic in request.topics:
+        parts = [_offset(broker, topic.name, p) for p in topic.partitions]
+        topics.append(
+            ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=parts)
+        )
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+
+def _offset(
+    broker: Broker, name: str, wanted: ListOffsetsRequest.ListOffsetsPartition
+) -> Partition:
+    index = wanted.partition_index
+    ts = wanted.timestamp
+    try:
+        plog = broker.topics.partition_log(name, index)
+        offset, found_ts = -1, -1
+        if ts in (EARLIEST, EARLIEST_LOCAL):
+            offset = plog.log_start_offset
+        elif ts == LATEST:
+            offset = plog.high_watermark
+        elif ts >= 0:
+            found = plog.offset_for_timestamp(ts)
+            if found is not None:
+                offset, found_ts = found
+    except Exception as exc:
+        code = error_code_for(exc)
+        if code == ErrorCode.UNKNOWN_SERVER_ERROR:
+            log.exception("list offsets of %s-%d failed", name, index)
+        return Partition(
+            partition_index=index,
+            error_code=code,
+            old_style_offsets=[],
+            timestamp=-1,
+            offset=-1,
+            leader_epoch=-1,
+        )
+    return Partition(
+        partition_index=index,
+        error_code=ErrorCode.NONE,
+        old_style_offsets=[offset],
+        timestamp=found_ts,
+        offset=offset,
+        leader_epoch=0,
+    )

@@ -1,0 +1,109 @@
+"""Metadata (key 3): the single node, the cluster id and the topics asked for.
+
+``topics = null`` lists every topic; unknown names are auto-created when the request
+allows it (v4+ ``allow_auto_topic_creation``; always for v0-3) and the broker's
+``auto.create.topics.enable`` is true, else UNKNOWN_TOPIC_OR_PARTITION.  From v10 topics
+carry their persisted id; from v12 a topic may be asked for by id alone.  Every
+partition's leader, replica and ISR is this node (leader epoch 0).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING
+
+from riverbed.broker.topics import Topic
+from riverbed.errors import (
+    RiverbedError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+    error_code_for,
+)
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.framing import RequestHeader
+from riverbed.protocol.messages import MetadataRequest, MetadataResponse
+
+if TYPE_CHECKING:
+    from riverbed.broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+API_KEY = 3
+AUTO_CREATE_FLAG_VERSION = 4
+ZERO_UUID = uuid.UUID(int=0)
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+def handle(broker: Broker, header: RequestHeader, request: MetadataRequest) -> MetadataResponse:
+    version = header.api_version
+    allow_auto = version < AUTO_CREATE_FLAG_VERSION or bool(request.allow_auto_topic_creation)
+    topics: list[MetadataResponse.MetadataResponseTopic] = []
+    if request.topics is None:
+        topics = [_topic(broker, t) for t in broker.topics.topics()]
+    else:
+        for wanted in request.topics:
+            topics.append(_lookup(broker, wanted, allow_auto))
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[
+            MetadataResponse.MetadataResponseBroker(
+                node_id=broker.node_id, host=broker.host, port=broker.port, rack=None
+            )
+        ],
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        topics=topics,
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+def _lookup(
+    broker: Broker, wanted: MetadataRequest.MetadataRequestTopic, allow_auto: bool
+) -> MetadataResponse.MetadataResponseTopic:
+    name = wanted.name
+    topic_id = getattr(wanted, "topic_id", None)
+    try:
+        if name is None:
+            found = broker.topics.by_id(topic_id) if topic_id is not None else None
+            if found is None:
+                raise UnknownTopicIdError(f"unknown topic id {topic_id}")
+            return _topic(broker, found)
+        existing = broker.topics.get(name)
+        if existing is None and allow_auto:
+            existing = broker.topics.ensure_topic(name)
+        if existing is None:
+            raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
+        return _topic(broker, existing)
+    except RiverbedError as exc:
+        return MetadataResponse.MetadataResponseTopic(
+            error_code=error_code_for(exc),
+            name=name,
+            topic_id=topic_id if topic_id is not None else ZERO_UUID,
+            is_internal=False,
+            partitions=[],
+            topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        )
+
+
+def _topic(broker: Broker, topic: Topic) -> MetadataResponse.MetadataResponseTopic:
+    node = broker.node_id
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=ErrorCode.NONE,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.name.startswith("__"),
+        partitions=[
+            MetadataResponse.MetadataResponsePartition(
+                error_code=ErrorCode.NONE,
+                partition_index=p,
+                leader_id=node,
+                leader_epoch=0,
+                replica_nodes=[node],
+                isr_nodes=[node],
+                offline_replicas=[],
+            )
+            for p in range(topic.partitions)
+        ],
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )

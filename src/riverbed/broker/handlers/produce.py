@@ -1,0 +1,148 @@
+"""Produce (key 0): append opaque record batches, acknowledge per ``acks``.
+
+Per partition: resolve the log (UNKNOWN_TOPIC_OR_PARTITION), append the request's
+``records`` bytes as they are — the storage layer validates headers and CRCs, assigns the
+base offset and checks idempotent sequences — and wake long-poll fetches on that
+partition.  ``acks``: 0 sends no response at all; 1 answers once the batch is in the
+log; -1 (all) also waits for the log's flush future, i.e. durable under the topic's flush
+policy (group commit: concurrent requests share an fsync; the event loop never blocks on
+it).  Any other value fails every partition with INVALID_REQUIRED_ACKS.  Errors are per
+partition and mapped only through :func:`riverbed.errors.error_code_for`; one bad
+partition never affects another.  Versions 0-2 are advertised but refused
+(see :mod:`.api_versions`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from typing import TYPE_CHECKING
+
+from riverbed.errors import (
+    InvalidRecordError,
+    InvalidRequiredAcksError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+    error_code_for,
+)
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.framing import RequestHeader
+from riverbed.protocol.messages import ProduceRequest, ProduceResponse
+
+if TYPE_CHECKING:
+    from riverbed.broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+API_KEY = 0
+MIN_ACCEPTED_VERSION = 3
+TOPIC_IDS_VERSION = 13
+
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+
+
+def handle(
+    broker: Broker, header: RequestHeader, request: ProduceRequest
+) -> ProduceResponse | asyncio.Future[ProduceResponse] | None:
+    acks = request.acks
+    version = header.api_version
+    acks_error = (
+        None if acks in (0, 1, -1) else InvalidRequiredAcksError(f"acks={acks} is not 0, 1 or -1")
+    )
+    flushes: list[concurrent.futures.Future[None]] = []
+    responses = []
+    for topic_data in request.topic_data:
+        name = topic_data.name if version < TOPIC_IDS_VERSION else None
+        topic_error: Exception | None = acks_error
+        if version >= TOPIC_IDS_VERSION:
+            topic = broker.topics.by_id(topic_data.topic_id)
+            if topic is None:
+                topic_error = topic_error or UnknownTopicIdError("unknown topic id")
+                name = ""
+            else:
+                name = topic.name
+        assert name is not None
+        partitions = []
+        for data in topic_data.partition_data:
+            partitions.append(
+                _append(broker, name, data, topic_error, flushes if acks == -1 else None)
+            )
+        responses.append(
+            ProduceResponse.TopicProduceResponse(
+                name=name, topic_id=topic_data.topic_id, partition_responses=partitions
+            )
+        )
+    if acks == 0:
+        return None
+    response = ProduceResponse(responses=responses, throttle_time_ms=0)
+    if not flushes:
+        return response
+    return asyncio.ensure_future(_after_flush(response, flushes))
+
+
+def _append(
+    broker: Broker,
+    name: str,
+    data: ProduceRequest.PartitionProduceData,
+    error: Exception | None,
+    flushes: list[concurrent.futures.Future[None]] | None,
+) -> PartitionResponse:
+    index = data.index
+    try:
+        if error is not None:
+            raise error
+        plog = broker.topics.partition_log(name, index)
+        records = data.records
+        if not records:
+            raise InvalidRecordError("produce request without records")
+        result = plog.append(records)
+    except (UnknownTopicOrPartitionError, UnknownTopicIdError) as exc:
+        return _error(index, exc)
+    except Exception as exc:
+        if error_code_for(exc) == ErrorCode.UNKNOWN_SERVER_ERROR:
+            log.exception("append to %s-%d failed", name, index)
+        return _error(index, exc)
+    broker.purgatory.notify((name, index))
+    if flushes is not None and not result.duplicate:
+        flushes.append(plog.flush_future(result.last_offset))
+    return PartitionResponse(
+        index=index,
+        error_code=ErrorCode.NONE,
+        base_offset=result.base_offset,
+        log_append_time_ms=result.log_append_time_ms,
+        log_start_offset=result.log_start_offset,
+        record_errors=[],
+        error_message=None,
+    )
+
+
+def _error(index: int, exc: Exception) -> PartitionResponse:
+    return PartitionResponse(
+        index=index,
+        error_code=error_code_for(exc),
+        base_offset=-1,
+        log_append_time_ms=-1,
+        log_start_offset=-1,
+        record_errors=[],
+        error_message=str(exc),
+    )
+
+
+async def _after_flush(
+    response: ProduceResponse, flushes: list[concurrent.futures.Future[None]]
+) -> ProduceResponse:
+    waits = [asyncio.wrap_future(f) for f in flushes]
+    results = await asyncio.gather(*waits, return_exceptions=True)
+    failures = [r for r in results if isinstance(r, BaseException)]
+    if failures:
+        # An fsync failed: the data may not be durable, so fail every partition of this
+        # request rather than acknowledge it.
+        code = error_code_for(failures[0])
+        for topic in response.responses:
+            for part in topic.partition_responses:
+                if part.error_code == ErrorCode.NONE:
+                    part.error_code = code
+                    part.error_message = f"flush failed: {failures[0]}"
+                    part.base_offset = -1
+    return response

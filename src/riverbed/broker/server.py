@@ -1,0 +1,193 @@
+"""The broker: owns the log, the topic metadata and the listening socket.
+
+Life cycle: :meth:`Broker.start` opens the data dir (``meta.json``, ``topics.json``,
+``producer_ids.json`` and the storage layer's partition directories), then listens;
+:meth:`Broker.stop` closes the listener, stops reading from every connection, answers the
+requests in flight (waking long-poll fetches at once), closes the sockets and finally
+closes the log manager, which flushes every partition.  A crash instead of a stop loses
+nothing acknowledged under the flush policy (storage recovers the tail on next start).
+
+All broker state is touched from the event loop thread only; the storage layer is
+thread-safe and its fsyncs complete through futures, so the loop never waits on a disk.
+
+Handlers (``riverbed.broker.handlers``) are plain functions ``(broker, header, request)``
+returning a response, None (no response) or an awaitable of either; see
+:mod:`riverbed.broker.connection` for the ordering contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from riverbed.broker.cluster import load_or_create_cluster_id
+from riverbed.broker.connection import KafkaConnection
+from riverbed.broker.producer_ids import ProducerIdManager
+from riverbed.broker.purgatory import FetchPurgatory
+from riverbed.broker.topics import TopicManager
+from riverbed.clock import SYSTEM_CLOCK, Clock
+from riverbed.config import BrokerConfig
+from riverbed.errors import ConfigError
+from riverbed.protocol.framing import RequestHeader
+from riverbed.storage.manager import LogManager
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["Broker", RequestHeader, Any], Any | Awaitable[Any]]
+
+
+class Broker:
+    """A single-node Kafka-protocol broker on one data dir (see the module docstring)."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        config: BrokerConfig | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 9092,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.config = config or BrokerConfig()
+        self.clock = clock
+        self._bind_host = host
+        self._bind_port = port
+        self.host = self.config.advertised_host or host
+        self.port = port
+        self.node_id = self.config.node_id
+        self.connections: set[KafkaConnection] = set()
+        self.purgatory = FetchPurgatory()
+        self.closing = False
+        self._server: asyncio.base_events.Server | None = None
+        self._logs: LogManager | None = None
+        self._topics: TopicManager | None = None
+        self._producer_ids: ProducerIdManager | None = None
+        self.cluster_id = ""
+        from riverbed.broker.handlers import HANDLERS
+
+        self._handlers: dict[int, Handler] = dict(HANDLERS)
+
+    # -- wiring -----------------------------------------------------------------------
+    @property
+    def topics(self) -> TopicManager:
+        assert self._topics is not None, "broker not started"
+        return self._topics
+
+    @property
+    def logs(self) -> LogManager:
+        assert self._logs is not None, "broker not started"
+        return self._logs
+
+    @property
+    def producer_ids(self) -> ProducerIdManager:
+        assert self._producer_ids is not None, "broker not started"
+        return self._producer_ids
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def handler_for(self, api_key: int) -> Handler | None:
+        return self._handlers.get(api_key)
+
+    def min_accepted_version(self, api_key: int) -> int:
+        """Lowest version served (may be above the advertised minimum, see handlers)."""
+        from riverbed.broker.handlers import MIN_ACCEPTED_VERSIONS
+
+        return MIN_ACCEPTED_VERSIONS.get(api_key, 0)
+
+    def register_handler(self, api_key: int, handler: Handler) -> None:
+        """Serve ``api_key`` with ``handler`` (coordinator APIs plug in here)."""
+        self._handlers[api_key] = handler
+
+    def served_api_keys(self) -> list[int]:
+        return sorted(self._handlers)
+
+    def unsupported_version_response(
+        self, header: RequestHeader
+    ) -> tuple[RequestHeader, Any] | None:
+        """Kafka's answer to a request version we lack: only ApiVersions gets one."""
+        from riverbed.broker.handlers.api_versions import unsupported_version_response
+
+        return unsupported_version_response(self, header)
+
+    # -- life cycle -------------------------------------------------------------------
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = load_or_create_cluster_id(self.data_dir)
+        self._logs = await loop.run_in_executor(
+            None, lambda: LogManager(self.data_dir, clock=self.clock)
+        )
+        try:
+            self._topics = TopicManager(self.data_dir, self._logs, self.config)
+            self._producer_ids = ProducerIdManager(self.data_dir)
+            self._server = await loop.create_server(
+                lambda: KafkaConnection(self),
+                self._bind_host,
+                self._bind_port,
+                reuse_address=True,
+            )
+        except OSError as exc:
+            self._logs.close()
+            raise ConfigError(
+                f"cannot listen on {self._bind_host}:{self._bind_port}: {exc.strerror}"
+            ) from None
+        except BaseException:
+            self._logs.close()
+            raise
+        sockname = self._server.sockets[0].getsockname()
+        self.port = int(sockname[1])
+        log.info(
+            "broker %d listening on %s:%d (data dir %s, cluster %s)",
+            self.node_id,
+            self._bind_host,
+            self.port,
+            self.data_dir,
+            self.cluster_id,
+        )
+
+    async def stop(self, timeout_s: float = 10.0) -> None:
+        """Close listeners, finish in-flight requests, close sockets, flush logs."""
+        if self.closing:
+            return
+        self.closing = True
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.stop_reading()
+        self.purgatory.notify_all()
+        loop = asyncio.get_running_loop()
+        in_flight = [t for c in self.connections for t in c.in_flight_tasks()]
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=timeout_s)
+        for conn in list(self.connections):
+            conn.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+        if self._logs is not None:
+            logs = self._logs
+            await loop.run_in_executor(None, logs.close)
+        log.info("broker %d stopped", self.node_id)
+
+    async def serve_until(self, stop: asyncio.Event) -> None:
+        """Start, serve until ``stop`` is set, then stop cleanly."""
+        await self.start()
+        try:
+            await stop.wait()
+        finally:
+            await self.stop()
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """A uvloop loop where uvloop is installed, else asyncio's default."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
+        return asyncio.new_event_loop()
+    loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    return loop

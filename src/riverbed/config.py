@@ -1,0 +1,266 @@
+"""Broker settings under Kafka's own config names, from flags or a ``server.properties`` file.
+
+A broker is configured by a flat ``dict[str, str]`` of Kafka keys, exactly like Kafka's
+``server.properties``:
+
+* **broker keys** (``node.id``, ``num.partitions``, ``auto.create.topics.enable``,
+  ``message.max.bytes``, ``socket.request.max.bytes``, ...) are parsed into
+  :class:`BrokerConfig` fields;
+* **topic defaults** may be given under the topic name (``retention.ms``,
+  ``segment.bytes``, ``cleanup.policy``, ``max.message.bytes``, ...) or under Kafka's
+  broker-level synonym (``log.retention.ms``, ``log.segment.bytes``,
+  ``log.cleanup.policy``, ``message.max.bytes``, ...); both end up, under the *topic*
+  name, in :attr:`BrokerConfig.topic_defaults`, which is the base every topic's
+  :class:`~riverbed.storage.LogConfig` is built on;
+* Kafka keys that make no sense for a single-node broker (``zookeeper.connect``,
+  ``process.roles``, ...) are accepted and ignored so a stock ``server.properties`` loads.
+
+Anything else, or a value that does not parse, raises :class:`~riverbed.errors.ConfigError`
+whose one-line message names the key.  Values are immutable once built; the broker keeps
+dynamic (AlterConfigs) overrides separately.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from riverbed.errors import ConfigError
+
+# Broker-level synonym -> topic-level name (Kafka's LogConfig "server default property").
+# ms variants win over hours/minutes when both are present, as in Kafka.
+TOPIC_SYNONYMS: Mapping[str, str] = MappingProxyType(
+    {
+        "log.cleanup.policy": "cleanup.policy",
+        "log.retention.ms": "retention.ms",
+        "log.retention.bytes": "retention.bytes",
+        "log.segment.bytes": "segment.bytes",
+        "log.roll.ms": "segment.ms",
+        "log.index.size.max.bytes": "segment.index.bytes",
+        "log.index.interval.bytes": "index.interval.bytes",
+        "log.flush.interval.messages": "flush.messages",
+        "log.flush.interval.ms": "flush.ms",
+        "log.segment.delete.delay.ms": "file.delete.delay.ms",
+        "log.cleaner.delete.retention.ms": "delete.retention.ms",
+        "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+        "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+        "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+        "log.message.timestamp.type": "message.timestamp.type",
+        "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+        "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
+        "log.preallocate": "preallocate",
+        "message.max.bytes": "max.message.bytes",
+        "compression.type": "compression.type",
+        "min.insync.replicas": "min.insync.replicas",
+        "unclean.leader.election.enable": "unclean.leader.election.enable",
+    }
+)
+_HOUR_MS = 3_600_000
+_COARSE_SYNONYMS: Mapping[str, tuple[str, int]] = MappingProxyType(
+    {
+        "log.retention.hours": ("retention.ms", _HOUR_MS),
+        "log.retention.minutes": ("retention.ms", 60_000),
+        "log.roll.hours": ("segment.ms", _HOUR_MS),
+    }
+)
+# Topic-level names accepted as defaults (the storage layer validates their values).
+TOPIC_KEYS: frozenset[str] = frozenset(TOPIC_SYNONYMS.values()) | {
+    "retention.ms",
+    "segment.jitter.ms",
+    "message.downconversion.enable",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+    "local.retention.ms",
+    "local.retention.bytes",
+    "remote.storage.enable",
+}
+# Kafka keys a single-node broker accepts and ignores (so a stock server.properties loads).
+IGNORED_KEYS: frozenset[str] = frozenset(
+    {
+        "broker.id.generation.enable",
+        "controller.listener.names",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "default.replication.factor",
+        "group.initial.rebalance.delay.ms",
+        "inter.broker.listener.name",
+        "listener.security.protocol.map",
+        "log.dirs",
+        "log.dir",
+        "log.retention.check.interval.ms",
+        "num.io.threads",
+        "num.network.threads",
+        "num.recovery.threads.per.data.dir",
+        "offsets.topic.replication.factor",
+        "process.roles",
+        "share.coordinator.state.topic.replication.factor",
+        "share.coordinator.state.topic.min.isr",
+        "socket.receive.buffer.bytes",
+        "socket.send.buffer.bytes",
+        "transaction.state.log.min.isr",
+        "transaction.state.log.replication.factor",
+        "zookeeper.connect",
+        "zookeeper.connection.timeout.ms",
+        "listeners",
+        "advertised.listeners",
+    }
+)
+
+DEFAULT_MESSAGE_MAX_BYTES = 1_048_588
+DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104_857_600
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """Parsed broker settings (Kafka names in the comments)."""
+
+    node_id: int = 1  # node.id / broker.id
+    num_partitions: int = 1  # num.partitions
+    auto_create_topics_enable: bool = True  # auto.create.topics.enable
+    delete_topic_enable: bool = True  # delete.topic.enable
+    socket_request_max_bytes: int = DEFAULT_SOCKET_REQUEST_MAX_BYTES  # socket.request.max.bytes
+    message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES  # message.max.bytes
+    advertised_host: str | None = None  # advertised.host.name (None: the bound host)
+    max_in_flight_requests_per_connection: int = 100  # riverbed: pipelining window
+    topic_defaults: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    source: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str]) -> BrokerConfig:
+        """Build from Kafka-named settings; ConfigError names the first bad key."""
+        values: dict[str, object] = {}
+        topic: dict[str, str] = {}
+        coarse: dict[str, str] = {}
+        for raw_key, raw_value in props.items():
+            key = raw_key.strip()
+            value = str(raw_value).strip()
+            if key in ("node.id", "broker.id"):
+                values["node_id"] = _int(key, value, minimum=0)
+            elif key == "num.partitions":
+                values["num_partitions"] = _int(key, value, minimum=1)
+            elif key == "auto.create.topics.enable":
+                values["auto_create_topics_enable"] = _bool(key, value)
+            elif key == "delete.topic.enable":
+                values["delete_topic_enable"] = _bool(key, value)
+            elif key == "socket.request.max.bytes":
+                values["socket_request_max_bytes"] = _int(key, value, minimum=1)
+            elif key == "advertised.host.name":
+                values["advertised_host"] = value or None
+            elif key == "riverbed.max.in.flight.requests.per.connection":
+                values["max_in_flight_requests_per_connection"] = _int(key, value, minimum=1)
+            elif key == "message.max.bytes":
+                values["message_max_bytes"] = _int(key, value, minimum=0)
+                topic.setdefault("max.message.bytes", value)
+            elif key in _COARSE_SYNONYMS:
+                coarse[key] = value
+            elif key in TOPIC_SYNONYMS:
+                topic[TOPIC_SYNONYMS[key]] = value
+            elif key in TOPIC_KEYS:
+                topic[key] = value
+            elif key in IGNORED_KEYS:
+                continue
+            else:
+                raise ConfigError(f"unknown broker setting {key!r}")
+        for key, value in coarse.items():
+            name, unit = _COARSE_SYNONYMS[key]
+            topic.setdefault(name, str(_int(key, value, minimum=-1) * unit))
+        values["topic_defaults"] = MappingProxyType(dict(topic))
+        values["source"] = MappingProxyType({k.strip(): str(v) for k, v in props.items()})
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _int(key: str, value: str, *, minimum: int | None = None) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise ConfigError(f"setting {key!r}: {value!r} is not an integer") from None
+    if minimum is not None and number < minimum:
+        raise ConfigError(f"setting {key!r}: {number} is below the minimum {minimum}")
+    return number
+
+
+def _bool(key: str, value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ConfigError(f"setting {key!r}: {value!r} is not true or false")
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_SEPARATOR = re.compile(r"(?<!\\)[=:\s]")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``key=value``, ``key: value`` or ``key value``;
+    ``#``/``!`` comments; a trailing backslash continues the line; ``\\uXXXX`` escapes."""
+    result: dict[str, str] = {}
+    logical: list[str] = []
+    for physical in text.splitlines():
+        line = physical.lstrip() if logical else physical.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        entry = "".join(logical)
+        logical = []
+        match = _SEPARATOR.search(entry)
+        if match is None:
+            key, value = entry, ""
+        else:
+            key = entry[: match.start()]
+            rest = entry[match.end() :].lstrip()
+            if match.group() not in "=:" and rest[:1] in ("=", ":"):
+                rest = rest[1:].lstrip()
+            value = rest
+        result[_unescape(key)] = _unescape(value)
+    if logical:
+        entry = "".join(logical)
+        result[_unescape(entry)] = ""
+    return result
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u" and i + 6 <= len(text):
+                try:
+                    out.append(chr(int(text[i + 2 : i + 6], 16)))
+                    i += 6
+                    continue
+                except ValueError:
+                    pass
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def load_properties(path: Path) -> dict[str, str]:
+    """Read a ``server.properties`` file; ConfigError if it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(path)!r}: {exc.strerror}") from None
+    return parse_properties(text)
+
+
+def parse_key_value(item: str) -> tuple[str, str]:
+    """Parse one ``--config key=value`` flag."""
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--config expects key=value, got {item!r}")
+    return key.strip(), value.strip()

@@ -1,0 +1,73 @@
+"""``riverbed broker`` in the foreground: serves, stops cleanly on SIGTERM, bad config exits 2."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from riverbed.protocol.messages import MetadataRequest
+
+Wire = Any  # the conftest's wire client (handed out by fixtures)
+Connect = Callable[[str], Any]
+
+CLI = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "broker"]
+
+
+def test_broker_serves_and_stops_on_sigterm(tmp_path: Path, connect: Connect) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("num.partitions=3\nlog.retention.hours=1\n")
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "--data-dir",
+            str(tmp_path / "d"),
+            "--listen",
+            "127.0.0.1:0",
+            "--config-file",
+            str(props),
+            "--config",
+            "auto.create.topics.enable=true",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        port = None
+        for line in proc.stderr:  # blocks per line; the pytest timeout bounds it
+            found = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+            if found:
+                port = int(found.group(1))
+                break
+        assert port is not None
+        wire = connect(f"127.0.0.1:{port}")
+        resp = wire.call(
+            3, 12, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="cli")])
+        )
+        assert len(resp.topics[0].partitions) == 3  # num.partitions from the file
+        wire.close()
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=30) == 0
+        assert "stopped" in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_bad_setting_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [*CLI, "--data-dir", str(tmp_path), "--config", "num.partitions=many"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0
+    assert "num.partitions" in out.stderr

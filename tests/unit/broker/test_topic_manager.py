@@ -1,0 +1,96 @@
+"""Topic metadata: create/delete/grow/alter, persisted ids, crash leftovers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from riverbed.broker.topics import TopicManager
+from riverbed.config import BrokerConfig
+from riverbed.errors import (
+    ConfigError,
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from riverbed.storage.manager import LogManager
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Iterator[LogManager]:
+    manager = LogManager(tmp_path, start_background=False)
+    yield manager
+    manager.close()
+
+
+def test_create_persists_ids_and_partitions(tmp_path: Path, logs: LogManager) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig.from_props({"num.partitions": "2"}))
+    created = topics.create_topic("orders", configs={"retention.ms": "1000"})
+    assert created.partitions == 2
+    assert topics.partition_log("orders", 1).config.retention_ms == 1000
+    with pytest.raises(UnknownTopicOrPartitionError):
+        topics.partition_log("orders", 2)
+    logs.close()
+    reopened_logs = LogManager(tmp_path, start_background=False)
+    try:
+        again = TopicManager(tmp_path, reopened_logs, BrokerConfig())
+        topic = again.get("orders")
+        assert topic is not None and topic.topic_id == created.topic_id
+        assert again.by_id(created.topic_id) is topic
+        assert topic.configs == {"retention.ms": "1000"}
+    finally:
+        reopened_logs.close()
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a" * 250, "has space", "slash/x"])
+def test_illegal_names(tmp_path: Path, logs: LogManager, name: str) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig())
+    with pytest.raises(InvalidTopicError):
+        topics.create_topic(name)
+
+
+def test_create_errors_and_validate_only(tmp_path: Path, logs: LogManager) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig())
+    topics.create_topic("t", 1, validate_only=True)
+    assert topics.get("t") is None and not logs.logs()
+    topics.create_topic("t", 1)
+    with pytest.raises(TopicAlreadyExistsError):
+        topics.create_topic("t")
+    with pytest.raises(InvalidReplicationFactorError):
+        topics.create_topic("r", 1, 3)
+    with pytest.raises(InvalidPartitionsError):
+        topics.create_topic("p", 0)
+    with pytest.raises(ConfigError, match=r"nonsense\.key"):
+        topics.create_topic("c", configs={"nonsense.key": "1"})
+    with pytest.raises(ConfigError, match=r"min\.insync\.replicas"):
+        topics.create_topic("c", configs={"min.insync.replicas": "0"})
+    assert topics.get("c") is None
+
+
+def test_grow_alter_delete(tmp_path: Path, logs: LogManager) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig())
+    topics.create_topic("t", 1)
+    topics.create_partitions("t", 3, validate_only=True)
+    assert topics.get("t").partitions == 1  # type: ignore[union-attr]
+    topics.create_partitions("t", 3)
+    assert ("t", 2) in logs.logs()
+    with pytest.raises(InvalidPartitionsError):
+        topics.create_partitions("t", 2)
+    topics.set_configs("t", {"cleanup.policy": "compact", "compression.type": "zstd"})
+    assert topics.partition_log("t", 0).config.cleanup_policy == "compact"
+    topics.delete_topic("t")
+    assert topics.get("t") is None and not logs.logs()
+    with pytest.raises(UnknownTopicOrPartitionError):
+        topics.delete_topic("t")
+
+
+def test_orphan_partitions_are_removed_on_load(tmp_path: Path, logs: LogManager) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig())
+    topics.create_topic("keep", 1)
+    logs.get_or_create("gone", 0, topics.default_log_config)  # as if a delete half-finished
+    TopicManager(tmp_path, logs, BrokerConfig())
+    assert set(logs.logs()) == {("keep", 0)}
