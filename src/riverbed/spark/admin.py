@@ -1,0 +1,114 @@
+"""Driver-side offset and metadata look-ups, over the wire with a Kafka client.
+
+:class:`OffsetFetcher` wraps one confluent-kafka ``AdminClient`` (librdkafka) and answers
+the questions the source's planner asks: which partitions exist, and each one's log start
+offset, high watermark, or first offset at/after a timestamp (ListOffsets).  It knows
+nothing of Riverbed's broker: any Kafka-protocol cluster works.
+
+Not thread-safe: one instance per stream reader, used by the thread Spark calls the
+reader on.  It holds sockets; :meth:`close` (or losing the process) releases them.  It is
+never pickled -- readers drop it before travelling to workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import OffsetSpec as KafkaOffsetSpec  # type: ignore[attr-defined]
+
+from riverbed.errors import ConfigError, UnknownTopicOrPartitionError
+from riverbed.spark.offsets import PartitionOffsets, TopicPartition
+
+
+class OffsetFetcher:
+    """Partition counts and ListOffsets answers for one cluster."""
+
+    def __init__(self, kafka_config: Mapping[str, str], timeout_ms: int) -> None:
+        self._servers = kafka_config.get("bootstrap.servers", "")
+        self._timeout_s = timeout_ms / 1000
+        config: dict[str, str | int | float | bool] = {
+            k: v for k, v in kafka_config.items() if not _consumer_only(k)
+        }
+        try:
+            self._admin = AdminClient(config)
+        except (KafkaException, ValueError, TypeError) as exc:
+            raise ConfigError(f"invalid kafka.* option: {exc}") from None
+
+    def partition_counts(self) -> dict[str, int]:
+        """Every topic's current partition count (one Metadata request)."""
+        try:
+            metadata = self._admin.list_topics(timeout=self._timeout_s)
+        except KafkaException as exc:
+            raise ConfigError(
+                f"cannot reach kafka.bootstrap.servers={self._servers!r} within "
+                f"{self._timeout_s:g} s: {exc.args[0] if exc.args else exc}"
+            ) from None
+        return {
+            name: len(topic.partitions)
+            for name, topic in metadata.topics.items()
+            if topic.error is None
+        }
+
+    def earliest(self, partitions: Iterable[TopicPartition]) -> PartitionOffsets:
+        spec = KafkaOffsetSpec.earliest()  # type: ignore[no-untyped-call]
+        return self._list_offsets(dict.fromkeys(partitions, spec))
+
+    def latest(self, partitions: Iterable[TopicPartition]) -> PartitionOffsets:
+        spec = KafkaOffsetSpec.latest()  # type: ignore[no-untyped-call]
+        return self._list_offsets(dict.fromkeys(partitions, spec))
+
+    def for_timestamps(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int | None]:
+        """First offset whose timestamp is >= the given one, or None when there is none."""
+        found = self._list_offsets(
+            {tp: KafkaOffsetSpec.for_timestamp(ts) for tp, ts in timestamps.items()}
+        )
+        return {tp: (offset if offset >= 0 else None) for tp, offset in found.items()}
+
+    def close(self) -> None:
+        """Drop the client: librdkafka closes its sockets when the handle is freed."""
+        del self._admin
+
+    def _list_offsets(self, specs: Mapping[TopicPartition, KafkaOffsetSpec]) -> PartitionOffsets:
+        if not specs:
+            return {}
+        request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp, spec in specs.items()}
+        futures = self._admin.list_offsets(request, request_timeout=self._timeout_s)
+        out: PartitionOffsets = {}
+        for ktp, future in futures.items():
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            try:
+                out[tp] = int(future.result().offset)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else exc
+                code = error.code() if isinstance(error, KafkaError) else None
+                if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise UnknownTopicOrPartitionError(
+                        f"{tp.topic}-{tp.partition} does not exist"
+                    ) from None
+                raise ConfigError(
+                    f"ListOffsets for {tp.topic}-{tp.partition} failed on "
+                    f"{self._servers!r}: {error}"
+                ) from None
+        return out
+
+
+_CONSUMER_ONLY = (
+    "group.",
+    "isolation.level",
+    "fetch.",
+    "max.poll",
+    "session.timeout.ms",
+    "heartbeat.",
+    "partition.assignment",
+    "auto.commit",
+    "check.crcs",
+)
+
+
+def _consumer_only(key: str) -> bool:
+    return key.startswith(_CONSUMER_ONLY)
