@@ -28,6 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from riverbed.coordinator.config import (
+    COORDINATOR_KEYS,
+    CoordinatorConfigError,
+    coordinator_config_from_props,
+)
 from riverbed.errors import ConfigError
 
 # Broker-level synonym -> topic-level name (Kafka's LogConfig "server default property").
@@ -85,7 +90,6 @@ IGNORED_KEYS: frozenset[str] = frozenset(
         "controller.quorum.voters",
         "controller.quorum.bootstrap.servers",
         "default.replication.factor",
-        "group.initial.rebalance.delay.ms",
         "inter.broker.listener.name",
         "listener.security.protocol.map",
         "log.dirs",
@@ -160,13 +164,17 @@ class BrokerConfig:
                 topic[TOPIC_SYNONYMS[key]] = value
             elif key in TOPIC_KEYS:
                 topic[key] = value
-            elif key in IGNORED_KEYS:
-                continue
+            elif key in IGNORED_KEYS or key in COORDINATOR_KEYS:
+                continue  # COORDINATOR_KEYS: parsed by riverbed.coordinator.config
             else:
                 raise ConfigError(f"unknown broker setting {key!r}")
         for key, value in coarse.items():
             name, unit = _COARSE_SYNONYMS[key]
             topic.setdefault(name, str(_int(key, value, minimum=-1) * unit))
+        try:
+            coordinator_config_from_props(props)
+        except CoordinatorConfigError as exc:
+            raise ConfigError(str(exc)) from None
         values["topic_defaults"] = MappingProxyType(dict(topic))
         values["source"] = MappingProxyType({k.strip(): str(v) for k, v in props.items()})
         return cls(**values)  # type: ignore[arg-type]

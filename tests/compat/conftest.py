@@ -2,9 +2,10 @@
 
 ``kafka_reference`` (session): a real Apache Kafka broker, jars from Maven Central (cached
 under ~/.cache/riverbed/kafka-<version>).  ``server`` is parametrised over the servers a
-scenario must pass against: today only the reference broker; add Riverbed's broker to
-``SERVERS`` (a fixture name with a ``bootstrap_servers`` attribute) and every scenario
-runs against it too.  ``new_topic`` makes a uniquely named topic on the current server.
+scenario must pass against: the reference broker (``kafka``, marked ``kafka``) and
+Riverbed's own broker (``riverbed``, an :class:`EmbeddedBroker` in a temporary dir with
+Kafka's default settings, like the reference).  ``-m "not kafka"`` runs Riverbed only.
+``new_topic`` makes a uniquely named topic on the current server.
 
 At the end of the session the API versions every client used against the reference broker
 are written to ``$RIVERBED_API_VERSIONS_OUT`` (JSON) when that variable is set.
@@ -22,13 +23,17 @@ from typing import Any
 
 import pytest
 
+from riverbed.testing.embedded import EmbeddedBroker
 from riverbed.testing.kafka_reference import KafkaReference
 from riverbed.testing.scenarios.admin import create_topic
 from riverbed.testing.scenarios.java import JavaClient
 
 JAVA_SOURCE = Path(__file__).parent / "java" / "ClientScenario.java"
 
-SERVERS = [pytest.param("kafka_reference", marks=pytest.mark.kafka, id="kafka")]
+SERVERS = [
+    pytest.param("kafka_reference", marks=pytest.mark.kafka, id="kafka"),
+    pytest.param("riverbed_broker", id="riverbed"),
+]
 
 
 def _need(tool: str) -> None:
@@ -48,6 +53,13 @@ def kafka_reference() -> Iterator[KafkaReference]:
         if out:
             Path(out).write_text(json.dumps(broker.api_versions_used("riverbed-compat"), indent=1))
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def riverbed_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    # Kafka's defaults, as the reference runs with none overridden that matter here.
+    with EmbeddedBroker(tmp_path_factory.mktemp("riverbed-compat")) as broker:
+        yield broker
 
 
 @pytest.fixture(params=SERVERS)

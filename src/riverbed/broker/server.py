@@ -25,6 +25,7 @@ from typing import Any
 
 from riverbed.broker.cluster import load_or_create_cluster_id
 from riverbed.broker.connection import KafkaConnection
+from riverbed.broker.groups import GroupService
 from riverbed.broker.producer_ids import ProducerIdManager
 from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import TopicManager
@@ -66,6 +67,7 @@ class Broker:
         self._logs: LogManager | None = None
         self._topics: TopicManager | None = None
         self._producer_ids: ProducerIdManager | None = None
+        self._groups: GroupService | None = None  # consumer groups (riverbed.broker.groups)
         self.cluster_id = ""
         from riverbed.broker.handlers import HANDLERS
 
@@ -86,6 +88,12 @@ class Broker:
     def producer_ids(self) -> ProducerIdManager:
         assert self._producer_ids is not None, "broker not started"
         return self._producer_ids
+
+    @property
+    def groups(self) -> GroupService:
+        """The group coordinator (consumer groups; riverbed.broker.groups)."""
+        assert self._groups is not None, "broker not started"
+        return self._groups
 
     @property
     def bootstrap_servers(self) -> str:
@@ -126,6 +134,9 @@ class Broker:
         try:
             self._topics = TopicManager(self.data_dir, self._logs, self.config)
             self._producer_ids = ProducerIdManager(self.data_dir)
+            # -- consumer groups: replay __consumer_offsets (riverbed.broker.groups) --
+            self._groups = GroupService(self)
+            self._groups.load()
             self._server = await loop.create_server(
                 lambda: KafkaConnection(self),
                 self._bind_host,
@@ -161,6 +172,8 @@ class Broker:
         for conn in list(self.connections):
             conn.stop_reading()
         self.purgatory.notify_all()
+        if self._groups is not None:  # answer waiting joins/syncs (riverbed.broker.groups)
+            self._groups.close()
         loop = asyncio.get_running_loop()
         in_flight = [t for c in self.connections for t in c.in_flight_tasks()]
         if in_flight:

@@ -38,5 +38,7 @@ def cli() -> None:
 def main() -> None:
     """Console-script entry point."""
     from riverbed.cli import commands  # noqa: F401  (registers subcommands)
+    from riverbed.cli.groups_command import groups
 
+    cli.add_command(groups)
     cli()

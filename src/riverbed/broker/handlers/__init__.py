@@ -16,23 +16,56 @@ from typing import Any
 from riverbed.broker.handlers import (
     alter_configs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_groups,
     fetch,
+    find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     produce,
+    sync_group,
 )
 
 HandlerFn = Callable[[Any, Any, Any], Any | Awaitable[Any]]
 
+GROUP_HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
+    {
+        find_coordinator.API_KEY: find_coordinator.handle,
+        join_group.API_KEY: join_group.handle,
+        sync_group.API_KEY: sync_group.handle,
+        heartbeat.API_KEY: heartbeat.handle,
+        leave_group.API_KEY: leave_group.handle,
+        offset_commit.API_KEY: offset_commit.handle,
+        offset_fetch.API_KEY: offset_fetch.handle,
+        offset_delete.API_KEY: offset_delete.handle,
+        list_groups.API_KEY: list_groups.handle,
+        describe_groups.API_KEY: describe_groups.handle,
+        delete_groups.API_KEY: delete_groups.handle,
+        consumer_group_heartbeat.API_KEY: consumer_group_heartbeat.handle,
+        consumer_group_describe.API_KEY: consumer_group_describe.handle,
+    }
+)
+# -- end consumer groups --
+
 HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
     {
+        **GROUP_HANDLERS,
         produce.API_KEY: produce.handle,
         fetch.API_KEY: fetch.handle,
         list_offsets.API_KEY: list_offsets.handle,

@@ -11,6 +11,11 @@ event-loop step as the read, so no append can slip in between — and is woken b
 append to any of them, re-reads, and answers once ``min_bytes`` is reached, the deadline
 passes, or the broker shuts down.  A partition error answers at once.
 
+Threads: names and logs are resolved on the event loop; a fetch whose limits allow more
+than :data:`OFF_LOOP_READ_BYTES` reads on the loop's default executor (the storage layer
+is thread-safe), so one big or cold read never stalls the other connections.  Smaller
+fetches read inline (a page-cache pread of a few MiB costs less than a thread hop).
+
 Fetch sessions are not kept: every response carries session id 0 (a full fetch each
 time), which every client accepts.  Topic ids (v13+) resolve through the topic manager;
 an unknown id is UNKNOWN_TOPIC_ID for that partition.
@@ -30,6 +35,7 @@ from riverbed.protocol.messages import FetchRequest, FetchResponse
 
 if TYPE_CHECKING:
     from riverbed.broker.server import Broker
+    from riverbed.storage import PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -37,54 +43,97 @@ API_KEY = 1
 TOPIC_IDS_VERSION = 13
 
 
+# A fetch whose limits allow more than this many bytes reads on a worker thread: a big
+# pread (a cold page cache, a slow disk) must not stall every other connection.
+OFF_LOOP_READ_BYTES = 8 << 20
+
+
 @dataclass(slots=True)
-class _Read:
-    topic: FetchResponse.FetchableTopicResponse
-    name: str
-    partitions: list[tuple[FetchRequest.FetchPartition, FetchResponse.PartitionData]]
+class _Target:
+    """One requested partition, resolved on the event loop: its log or its error."""
+
+    fp: FetchRequest.FetchPartition
+    plog: PartitionLog | None
+    error: Exception | None
+
+
+_Resolved = list[tuple[FetchRequest.FetchTopic, str, list[_Target]]]
 
 
 def handle(
     broker: Broker, header: RequestHeader, request: FetchRequest
 ) -> FetchResponse | asyncio.Future[FetchResponse]:
     uses_ids = header.api_version >= TOPIC_IDS_VERSION
-    response, total, errors = _read_all(broker, request, uses_ids)
-    if (
+    off_loop = read_limit(request) > OFF_LOOP_READ_BYTES
+    if off_loop:
+        return asyncio.ensure_future(_fetch(broker, request, uses_ids, off_loop, None))
+    response, total, errors = _read_all(_resolve(broker, request, uses_ids), request, uses_ids)
+    if _complete(broker, request, total, errors):
+        return response
+    wake = broker.purgatory.watch(_tps(broker, request, uses_ids))
+    return asyncio.ensure_future(_fetch(broker, request, uses_ids, off_loop, wake))
+
+
+def read_limit(request: FetchRequest) -> int:
+    """The most bytes ``request`` may read (before KIP-74's one oversized batch)."""
+    per_partition = sum(max(p.partition_max_bytes, 0) for t in request.topics for p in t.partitions)
+    return min(per_partition, request.max_bytes) if request.max_bytes > 0 else per_partition
+
+
+def _complete(broker: Broker, request: FetchRequest, total: int, errors: bool) -> bool:
+    return (
         total >= request.min_bytes
         or request.max_wait_ms <= 0
         or errors
         or broker.closing
         or not request.topics
-    ):
-        return response
-    tps = [(_name(broker, t, uses_ids), p.partition) for t in request.topics for p in t.partitions]
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + request.max_wait_ms / 1000
-    wake = broker.purgatory.watch(tps)
-    return asyncio.ensure_future(_long_poll(broker, request, uses_ids, tps, deadline, wake))
+    )
 
 
-async def _long_poll(
+def _tps(broker: Broker, request: FetchRequest, uses_ids: bool) -> list[tuple[str, int]]:
+    return [(_name(broker, t, uses_ids), p.partition) for t in request.topics for p in t.partitions]
+
+
+async def _fetch(
     broker: Broker,
     request: FetchRequest,
     uses_ids: bool,
-    tps: list[tuple[str, int]],
-    deadline: float,
-    wake: asyncio.Future[None],
+    off_loop: bool,
+    wake: asyncio.Future[None] | None,
 ) -> FetchResponse:
+    """Read (on a worker thread when ``off_loop``), long-polling until complete.
+
+    The purgatory watch is always registered *before* the read that may find too little
+    (in the same loop step for an inline read), so an append in between is never lost.
+    """
     loop = asyncio.get_running_loop()
     purgatory = broker.purgatory
+    deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
+    tps = _tps(broker, request, uses_ids)
     while True:
-        try:
-            remaining = deadline - loop.time()
-            if remaining > 0:
-                await asyncio.wait([wake], timeout=remaining)
-        finally:
+        if wake is not None:
+            try:
+                remaining = deadline - loop.time()
+                if remaining > 0:
+                    await asyncio.wait([wake], timeout=remaining)
+            finally:
+                purgatory.unwatch(wake, tps)
+        resolved = _resolve(broker, request, uses_ids)
+        if off_loop:
+            wake = purgatory.watch(tps)
+            try:
+                response, total, errors = await loop.run_in_executor(
+                    None, _read_all, resolved, request, uses_ids
+                )
+            except BaseException:
+                purgatory.unwatch(wake, tps)
+                raise
+        else:
+            response, total, errors = _read_all(resolved, request, uses_ids)
+            wake = purgatory.watch(tps)  # same loop step as the read: no lost wake-up
+        if _complete(broker, request, total, errors) or loop.time() >= deadline:
             purgatory.unwatch(wake, tps)
-        response, total, errors = _read_all(broker, request, uses_ids)
-        if total >= request.min_bytes or errors or broker.closing or loop.time() >= deadline:
             return response
-        wake = purgatory.watch(tps)  # same loop step as the read: no lost wake-up
 
 
 def _name(broker: Broker, topic: FetchRequest.FetchTopic, uses_ids: bool) -> str:
@@ -94,18 +143,36 @@ def _name(broker: Broker, topic: FetchRequest.FetchTopic, uses_ids: bool) -> str
     return found.name if found is not None else ""
 
 
+def _resolve(broker: Broker, request: FetchRequest, uses_ids: bool) -> _Resolved:
+    """Topic names and partition logs, looked up on the event loop (the topic table is
+    loop-only state); the logs themselves are thread-safe to read."""
+    out: _Resolved = []
+    for topic in request.topics:
+        name = _name(broker, topic, uses_ids)
+        targets = []
+        for fp in topic.partitions:
+            try:
+                if uses_ids and not name:
+                    raise UnknownTopicIdError("unknown topic id")
+                targets.append(_Target(fp, broker.topics.partition_log(name, fp.partition), None))
+            except Exception as exc:
+                targets.append(_Target(fp, None, exc))
+        out.append((topic, name, targets))
+    return out
+
+
 def _read_all(
-    broker: Broker, request: FetchRequest, uses_ids: bool
+    resolved: _Resolved, request: FetchRequest, uses_ids: bool
 ) -> tuple[FetchResponse, int, bool]:
+    """Read every resolved partition within the limits; safe on any thread."""
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
     total = 0
     errors = False
     topics = []
-    for topic in request.topics:
-        name = _name(broker, topic, uses_ids)
+    for topic, name, targets in resolved:
         parts = []
-        for fp in topic.partitions:
-            data, size = _read_partition(broker, name, uses_ids, fp, remaining, total == 0)
+        for target in targets:
+            data, size = _read_partition(name, target, remaining, total == 0)
             if data.error_code != ErrorCode.NONE:
                 errors = True
             total += size
@@ -125,18 +192,15 @@ def _read_all(
 
 
 def _read_partition(
-    broker: Broker,
-    name: str,
-    uses_ids: bool,
-    fp: FetchRequest.FetchPartition,
-    remaining: int,
-    first: bool,
+    name: str, target: _Target, remaining: int, first: bool
 ) -> tuple[FetchResponse.PartitionData, int]:
+    fp = target.fp
     index = fp.partition
     try:
-        if uses_ids and not name:
-            raise UnknownTopicIdError("unknown topic id")
-        plog = broker.topics.partition_log(name, index)
+        if target.error is not None:
+            raise target.error
+        plog = target.plog
+        assert plog is not None
         limit = min(fp.partition_max_bytes, remaining)
         if limit <= 0 and not first:
             return _partition(
@@ -147,7 +211,9 @@ def _read_partition(
         code = error_code_for(exc)
         if code == ErrorCode.UNKNOWN_SERVER_ERROR:
             log.exception("fetch from %s-%d failed", name, index)
-        return _partition(index, code, -1, -1, None), 0
+        # Empty, not null, records: librdkafka refuses a null record set (as Kafka never
+        # sends one) and the whole response fails to parse.
+        return _partition(index, code, -1, -1, b""), 0
     records = result.records
     return (
         _partition(index, ErrorCode.NONE, result.high_watermark, result.log_start_offset, records),

@@ -2,10 +2,11 @@
 
 ``timestamp`` -2 (earliest) and -4 (earliest local) answer the log start offset; -1
 (latest) answers the high watermark (also for read_committed: there are no open
-transactions, so the last stable offset equals it); -3 (max timestamp) and -5 (earliest
-pending upload) answer offset -1 ("not available") because finding them would scan the
-log; a timestamp >= 0 answers the first offset whose batch's max timestamp is >= it, or
-offset -1 when there is none (Kafka's behaviour).
+transactions, so the last stable offset equals it); -3 (max timestamp, KIP-734) answers
+the first record carrying the log's largest timestamp, found as Kafka finds it (see
+:mod:`riverbed.broker.max_timestamp`), or offset -1 on an empty log; -5 (earliest pending
+upload, tiered storage) answers offset -1; a timestamp >= 0 answers the first offset whose
+batch's max timestamp is >= it, or offset -1 when there is none (Kafka's behaviour).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from riverbed.broker.max_timestamp import offset_of_max_timestamp
 from riverbed.errors import error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
@@ -56,6 +58,10 @@ def _offset(
             offset = plog.log_start_offset
         elif ts == LATEST:
             offset = plog.high_watermark
+        elif ts == MAX_TIMESTAMP:
+            found = offset_of_max_timestamp(plog)
+            if found is not None:
+                offset, found_ts = found
         elif ts >= 0:
             found = plog.offset_for_timestamp(ts)
             if found is not None:

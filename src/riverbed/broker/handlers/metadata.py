@@ -2,8 +2,9 @@
 
 ``topics = null`` lists every topic; unknown names are auto-created when the request
 allows it (v4+ ``allow_auto_topic_creation``; always for v0-3) and the broker's
-``auto.create.topics.enable`` is true, else UNKNOWN_TOPIC_OR_PARTITION.  From v10 topics
-carry their persisted id; from v12 a topic may be asked for by id alone.  Every
+``auto.create.topics.enable`` is true, else UNKNOWN_TOPIC_OR_PARTITION — or
+INVALID_TOPIC_EXCEPTION for a name Kafka would refuse (illegal characters, too long).
+From v10 topics carry their persisted id; from v12 a topic may be asked for by id alone.  Every
 partition's leader, replica and ISR is this node (leader epoch 0).
 """
 
@@ -13,7 +14,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING
 
-from riverbed.broker.topics import Topic
+from riverbed.broker.topics import Topic, validate_topic_name
 from riverbed.errors import (
     RiverbedError,
     UnknownTopicIdError,
@@ -73,6 +74,7 @@ def _lookup(
         if existing is None and allow_auto:
             existing = broker.topics.ensure_topic(name)
         if existing is None:
+            validate_topic_name(name)  # Kafka: an illegal name is INVALID_TOPIC_EXCEPTION
             raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
         return _topic(broker, existing)
     except RiverbedError as exc:

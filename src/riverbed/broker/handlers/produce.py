@@ -6,7 +6,8 @@ base offset and checks idempotent sequences — and wake long-poll fetches on th
 partition.  ``acks``: 0 sends no response at all; 1 answers once the batch is in the
 log; -1 (all) also waits for the log's flush future, i.e. durable under the topic's flush
 policy (group commit: concurrent requests share an fsync; the event loop never blocks on
-it).  Any other value fails every partition with INVALID_REQUIRED_ACKS.  Errors are per
+it).  Any other value fails every existing partition with INVALID_REQUIRED_ACKS (unknown
+ones answer UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID first, as in Kafka).  Errors are per
 partition and mapped only through :func:`riverbed.errors.error_code_for`; one bad
 partition never affects another.  Versions 0-2 are advertised but refused
 (see :mod:`.api_versions`).
@@ -90,9 +91,12 @@ def _append(
 ) -> PartitionResponse:
     index = data.index
     try:
+        if isinstance(error, UnknownTopicIdError):
+            raise error
+        # Kafka checks that the partition exists before it looks at acks.
+        plog = broker.topics.partition_log(name, index)
         if error is not None:
             raise error
-        plog = broker.topics.partition_log(name, index)
         records = data.records
         if not records:
             raise InvalidRecordError("produce request without records")

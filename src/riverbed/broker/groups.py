@@ -1,0 +1,247 @@
+"""The broker's side of the group coordinator: persistence, timers and deferred answers.
+
+:class:`GroupService` owns one :class:`~riverbed.coordinator.GroupCoordinator` (pure state
+machines, see :mod:`riverbed.coordinator.coordinator` for the contract) on the broker's
+event loop and does everything the coordinator may not do itself:
+
+* **Persistence.**  Every record a handler or a timer returns is appended, before any
+  answer is sent, to the internal compacted topic ``__consumer_offsets`` (created on first
+  start with ``cleanup.policy=compact`` and ``offsets.topic.num.partitions`` partitions,
+  default 50), partition :func:`~riverbed.coordinator.partition_for` of its group — the
+  same partition Kafka would use, in Kafka's record formats
+  (:mod:`riverbed.coordinator.records`), one v2 batch per partition per call.
+  Acknowledged once appended (page cache); fsync follows the topic's flush policy, as
+  Kafka's defaults do.
+* **Recovery.**  On start every partition of ``__consumer_offsets`` is read from its log
+  start and replayed in order (:meth:`GroupCoordinator.replay`), then
+  :meth:`GroupCoordinator.on_loaded` starts the members' sessions.  Classic groups'
+  assignments and every committed offset survive a restart or a crash; KIP-848 members are
+  not persisted, so after a restart they get UNKNOWN_MEMBER_ID and rejoin (their committed
+  offsets survive).  An existing topic keeps its partition count (the setting applies only
+  on creation, as in Kafka).
+* **Timers.**  One ``loop.call_later`` armed for :meth:`GroupCoordinator.next_deadline_ms`
+  after every call (session timeouts, rebalance timeouts, the initial rebalance delay,
+  offsets expiry every ``offsets.retention.check.interval.ms``).
+* **Deferred answers.**  A handler that gets :class:`~riverbed.coordinator.Pending` waits on
+  :meth:`GroupService.wait`; completions drained after every call resolve those futures.
+  On :meth:`close` (broker stop) every waiter fails with :class:`CoordinatorClosedError`,
+  which the handlers answer with COORDINATOR_NOT_AVAILABLE so the client rediscovers us.
+
+Event-loop only (not thread-safe).  If an append fails (disk error, log closed) the
+coordinator is rebuilt from the log, so memory never runs ahead of what was persisted, and
+the error propagates (the connection is closed; the client retries).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeVar
+
+from riverbed.coordinator import (
+    OFFSETS_TOPIC_NAME,
+    CoordinatorRecord,
+    GroupCoordinator,
+    GroupCoordinatorConfig,
+    JoinGroupResponse,
+    Pending,
+    Reply,
+    SyncGroupResponse,
+    partition_for,
+)
+from riverbed.coordinator.config import coordinator_config_from_props
+from riverbed.errors import RiverbedError
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.records import build_batch, iter_batches_with_records
+
+if TYPE_CHECKING:
+    from riverbed.broker.server import Broker
+    from riverbed.storage.log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+Deferred = JoinGroupResponse | SyncGroupResponse
+REPLAY_READ_BYTES = 1 << 20
+
+
+class CoordinatorClosedError(RiverbedError):
+    """The broker is stopping: a waiting join/sync is answered COORDINATOR_NOT_AVAILABLE."""
+
+    error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    retriable = True
+
+
+class BrokerTopics:
+    """The coordinator's view of the broker's topics (:class:`TopicMetadata`).  Internal
+    topics are left out of regex subscriptions, as in Kafka."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    def partition_count(self, topic: str) -> int | None:
+        found = self._broker.topics.get(topic)
+        return None if found is None else found.partitions
+
+    def topic_names(self) -> Iterable[str]:
+        return [t.name for t in self._broker.topics.topics() if not t.name.startswith("__")]
+
+
+class GroupService:
+    """One broker's group coordinator, persisted in ``__consumer_offsets``."""
+
+    def __init__(self, broker: Broker, config: GroupCoordinatorConfig | None = None) -> None:
+        self._broker = broker
+        self.config = config or coordinator_config_from_props(broker.config.source)
+        self._clock = broker.clock
+        self.coordinator = GroupCoordinator(self.config, BrokerTopics(broker))
+        self._waiting: dict[int, asyncio.Future[Deferred]] = {}
+        self._early: dict[int, Deferred] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline_ms: int | None = None
+        self._closed = False
+        self.num_partitions = self._ensure_offsets_topic()
+
+    # -- start-up ---------------------------------------------------------------------
+    def _ensure_offsets_topic(self) -> int:
+        topics = self._broker.topics
+        topic = topics.get(OFFSETS_TOPIC_NAME)
+        if topic is None:
+            topic = topics.create_topic(
+                OFFSETS_TOPIC_NAME,
+                self.config.offsets_topic_num_partitions,
+                configs={"cleanup.policy": "compact"},
+            )
+        return topic.partitions
+
+    def load(self) -> int:
+        """Replay ``__consumer_offsets`` into a fresh coordinator; returns records read."""
+        self.coordinator = GroupCoordinator(self.config, BrokerTopics(self._broker))
+        count = 0
+        for p in range(self.num_partitions):
+            plog = self._broker.topics.partition_log(OFFSETS_TOPIC_NAME, p)
+            count += self._replay_partition(plog)
+        self.coordinator.on_loaded(self._clock.now_ms())
+        self._rearm()
+        if count:
+            log.info("group coordinator loaded %d record(s) from %s", count, OFFSETS_TOPIC_NAME)
+        return count
+
+    def _replay_partition(self, plog: PartitionLog) -> int:
+        offset, end, count = plog.log_start_offset, plog.log_end_offset, 0
+        while offset < end:
+            data = plog.read(offset, REPLAY_READ_BYTES).records
+            if not data:
+                break
+            for header, records in iter_batches_with_records(data, allow_partial_tail=True):
+                next_offset = header.base_offset + header.last_offset_delta + 1
+                if next_offset <= offset:
+                    continue
+                if not header.is_control:
+                    for record in records:
+                        if record.offset >= offset and record.key is not None:
+                            self.coordinator.replay(record.key, record.value)
+                            count += 1
+                offset = next_offset
+        return count
+
+    # -- calls ------------------------------------------------------------------------
+    def execute(self, handler: Callable[[int], Reply[R]]) -> R:
+        """Run one coordinator call at the broker's ``now``: append its records, deliver
+        the completions it caused, re-arm the timer, return its response (maybe Pending)."""
+        if self._closed:
+            raise CoordinatorClosedError("the group coordinator is shutting down")
+        reply = handler(self._clock.now_ms())
+        self._append(reply.records)
+        self._deliver()
+        self._rearm()
+        return reply.response
+
+    def query(self, fn: Callable[[], R]) -> R:
+        """A read-only call (OffsetFetch, ListGroups, ...): no records, no completions."""
+        if self._closed:
+            raise CoordinatorClosedError("the group coordinator is shutting down")
+        return fn()
+
+    async def wait(self, pending: Pending) -> Deferred:
+        """The deferred answer for a Pending returned by :meth:`execute`."""
+        early = self._early.pop(pending.token, None)
+        if early is not None:
+            return early
+        fut: asyncio.Future[Deferred] = asyncio.get_running_loop().create_future()
+        self._waiting[pending.token] = fut
+        try:
+            return await fut
+        finally:
+            self._waiting.pop(pending.token, None)
+
+    def _deliver(self) -> None:
+        for completion in self.coordinator.poll_completions():
+            fut = self._waiting.pop(completion.token, None)
+            if fut is None:
+                self._early[completion.token] = completion.response
+            elif not fut.done():
+                fut.set_result(completion.response)
+
+    def _append(self, records: tuple[CoordinatorRecord, ...] | list[CoordinatorRecord]) -> None:
+        if not records:
+            return
+        by_partition: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
+        for record in records:
+            p = partition_for(record.group_id, self.num_partitions)
+            by_partition.setdefault(p, []).append((record.key, record.value))
+        try:
+            for p, items in sorted(by_partition.items()):
+                plog = self._broker.topics.partition_log(OFFSETS_TOPIC_NAME, p)
+                plog.append(build_batch(items, clock=self._clock), check_producer=False)
+                self._broker.purgatory.notify((OFFSETS_TOPIC_NAME, p))
+        except Exception:
+            log.exception("appending to %s failed; reloading the group coordinator",
+                          OFFSETS_TOPIC_NAME)
+            self._fail_waiters()
+            self.load()
+            raise
+
+    # -- timers -----------------------------------------------------------------------
+    def _rearm(self) -> None:
+        if self._closed:
+            return
+        deadline = self.coordinator.next_deadline_ms()
+        if deadline == self._timer_deadline_ms and self._timer is not None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_deadline_ms = deadline
+        if deadline is not None:
+            delay_s = max(deadline - self._clock.now_ms(), 0) / 1000
+            self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_deadline_ms = None
+        if self._closed:
+            return
+        try:
+            self._append(self.coordinator.tick(self._clock.now_ms()))
+        except Exception:
+            log.exception("group coordinator timer failed")
+        self._deliver()
+        self._rearm()
+
+    # -- shutdown ---------------------------------------------------------------------
+    def _fail_waiters(self) -> None:
+        for fut in self._waiting.values():
+            if not fut.done():
+                fut.set_exception(CoordinatorClosedError("the group coordinator is reloading"))
+        self._waiting.clear()
+        self._early.clear()
+
+    def close(self) -> None:
+        """Stop the timer and answer every waiting join/sync (broker stop)."""
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._fail_waiters()

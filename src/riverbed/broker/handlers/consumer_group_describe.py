@@ -1,0 +1,72 @@
+"""ConsumerGroupDescribe (key 69): KIP-848 groups with members' current and target
+assignments (topics by id and name).  A classic or unknown group answers
+GROUP_ID_NOT_FOUND (the coordinator's answer).  Authorized operations are omitted."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from riverbed.broker.handlers.group_common import query
+from riverbed.coordinator import ConsumerGroupDescription, TopicPartitions
+from riverbed.protocol.framing import RequestHeader
+from riverbed.protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+
+if TYPE_CHECKING:
+    from riverbed.broker.server import Broker
+
+API_KEY = 69
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+ZERO_UUID = uuid.UUID(int=0)
+
+Resp = ConsumerGroupDescribeResponse
+
+
+def handle(
+    broker: Broker, header: RequestHeader, request: ConsumerGroupDescribeRequest
+) -> ConsumerGroupDescribeResponse:
+    coordinator = broker.groups.coordinator
+    group_ids = list(request.group_ids)
+
+    def assignment(parts: TopicPartitions) -> Resp.Assignment:
+        out = []
+        for name, partitions in sorted(parts.items()):
+            topic = broker.topics.get(name)
+            out.append(Resp.TopicPartitions(
+                topic_id=ZERO_UUID if topic is None else topic.topic_id, topic_name=name,
+                partitions=sorted(partitions)))
+        return Resp.Assignment(topic_partitions=out)
+
+    def encode(groups: list[ConsumerGroupDescription]) -> ConsumerGroupDescribeResponse:
+        return ConsumerGroupDescribeResponse(
+            throttle_time_ms=0,
+            groups=[
+                Resp.DescribedGroup(
+                    error_code=g.error_code, error_message=None, group_id=g.group_id,
+                    group_state=g.group_state, group_epoch=g.group_epoch,
+                    assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name,
+                    members=[
+                        Resp.Member(
+                            member_id=m.member_id, instance_id=m.instance_id,
+                            rack_id=m.rack_id, member_epoch=m.member_epoch,
+                            client_id=m.client_id, client_host=m.client_host,
+                            subscribed_topic_names=list(m.subscribed_topic_names),
+                            subscribed_topic_regex=m.subscribed_topic_regex,
+                            assignment=assignment(m.assignment),
+                            target_assignment=assignment(m.target_assignment),
+                        )
+                        for m in g.members
+                    ],
+                    authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                )
+                for g in groups
+            ],
+        )
+
+    return query(
+        broker, lambda: coordinator.consumer_group_describe(group_ids), encode,
+        lambda code: encode([ConsumerGroupDescription(g, code) for g in group_ids]),
+    )

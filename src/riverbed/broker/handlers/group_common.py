@@ -1,0 +1,76 @@
+"""What the group API adapters share: calling the coordinator and waiting for answers.
+
+Every group handler decodes its request into a :mod:`riverbed.coordinator.api` value,
+calls :meth:`GroupService.execute` (synchronously, so calls reach the coordinator in
+arrival order) and encodes the answer for the request's version.  A
+:class:`~riverbed.coordinator.Pending` answer becomes an awaitable resolved by the
+coordinator's completion; a coordinator that is shutting down answers
+COORDINATOR_NOT_AVAILABLE.  Event-loop only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from riverbed.broker.groups import CoordinatorClosedError, Deferred
+from riverbed.coordinator import Pending, Reply
+from riverbed.protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from riverbed.broker.server import Broker
+
+R = TypeVar("R")
+W = TypeVar("W")
+
+
+def call(
+    broker: Broker,
+    handler: Callable[[int], Reply[R]],
+    encode: Callable[[R], W],
+    error: Callable[[ErrorCode], W],
+) -> W:
+    """Run a coordinator call that never defers; COORDINATOR_NOT_AVAILABLE when closed."""
+    try:
+        response = broker.groups.execute(handler)
+    except CoordinatorClosedError:
+        return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return encode(response)
+
+
+def call_deferrable(
+    broker: Broker,
+    handler: Callable[[int], Reply[R | Pending]],
+    encode: Callable[[R | Deferred], W],
+    error: Callable[[ErrorCode], W],
+) -> W | Awaitable[W]:
+    """Run a call that may answer Pending (JoinGroup, SyncGroup)."""
+    try:
+        response = broker.groups.execute(handler)
+    except CoordinatorClosedError:
+        return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if isinstance(response, Pending):
+        return _deferred(broker, response, encode, error)
+    return encode(response)
+
+
+async def _deferred(
+    broker: Broker,
+    pending: Pending,
+    encode: Callable[[R | Deferred], W],
+    error: Callable[[ErrorCode], W],
+) -> W:
+    try:
+        answer = await broker.groups.wait(pending)
+    except CoordinatorClosedError:
+        return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return encode(answer)
+
+
+def query(broker: Broker, fn: Callable[[], R], encode: Callable[[R], W],
+          error: Callable[[ErrorCode], W]) -> W:
+    """A read-only coordinator call."""
+    try:
+        return encode(broker.groups.query(fn))
+    except CoordinatorClosedError:
+        return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
