@@ -1,0 +1,440 @@
+"""Produce/consume throughput and produce latency of Riverbed next to its peers.
+
+One run measures the same confluent-kafka workload against each peer, in this order:
+
+* ``riverbed`` - ``riverbed broker`` in a subprocess on a temp data dir (uvloop, the
+  default flush policy: fsync per append with group commit), or in-process
+  (``--broker embedded``, sharing the benchmark's GIL), or an already running broker
+  (``--bootstrap HOST:PORT``);
+* ``kafka``    - the Apache Kafka broker (``riverbed.testing.kafka_reference``, KRaft, single
+  node, Kafka's default flush policy: page cache, no fsync per append);
+* ``mock``     - librdkafka's in-process mock cluster (``test.mock.num.brokers=1``): no disk,
+  no Python on the broker side; the ceiling one Python client process can reach.
+
+Per value size (``--sizes``, default 100 and 1024 bytes) and peer:
+
+* **produce**: a fresh idempotent producer (``acks=all``, ``linger.ms=5``,
+  ``batch.size=1 MiB``, ``batch.num.messages=10000``, no compression, librdkafka's
+  default 100k-message queue) sends ``--messages`` values without keys to a fresh topic
+  (``--partitions``, default 4: what the mock cluster auto-creates) as fast as
+  ``produce()`` allows; msgs/s and MB/s (values
+  only, 10^6 bytes) count from the first ``produce()`` to the end of ``flush()``.
+  **p50/p99** are per-message delivery-report latencies (``Message.latency()``: from
+  ``produce()`` to the acknowledgement), so under saturation they include the time spent
+  queued in the client;
+* **consume**: a fresh consumer (``fetch.wait.max.ms=10``, see :func:`consume`) assigned
+  every partition at its start reads them all back (``consume(10000)`` batches); msgs/s
+  and MB/s from ``assign()`` to the last message.  The mock cluster keeps only a bounded
+  tail of each partition, so its consume figure covers fewer records and is dominated by
+  start-up: it is no ceiling.
+
+Then ratios Riverbed/Kafka and Riverbed/mock, and the bars Riverbed aims for on a 2-core box.
+Client and broker share the machine's cores: compare ratios within one run, not absolute
+numbers across runs.  ``--profile`` runs the subprocess broker under cProfile (event-loop
+thread only; the storage flusher threads are not profiled) and prints the top functions
+by cumulative and by own time after the workload.
+
+Run: ``.venv/bin/python bench/bench_produce_consume.py [--messages 200000] [--sizes 100,1024]
+[--peers riverbed,kafka,mock] [--broker subprocess|embedded] [--bootstrap HOST:PORT]
+[--repeat 3] [--profile]``.  Each peer and size runs ``--repeat`` times; ratios and bars use
+the medians, and the best run is printed too (other tenants of a shared box add noise).
+Exit status 0 whether or not the bars are met (this is a measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import pstats
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+BARS = (
+    "Riverbed bars on this 2-core box: 100 B produce >= 200k msg/s, "
+    "1 KiB produce >= 200 MB/s, consume >= 500k msg/s"
+)
+PRODUCE_BAR_MSGS_100B = 200_000.0
+PRODUCE_BAR_MBS_1KIB = 200.0
+CONSUME_BAR_MSGS = 500_000.0
+WARMUP_MESSAGES = 1_000
+MOCK_PARTITIONS = 4  # what librdkafka's mock cluster gives an auto-created topic
+
+PROFILED_BROKER = """
+import cProfile, sys
+from riverbed.cli.main import main
+profile_path = sys.argv.pop(1)
+profiler = cProfile.Profile()
+profiler.enable()
+try:
+    main()
+except SystemExit:
+    pass
+finally:
+    profiler.disable()
+    profiler.dump_stats(profile_path)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    peer: str
+    size: int
+    messages: int
+    produce_s: float
+    p50_ms: float
+    p99_ms: float
+    consumed: int  # records read back: timed + warm-up ones (mock: only its retained tail)
+    consume_s: float
+
+    @property
+    def produce_msgs(self) -> float:
+        return self.messages / self.produce_s
+
+    @property
+    def produce_mbs(self) -> float:
+        return self.messages * self.size / self.produce_s / 1e6
+
+    @property
+    def consume_msgs(self) -> float:
+        return self.consumed / self.consume_s
+
+    @property
+    def consume_mbs(self) -> float:
+        return self.consumed * self.size / self.consume_s / 1e6
+
+
+# -- peers ------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _wait_accepting(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"riverbed broker exited with {proc.returncode}")
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        time.sleep(0.02)  # polling interval; the condition is the port accepting
+    raise RuntimeError(f"riverbed broker did not accept connections in {timeout_s}s")
+
+
+@contextlib.contextmanager
+def riverbed_subprocess(profile: bool) -> Iterator[str]:
+    """``riverbed broker`` in a temp dir; with ``profile``, under cProfile (printed at exit)."""
+    workdir = Path(tempfile.mkdtemp(prefix="riverbed-bench-"))
+    port = _free_port()
+    args = ["broker", "--data-dir", str(workdir / "data"), "--listen", f"127.0.0.1:{port}",
+            "--log-level", "WARNING"]
+    profile_path = workdir / "broker.prof"
+    if profile:
+        cmd = [sys.executable, "-c", PROFILED_BROKER, str(profile_path), *args]
+    else:
+        cmd = [sys.executable, "-c", "from riverbed.cli.main import main; main()", *args]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+    try:
+        _wait_accepting(port, proc, 30)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if profile and profile_path.exists():
+            print_profile(profile_path)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def riverbed_embedded() -> Iterator[str]:
+    from riverbed.testing.embedded import EmbeddedBroker
+
+    with tempfile.TemporaryDirectory(prefix="riverbed-bench-") as tmp, EmbeddedBroker(
+        Path(tmp) / "data"
+    ) as broker:
+        yield broker.bootstrap_servers
+
+
+@contextlib.contextmanager
+def kafka_reference() -> Iterator[str]:
+    from riverbed.testing.kafka_reference import KafkaReference
+
+    with KafkaReference(heap="1g") as kafka:
+        yield kafka.bootstrap_servers
+
+
+@contextlib.contextmanager
+def mock_cluster() -> Iterator[str]:
+    """librdkafka's mock cluster, hosted by an idle client; other clients reach it over TCP."""
+    host = Producer({"bootstrap.servers": "unused:9092", "test.mock.num.brokers": 1})
+    brokers = host.list_topics(timeout=10).brokers
+    address = next(iter(brokers.values()))
+    try:
+        yield f"{address.host}:{address.port}"
+    finally:
+        host.flush(5)
+
+
+@contextlib.contextmanager
+def existing(bootstrap: str) -> Iterator[str]:
+    yield bootstrap
+
+
+def print_profile(path: Path, limit: int = 25) -> None:
+    stats = pstats.Stats(str(path))
+    stats.strip_dirs()
+    for key in ("cumulative", "tottime"):
+        print(f"\n== riverbed broker profile: top {limit} by {key} ==")
+        stats.sort_stats(key).print_stats(limit)
+
+
+# -- workload ---------------------------------------------------------------------------
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(30)
+
+
+def produce(bootstrap: str, topic: str, messages: int, size: int) -> tuple[float, list[float]]:
+    """Seconds to produce ``messages`` values of ``size`` bytes, and their latencies (s)."""
+    producer = Producer({
+        "bootstrap.servers": bootstrap,
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 5,
+        "batch.size": 1 << 20,
+        "batch.num.messages": 10_000,
+        "compression.type": "none",
+    })
+    latencies: list[float] = []
+    errors: list[str] = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+            return
+        latency = msg.latency()  # type: ignore[attr-defined]
+        if latency is not None:
+            latencies.append(latency)
+
+    value = os.urandom(size)
+    for _ in range(WARMUP_MESSAGES):  # connections, metadata, producer id
+        producer.produce(topic, value=value, on_delivery=on_delivery)
+    producer.flush(60)
+    latencies.clear()
+    send = producer.produce
+    poll = producer.poll
+    start = time.perf_counter()
+    for i in range(messages):
+        while True:
+            try:
+                send(topic, value=value, on_delivery=on_delivery)
+                break
+            except BufferError:  # queue full: serve delivery reports, then retry
+                poll(0.001)
+        if i & 1023 == 0:
+            poll(0)
+    remaining = producer.flush(120)
+    elapsed = time.perf_counter() - start
+    if remaining or errors:
+        raise RuntimeError(f"{remaining} undelivered, {len(errors)} errors: {errors[:3]}")
+    return elapsed, latencies
+
+
+def consume(bootstrap: str, topic: str) -> tuple[int, float]:
+    """Records read from the start of every partition to its high watermark, and seconds.
+
+    Reads what the log still holds (low to high watermark): librdkafka's mock cluster
+    keeps only a bounded tail of each partition, the brokers keep everything.
+    """
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"bench-{topic}",
+        "enable.auto.commit": False,
+        "enable.partition.eof": False,
+        "auto.offset.reset": "earliest",
+        # librdkafka's default 500 ms long poll left the consumer idle in 100 ms stretches
+        # against Kafka and Riverbed alike (5-7x slower); a short one measures the broker.
+        "fetch.wait.max.ms": 10,
+    })
+    try:
+        metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+        partitions = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions]
+        expected = 0
+        for tp in partitions:
+            low, high = consumer.get_watermark_offsets(tp, timeout=10)
+            expected += high - low
+        got = 0
+        deadline = time.monotonic() + 120
+        start = time.perf_counter()
+        consumer.assign(partitions)
+        while got < expected:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"consumed {got}/{expected} records in 120 s")
+            # Never ask for more than is left: consume() waits its timeout for a full batch.
+            batch = consumer.consume(min(10_000, expected - got), 0.1)
+            for msg in batch:
+                if msg.error() is not None:
+                    raise RuntimeError(str(msg.error()))
+            got += len(batch)
+        return got, time.perf_counter() - start
+    finally:
+        consumer.close()
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def measure(peer: str, bootstrap: str, size: int, messages: int, partitions: int) -> Result:
+    topic = f"bench-{size}-{int(time.time() * 1000)}"
+    if peer == "mock":
+        topic += f"-auto{MOCK_PARTITIONS}"  # the mock cluster has no controller: auto-create
+    else:
+        create_topic(bootstrap, topic, partitions)
+    produce_s, latencies = produce(bootstrap, topic, messages, size)
+    latencies.sort()
+    consumed, consume_s = consume(bootstrap, topic)
+    return Result(peer, size, messages, produce_s, percentile(latencies, 0.50) * 1e3,
+                  percentile(latencies, 0.99) * 1e3, consumed, consume_s)
+
+
+# -- report -----------------------------------------------------------------------------
+
+
+def print_result(r: Result) -> None:
+    print(f"{r.peer:<9} {r.size:>5} B  produce {r.produce_msgs:>10,.0f} msg/s "
+          f"{r.produce_mbs:>7.1f} MB/s  p50 {r.p50_ms:>7.1f} ms  p99 {r.p99_ms:>7.1f} ms  "
+          f"consume {r.consume_msgs:>10,.0f} msg/s {r.consume_mbs:>7.1f} MB/s "
+          f"({r.consumed:,} read)", flush=True)
+
+
+def summarise(results: list[Result], pick: Callable[[list[float]], float]) -> list[Result]:
+    """One Result per (peer, size): ``pick`` (median, min) applied to each timing."""
+    groups: dict[tuple[str, int], list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.peer, r.size), []).append(r)
+    return [
+        Result(peer, size, runs[0].messages,
+               pick([r.produce_s for r in runs]), pick([r.p50_ms for r in runs]),
+               pick([r.p99_ms for r in runs]), runs[0].consumed,
+               pick([r.consume_s for r in runs]))
+        for (peer, size), runs in groups.items()
+    ]
+
+
+def print_ratios(results: list[Result]) -> None:
+    by_key = {(r.peer, r.size): r for r in results}
+    for size in sorted({r.size for r in results}):
+        ours = by_key.get(("riverbed", size))
+        if ours is None:
+            continue
+        for peer in ("kafka", "mock"):
+            other = by_key.get((peer, size))
+            if other is None:
+                continue
+            print(f"riverbed/{peer:<5} {size:>5} B"
+                  f"  produce x{ours.produce_msgs / other.produce_msgs:.2f}"
+                  f"  consume x{ours.consume_msgs / other.consume_msgs:.2f}"
+                  f"  p50 x{ours.p50_ms / other.p50_ms:.2f}  p99 x{ours.p99_ms / other.p99_ms:.2f}")
+
+
+def print_bars(results: list[Result]) -> None:
+    print(BARS)
+    for r in results:
+        if r.peer != "riverbed":
+            continue
+        checks = [("consume msg/s", r.consume_msgs, CONSUME_BAR_MSGS)]
+        if r.size <= 100:
+            checks.append(("produce msg/s", r.produce_msgs, PRODUCE_BAR_MSGS_100B))
+        if r.size >= 1024:
+            checks.append(("produce MB/s", r.produce_mbs, PRODUCE_BAR_MBS_1KIB))
+        for name, value, bar in checks:
+            verdict = "meets" if value >= bar else "BELOW"
+            print(f"  riverbed {r.size:>5} B {name:<14} {value:>12,.1f} {verdict} bar {bar:,.0f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--sizes", default="100,1024")
+    parser.add_argument("--peers", default="riverbed,kafka,mock")
+    parser.add_argument("--partitions", type=int, default=MOCK_PARTITIONS,
+                        help="topic partitions (the mock cluster always auto-creates 4)")
+    parser.add_argument("--broker", choices=("subprocess", "embedded"), default="subprocess")
+    parser.add_argument("--bootstrap", help="measure this running broker as 'riverbed'")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs per peer and size; medians feed the ratios and bars")
+    parser.add_argument("--profile", action="store_true",
+                        help="run the subprocess broker under cProfile and print the top")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    peers = [p.strip() for p in args.peers.split(",") if p.strip()]
+    unknown = set(peers) - {"riverbed", "kafka", "mock"}
+    if unknown:
+        parser.error(f"unknown peers {sorted(unknown)}")
+    if args.profile and (args.bootstrap or args.broker != "subprocess"):
+        parser.error("--profile needs the subprocess broker")
+
+    print(f"{args.messages:,} messages per size, {args.partitions} partitions, "
+          f"{os.cpu_count()} CPUs, confluent-kafka acks=all idempotent linger.ms=5")
+    results: list[Result] = []
+    for peer in peers:
+        if peer == "riverbed":
+            if args.bootstrap:
+                context = existing(args.bootstrap)
+            elif args.broker == "embedded":
+                context = riverbed_embedded()
+            else:
+                context = riverbed_subprocess(args.profile)
+        elif peer == "kafka":
+            context = kafka_reference()
+        else:
+            context = mock_cluster()
+        with context as bootstrap:
+            for _ in range(args.repeat):
+                for size in sizes:
+                    result = measure(peer, bootstrap, size, args.messages, args.partitions)
+                    print_result(result)
+                    results.append(result)
+    medians = summarise(results, statistics.median)
+    if args.repeat > 1:
+        print(f"\nmedian of {args.repeat} runs (ratios and bars below use these):")
+        for r in medians:
+            print_result(r)
+        print(f"best of {args.repeat} runs (least disturbed by other load on the box):")
+        for r in summarise(results, min):
+            print_result(r)
+    print()
+    print_ratios(medians)
+    print()
+    print_bars(medians)
+
+
+if __name__ == "__main__":
+    main()
