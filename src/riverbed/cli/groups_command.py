@@ -42,9 +42,12 @@ def _admin(bootstrap: str) -> Any:
     default), so a CLI user sees one error line, not the client's connection chatter."""
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient(
-        {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10_000, "logger": _client_log}
-    )
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "socket.timeout.ms": 10_000,
+        "logger": _client_log,
+    }
+    return AdminClient(conf)
 
 
 def _result(future: Any, what: str) -> Any:
