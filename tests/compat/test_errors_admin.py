@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -129,3 +130,18 @@ def test_compare_same_server_twice_is_clean(kafka_reference: Any) -> None:
         return confluent.roundtrip(bootstrap, topic, "lz4", make_records(12))
 
     assert compare(scenario, b, b) == []
+
+
+def test_list_offsets_specs_max_timestamp(server: Any, new_topic: Callable[..., str]) -> None:
+    """ListOffsets -2/-1/-3 through the admin client: -3 is the *first* record carrying the
+    largest timestamp, inside a compressed batch, although a later batch ties it."""
+    b = server.bootstrap_servers
+    topic = new_topic(1)
+    stamps = [BASE + 3000, BASE + 9000, BASE + 1000, BASE + 9000, BASE + 2000]
+    records = [dataclasses.replace(r, timestamp_ms=ts)
+               for r, ts in zip(make_records(5, partitions=1), stamps, strict=True)]
+    assert confluent.produce(b, topic, records, "gzip") == [(0, i) for i in range(5)]
+    assert confluent.produce(b, topic, records[:2]) == [(0, 5), (0, 6)]
+    assert confluent.list_offsets_specs(b, topic, 0) == {
+        "earliest": (0, -1), "latest": (7, -1), "max_timestamp": (1, BASE + 9000),
+    }

@@ -14,6 +14,9 @@ a ``dict`` of step name to what the client observed (error names are Kafka's)::
     partitions           int               partition count in metadata afterwards
     delete               None | error
     exists_after_delete  bool              still listed 10 s after delete
+
+Each ``after_*`` step waits (up to 5 s) for the describe to differ from the step before:
+Kafka acknowledges an alter before every describe path sees it.
     delete_unknown       error             (UNKNOWN_TOPIC_OR_PARTITION)
 """
 
@@ -36,6 +39,19 @@ def _wait(predicate: Callable[[], bool], timeout_s: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return predicate()
+
+
+def _settled(describe: Callable[[], dict[str, str]], before: dict[str, str]) -> dict[str, str]:
+    """The configs once an alter shows (Kafka applies config records asynchronously, so
+    a describe right after an acknowledged alter may still answer the old values)."""
+    seen: dict[str, str] = {}
+
+    def changed() -> bool:
+        seen.update(describe())
+        return seen != before
+
+    _wait(changed, 5.0)
+    return seen
 
 
 def _name(code: int) -> str:
@@ -93,11 +109,11 @@ def confluent_admin_lifecycle(bootstrap: str, topic: str) -> dict[str, Any]:
     ])
     [fut] = admin.incremental_alter_configs([incremental]).values()
     fut.result(30)
-    out["after_incremental"] = describe()
+    out["after_incremental"] = _settled(describe, out["describe"])
     legacy = ConfigResource(ResourceType.TOPIC, topic, set_config={"retention.ms": "7200000"})
     [fut] = admin.alter_configs([legacy]).values()
     fut.result(30)
-    out["after_alter"] = describe()
+    out["after_alter"] = _settled(describe, out["after_incremental"])
     out["create_partitions"] = _ck_error(admin.create_partitions([NewPartitions(topic, 5)])[topic])
     out["decrease_partitions"] = _ck_error(
         admin.create_partitions([NewPartitions(topic, 2)])[topic]
@@ -160,11 +176,11 @@ def kafka_python_admin_lifecycle(bootstrap: str, topic: str) -> dict[str, Any]:
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={
             "max.message.bytes": "2048", "retention.ms": ("DELETE", None),
         })], incremental=True)
-        out["after_incremental"] = describe()
+        out["after_incremental"] = _settled(describe, out["describe"])
         admin.alter_configs([ConfigResource(
             ConfigResourceType.TOPIC, topic, configs={"retention.ms": "7200000"},
         )], incremental=False)
-        out["after_alter"] = describe()
+        out["after_alter"] = _settled(describe, out["after_incremental"])
         out["create_partitions"] = topic_errors(
             admin.create_partitions({topic: 5}, raise_errors=False)
         )

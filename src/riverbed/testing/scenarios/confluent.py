@@ -152,3 +152,29 @@ def consume_out_of_range(bootstrap: str, topic: str, partition: int, offset: int
         raise TimeoutError("no error reported")
     finally:
         consumer.close()
+
+
+def list_offsets_specs(bootstrap: str, topic: str, partition: int) -> dict[str, Any]:
+    """AdminClient.list_offsets with every special spec: {spec: (offset, timestamp) | error}.
+
+    Specs: ``earliest`` (-2), ``latest`` (-1), ``max_timestamp`` (-3, KIP-734).  Kafka
+    answers -3 with the first record carrying the partition's largest timestamp.
+    """
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+    admin = AdminClient(_common(bootstrap))
+    spec: Any = OffsetSpec  # untyped in confluent-kafka
+    specs = {"earliest": spec.earliest(), "latest": spec.latest(),
+             "max_timestamp": spec.max_timestamp()}
+    out: dict[str, Any] = {}
+    for name, wanted in specs.items():
+        tp = TopicPartition(topic, partition)
+        [fut] = admin.list_offsets({tp: wanted}, request_timeout=10).values()
+        try:
+            info = fut.result(30)
+        except KafkaException as exc:
+            out[name] = error_name(exc.args[0])
+            continue
+        out[name] = (int(info.offset), int(info.timestamp))
+    return out

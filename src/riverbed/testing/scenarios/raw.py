@@ -153,3 +153,77 @@ def fetch_codecs(bootstrap: str, topic: str, partition: int, version: int = 11) 
     raw = bytes(records if isinstance(records, (bytes, bytearray, memoryview)) else b"")
     headers: list[BatchHeader] = [h for _, h in iter_batches(raw)]
     return [h.compression for h in headers]
+
+
+def metadata_errors(
+    bootstrap: str, topics: list[str], *, allow_auto_topic_creation: bool = False,
+    version: int = 12,
+) -> dict[str, str]:
+    """Metadata for ``topics``: each topic's error name as the broker answered it."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    req = MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(topic_id=None, name=t) for t in topics],
+        allow_auto_topic_creation=allow_auto_topic_creation,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    with RawConnection(bootstrap) as conn:
+        resp = conn.request(req, version)
+    return {t.name: _name(t.error_code) for t in resp.topics}
+
+
+def list_offsets(
+    bootstrap: str, topic: str, partition: int, timestamp: int, version: int = 7
+) -> tuple[str, int, int]:
+    """ListOffsets one partition: ``(error name, offset, timestamp)``."""
+    from kafka.protocol.consumer import ListOffsetsRequest
+
+    t = ListOffsetsRequest.ListOffsetsTopic
+    req = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[t(
+        name=topic, partitions=[t.ListOffsetsPartition(
+            partition_index=partition, current_leader_epoch=-1, timestamp=timestamp,
+        )],
+    )])
+    with RawConnection(bootstrap) as conn:
+        resp = conn.request(req, version)
+    [topic_resp] = resp.topics
+    [part] = topic_resp.partitions
+    return _name(part.error_code), part.offset, part.timestamp
+
+
+def corrupt_batch() -> bytes:
+    """A batch whose CRC no longer matches (one payload byte flipped)."""
+    batch = bytearray(record_batch(b"payload"))
+    batch[-2] ^= 0xFF
+    return bytes(batch)
+
+
+def bad_inputs(bootstrap: str, topic: str) -> dict[str, object]:
+    """Every bad request this module knows, against an existing 1-partition ``topic``.
+
+    Keys name the case; values are what the broker answered (error names, offsets).  The
+    compat suite runs this against Kafka and Riverbed and diffs the two.
+    """
+    missing = topic + "-missing"
+    return {
+        "produce_ok": produce_error(bootstrap, topic, 0),
+        "produce_acks_2": produce_error(bootstrap, topic, 0, acks=2),
+        "produce_unknown_partition": produce_error(bootstrap, topic, 7),
+        "produce_unknown_topic_acks_2": produce_error(bootstrap, missing, 0, acks=2),
+        "produce_invalid_name": produce_error(bootstrap, "bad name!", 0),
+        "produce_corrupt_crc": produce_error(bootstrap, topic, 0, records=corrupt_batch()),
+        "produce_empty_records": produce_error(bootstrap, topic, 0, records=b""),
+        "fetch_out_of_range": fetch_error(bootstrap, topic, 0, 1000),
+        "fetch_negative_offset": fetch_error(bootstrap, topic, 0, -5),
+        "fetch_at_end": fetch_error(bootstrap, topic, 0, 1),
+        "fetch_unknown_partition": fetch_error(bootstrap, topic, 7, 0),
+        "fetch_unknown_topic": fetch_error(bootstrap, missing, 0, 0),
+        "metadata": metadata_errors(bootstrap, [topic, missing, "bad name!", "a" * 250]),
+        "list_offsets_latest": list_offsets(bootstrap, topic, 0, -1),
+        "list_offsets_earliest": list_offsets(bootstrap, topic, 0, -2),
+        "list_offsets_max_timestamp": list_offsets(bootstrap, topic, 0, -3),
+        "list_offsets_future": list_offsets(bootstrap, topic, 0, 1 << 50),
+        "list_offsets_unknown_partition": list_offsets(bootstrap, topic, 7, -1),
+        "list_offsets_unknown_topic": list_offsets(bootstrap, missing, 0, -1),
+    }
