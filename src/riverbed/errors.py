@@ -12,6 +12,7 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     ├── RecordBatchError                 a record batch that must be refused
     │   ├── CorruptRecordError           CRC mismatch, bad lengths (CORRUPT_MESSAGE)
     │   ├── InvalidRecordError           well-formed but not acceptable (INVALID_RECORD)
+    │   ├── InvalidTimestampError        CreateTime outside message.timestamp.{before,after}.max.ms
     │   └── LegacyMessageFormatError     magic 0/1 message sets (UNSUPPORTED_FOR_MESSAGE_FORMAT)
     ├── StorageError                     the durable log
     │   ├── OffsetOutOfRangeError        read below log start / above log end
@@ -84,6 +85,10 @@ class CorruptRecordError(RecordBatchError):
 
 class InvalidRecordError(RecordBatchError):
     error_code = ErrorCode.INVALID_RECORD
+
+
+class InvalidTimestampError(RecordBatchError):
+    error_code = ErrorCode.INVALID_TIMESTAMP
 
 
 class LegacyMessageFormatError(RecordBatchError):

@@ -1,5 +1,6 @@
 """PartitionLog against an in-memory model: append, read, roll, truncate, delete records,
-compact, reopen (clean and unclean)."""
+compact (also with a dedupe buffer too small for one pass), idempotent appends, retries,
+producer-id expiry on a manual clock, delayed file deletion, reopen (clean and unclean)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from riverbed.clock import ManualClock
 from riverbed.protocol.records import build_batch, iter_batches_with_records
 from riverbed.storage import LogConfig, PartitionLog
 from riverbed.storage.cleaner import LogCleaner
+from riverbed.storage.offset_map import ENTRY_BYTES
 
 CONFIG = LogConfig(cleanup_policy="compact,delete", segment_bytes=400,
                    index_interval_bytes=100, retention_ms=-1)
 KEYS = st.sampled_from([b"a", b"b", b"c", b"d"])
+PIDS = st.sampled_from([1, 2])
+EXPIRATION_MS = 10_000
 Rec = tuple[int, bytes, bytes]  # offset, key, value
 
 
@@ -27,12 +31,29 @@ class LogMachine(RuleBasedStateMachine):
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="logsm-"))
         self.clock = ManualClock()
-        self.log = PartitionLog.open(self.tmp / "t-0", CONFIG, clock=self.clock)
+        self.log = self.open()
+        self.next_seq: dict[int, int] = {}  # producers the log knows: next sequence
+        self.last_sent: dict[int, tuple[bytes, int, int]] = {}  # pid -> (batch, base, last)
         self.records: list[Rec] = []
         self.batches: list[tuple[int, int]] = []  # (base, last) of batches in the log
         self.start = 0
         self.end = 0
         self.counter = 0
+
+    def open(self) -> PartitionLog:
+        return PartitionLog.open(self.tmp / "t-0", CONFIG, clock=self.clock,
+                                 producer_id_expiration_ms=EXPIRATION_MS)
+
+    def resync_producers(self) -> None:
+        """After truncation, reopen or compaction the log may legitimately know less."""
+        self.next_seq = {pid: e.batches[-1].last_seq + 1
+                         for pid, e in self.log.producers.entries.items() if e.batches}
+        entries = self.log.producers.entries
+        self.last_sent = {
+            pid: v for pid, v in self.last_sent.items()
+            if pid in self.next_seq and (entries[pid].batches[-1].first_offset,
+                                         entries[pid].batches[-1].last_offset) == v[1:]
+        }
 
     def teardown(self) -> None:
         self.log.close()
@@ -55,18 +76,54 @@ class LogMachine(RuleBasedStateMachine):
                 offset = h.next_offset
         return recs, batches
 
-    @rule(keys=st.lists(KEYS, min_size=1, max_size=5))
-    def append(self, keys: list[bytes]) -> None:
+    def _append(self, keys: list[bytes], ts: int, pid: int = -1, seq: int = -1) -> bytes:
         items = []
         for k in keys:
             self.counter += 1
-            items.append((k, b"v%d" % self.counter + b"." * (self.counter % 40), 1000))
-        result = self.log.append(build_batch(items))
-        assert result.base_offset == self.end
+            items.append((k, b"v%d" % self.counter + b"." * (self.counter % 40), ts))
+        data = build_batch(items, producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
+                           base_sequence=seq)
+        result = self.log.append(data)
+        assert result.base_offset == self.end and not result.duplicate
         for i, (k, v, _ts) in enumerate(items):
             self.records.append((self.end + i, k, v))
         self.batches.append((self.end, result.last_offset))
         self.end = result.last_offset + 1
+        if pid >= 0:
+            self.last_sent[pid] = (data, result.base_offset, result.last_offset)
+            self.next_seq[pid] = seq + len(keys)
+        return data
+
+    @rule(keys=st.lists(KEYS, min_size=1, max_size=5))
+    def append(self, keys: list[bytes]) -> None:
+        self._append(keys, 1000)
+
+    @rule(pid=PIDS, keys=st.lists(KEYS, min_size=1, max_size=3), seq=st.integers(0, 1000))
+    def idempotent_append(self, pid: int, keys: list[bytes], seq: int) -> None:
+        # a known producer must continue its sequence; an unknown one may start anywhere
+        self._append(keys, self.clock.now_ms(), pid, self.next_seq.get(pid, seq))
+
+    @precondition(lambda self: bool(self.last_sent))
+    @rule(data=st.data())
+    def retry_last_batch(self, data: st.DataObject) -> None:
+        pid = data.draw(st.sampled_from(sorted(self.last_sent)))
+        sent, base, last = self.last_sent[pid]
+        result = self.log.append(sent)
+        assert result.duplicate and (result.base_offset, result.last_offset) == (base, last)
+
+    @rule()
+    def expire_producers(self) -> None:
+        self.clock.advance(EXPIRATION_MS)
+        self.log.remove_expired_producers()
+        assert self.log.producers.entries == {}
+        self.next_seq, self.last_sent = {}, {}
+
+    @rule()
+    def delete_due_files(self) -> None:
+        self.clock.advance(CONFIG.file_delete_delay_ms)
+        self.log.delete_expired_files()
+        assert self.log.pending_deletions == 0
+        self.resync_producers()
 
     @rule(data=st.data())
     def read_one(self, data: st.DataObject) -> None:
@@ -98,6 +155,7 @@ class LogMachine(RuleBasedStateMachine):
         self.end = self.batches[k - 1][1] + 1
         self.batches = self.batches[:k]
         self.records = [r for r in self.records if r[0] < self.end]
+        self.resync_producers()
 
     @rule(data=st.data())
     def delete_records(self, data: st.DataObject) -> None:
@@ -106,10 +164,12 @@ class LogMachine(RuleBasedStateMachine):
         self.start = offset
         self.records = [r for r in self.records if r[0] >= offset]
 
-    @rule()
-    def compact(self) -> None:
+    @rule(tiny=st.booleans())
+    def compact(self, tiny: bool) -> None:
         active_base = self.log.segments()[-1].base_offset
-        LogCleaner(self.clock).clean(self.log)
+        # a tiny dedupe buffer (3 keys) makes passes stop early or abort; same guarantees
+        size = ENTRY_BYTES * 3 if tiny else 1 << 20
+        LogCleaner(self.clock, dedupe_buffer_size=size).clean(self.log)
         got, batches = self.read_all()
         model = {r[0]: r for r in self.records}
         latest = {k: o for o, k, _v in self.records}
@@ -118,6 +178,7 @@ class LogMachine(RuleBasedStateMachine):
         assert set(latest.values()) <= got_offsets  # the latest per key is kept
         assert {o for o in model if o >= active_base} <= got_offsets  # active untouched
         self.records, self.batches = got, batches
+        self.resync_producers()
 
     @rule(clean=st.booleans())
     def reopen(self, clean: bool) -> None:
@@ -126,7 +187,8 @@ class LogMachine(RuleBasedStateMachine):
         else:
             self.log.flush()
             self.log.close_unclean()
-        self.log = PartitionLog.open(self.tmp / "t-0", CONFIG, clock=self.clock)
+        self.log = self.open()
+        self.resync_producers()
 
     @invariant()
     def offsets_and_contents_match(self) -> None:

@@ -1,81 +1,211 @@
 """Log compaction (cleanup.policy ``compact`` / ``compact,delete``), Kafka's LogCleaner.
 
-A pass over one log:
+When a log is cleaned (:meth:`LogCleaner.needs_cleaning`, Kafka's rules):
 
-1. **Cleanable range**: the sealed segments (never the active one) from the log start,
-   stopping at the first segment holding a record younger than min.compaction.lag.ms.
-2. **Offset map**: key -> latest offset, over the dirty part of that range (from the
-   cleaner checkpoint, ``cleaner_offset``, to the end of the range).
-3. **Rewrite**, segment by segment in offset order.  A record is kept unless a later
-   record with the same key is in the map.  Records without a key are kept.  A tombstone
-   (null value) that is kept gets a delete horizon (``now + delete.retention.ms``,
-   written in the batch as Kafka's deleteHorizonMs attribute); once the horizon has
-   passed, a later pass drops it.  Control batches are copied verbatim.  Rewritten
-   batches keep their base offset, last offset delta, producer id/epoch and base
+* ``dirty ratio = dirty bytes / (clean bytes + dirty bytes)`` over the cleanable part of
+  the log, where clean bytes are the segments wholly below the cleaner checkpoint
+  (``cleaner_offset``, the first dirty offset) and dirty bytes the segments from there
+  to the first uncleanable offset.  A log is cleaned when the ratio is above
+  ``min.cleanable.dirty.ratio``, or when its oldest dirty segment's first batch is older
+  than ``max.compaction.lag.ms`` (it is then cleaned whatever the ratio), or when a kept
+  tombstone's delete horizon has passed.
+* The **first uncleanable offset** is the active segment's base offset, or the base of
+  the first dirty segment holding a record younger than ``min.compaction.lag.ms``.
+
+A pass over one log (:meth:`LogCleaner.clean`):
+
+1. **Offset map** over the dirty section, batch by batch, into a bounded
+   :class:`~riverbed.storage.offset_map.OffsetMap` (``log.cleaner.dedupe.buffer.size``).
+   If it fills, the pass only covers offsets up to the last batch that fitted (``end``);
+   records at or after ``end`` are kept untouched and cleaned by a later pass.
+2. **Groups**: the segments from the log start below ``end`` are grouped, in order,
+   into runs whose total size is at most ``segment.bytes`` (and whose offsets fit a
+   32-bit relative offset), Kafka's ``groupSegmentsBySize``; each group becomes ONE
+   cleaned segment, so compaction also shrinks the segment count.
+3. **Rewrite**, streaming, batch by batch into ``<first base>.log.cleaned`` (one batch
+   in memory at a time).  A record is kept unless a later record with the same key is
+   in the map.  Records without a key are kept.  A tombstone (null value) that is kept
+   gets a delete horizon (``now + delete.retention.ms``, Kafka's deleteHorizonMs batch
+   attribute); once it has passed, a later pass drops it.  Control batches are copied.
+   Rewritten batches keep base offset, last offset delta, producer id/epoch and base
    sequence (:func:`riverbed.protocol.records.rebuild_batch`); a batch left with no
-   records is dropped, except a producer's last batch, kept empty for its sequence.
-   Offsets are never renumbered or reordered.
-4. **Swap**, per segment: write ``<base>.log.cleaned``, fsync; then, under the log's
-   locks, rename it to ``<base>.log.swap`` and fsync the directory (the commit point),
-   replace ``<base>.log`` with it and rebuild the indexes.  Recovery deletes ``.cleaned``
-   files and completes ``.swap`` files, so a crash leaves each segment either old or
-   new.  Because segments are swapped in offset order, a crash between two swaps leaves
-   a new prefix and an old suffix: a tombstone can only have been dropped after every
-   older value of its key, so no deleted key can reappear.
-5. The cleaner checkpoint advances to the end of the cleaned range.
+   records is dropped, except a producer's last batch (its sequence must survive) and
+   the group's last batch (so the cleaned segment ends exactly where the group did,
+   which recovery relies on).  Offsets are never renumbered or reordered.
+4. **Swap**, per group: fsync the ``.cleaned`` file; under the log's locks rename it to
+   ``.log.swap`` and fsync the directory (the commit point), retire the old segments
+   (renamed ``.deleted``, removed after ``file.delete.delay.ms``), rename the swap to
+   ``<first base>.log`` and rebuild its indexes.  Recovery deletes ``.cleaned`` files,
+   and completes a ``.swap`` by deleting every segment in its offset range, so a crash
+   leaves each group either old or new.  Groups are swapped in offset order, so a crash
+   between two swaps leaves a new prefix and an old suffix: a tombstone is only dropped
+   after every older value of its key, so no deleted key can reappear.
+5. The cleaner checkpoint advances to ``end``.
+
+A group left unchanged (one segment, nothing dropped) is not swapped.
 
 Thread-safety: one cleaner thread per LogManager; it reads segments with pread while
-appends continue, and swaps under the log's locks.  A segment that changed meanwhile
-(truncation, deletion) makes the pass abort without harm.
+appends continue, and swaps under the log's locks.  A group that changed meanwhile
+(truncation, retention) makes the pass abort without harm.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from riverbed.clock import Clock
 from riverbed.protocol.batch import ATTR_DELETE_HORIZON, BatchHeader
 from riverbed.protocol.records import Record, read_batch, rebuild_batch
+from riverbed.storage.config import LogConfig
 from riverbed.storage.log import PartitionLog
+from riverbed.storage.offset_map import DEFAULT_DEDUPE_BUFFER_SIZE, OffsetMap
 from riverbed.storage.recovery import CLEANED_SUFFIX
 from riverbed.storage.segment import LogSegment
 
 log = logging.getLogger(__name__)
 
+_MAX_RELATIVE = 0x7FFFFFFF
+_WRITE_BUFFER = 1 << 20
+
 
 @dataclass(frozen=True, slots=True)
 class CleanResult:
+    """What one pass did: ``segments`` in, ``segments_after`` out, bytes before/after."""
+
     segments: int
     bytes_before: int
     bytes_after: int
     records_removed: int
     end_offset: int
+    segments_after: int = 0
+    map_full: bool = False
 
 
-def _batches(seg: LogSegment) -> list[tuple[int, BatchHeader]]:
-    return list(seg.scan(0, verify=False))
+@dataclass(frozen=True, slots=True)
+class DirtyStats:
+    """A log's cleanable state right now (see the module docstring)."""
+
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    clean_bytes: int
+    dirty_bytes: int
+    overdue: bool  # the oldest dirty segment is past max.compaction.lag.ms
+
+    @property
+    def dirty_ratio(self) -> float:
+        total = self.clean_bytes + self.dirty_bytes
+        return self.dirty_bytes / total if total else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerStatus:
+    """A log's cleaner status: its dirty ratio now and what the last pass did."""
+
+    dirty_ratio: float
+    dirty_bytes: int
+    first_dirty_offset: int
+    last_run_ms: int  # -1: never
+    last_result: CleanResult | None
+    last_error: str | None
+    bytes_cleaned_total: int
+
+
+@dataclass(slots=True)
+class _History:
+    last_run_ms: int = -1
+    last_result: CleanResult | None = None
+    last_error: str | None = None
+    bytes_cleaned_total: int = 0
+
+
+def dirty_stats(segments: list[LogSegment], log_start: int, cleaner_offset: int,
+                config: LogConfig, now_ms: int) -> DirtyStats:
+    """Measure the cleanable part of a log (a snapshot of its segment list)."""
+    first_dirty = max(cleaner_offset, log_start)
+    uncleanable = segments[-1].base_offset
+    lag = config.min_compaction_lag_ms
+    sealed = [s for s in segments[:-1] if s.next_offset > log_start]
+    if lag > 0:
+        for seg in sealed:
+            if seg.next_offset > first_dirty and seg.max_timestamp > now_ms - lag:
+                uncleanable = seg.base_offset
+                break
+    clean = sum(s.size for s in sealed if s.next_offset <= first_dirty)
+    dirty_segs = [s for s in sealed
+                  if s.next_offset > first_dirty and s.base_offset < uncleanable]
+    overdue = False
+    if dirty_segs and config.max_compaction_lag_ms < (1 << 63) - 1:
+        first_ts = dirty_segs[0].first_batch_timestamp
+        overdue = first_ts >= 0 and now_ms - first_ts > config.max_compaction_lag_ms
+    return DirtyStats(first_dirty, uncleanable, clean, sum(s.size for s in dirty_segs), overdue)
+
+
+def group_segments_by_size(segments: list[LogSegment], max_size: int) -> list[list[LogSegment]]:
+    """Consecutive runs of total size <= ``max_size`` (a segment bigger than that is
+    alone) whose offsets fit a 32-bit relative offset (Kafka's groupSegmentsBySize)."""
+    groups: list[list[LogSegment]] = []
+    for seg in segments:
+        if groups:
+            group = groups[-1]
+            size = sum(s.size for s in group)
+            if (size + seg.size <= max_size
+                    and seg.next_offset - 1 - group[0].base_offset <= _MAX_RELATIVE):
+                group.append(seg)
+                continue
+        groups.append([seg])
+    return groups
+
+
+def _with_last(items: Iterator[tuple[LogSegment, int, BatchHeader]],
+               ) -> Iterator[tuple[LogSegment, int, BatchHeader, bool]]:
+    previous: tuple[LogSegment, int, BatchHeader] | None = None
+    for item in items:
+        if previous is not None:
+            yield (*previous, False)
+        previous = item
+    if previous is not None:
+        yield (*previous, True)
 
 
 class LogCleaner:
-    """Compacts logs one pass at a time; :meth:`clean` is called by the LogManager."""
+    """Compacts logs one pass at a time; the LogManager calls :meth:`clean`."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, *,
+                 dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE) -> None:
         self._clock = clock
+        self.dedupe_buffer_size = dedupe_buffer_size
         self._horizons: dict[Path, int] = {}  # earliest pending delete horizon per log
+        self._history: dict[Path, _History] = {}
+
+    # -- when ------------------------------------------------------------------------
+
+    def _stats(self, plog: PartitionLog) -> DirtyStats:
+        return dirty_stats(plog.segments(), plog.log_start_offset, plog.cleaner_offset,
+                           plog.config, self._clock.now_ms())
 
     def needs_cleaning(self, plog: PartitionLog) -> bool:
-        if not plog.config.compact:
+        config = plog.config
+        if not config.compact or len(plog.segments()) < 2:
             return False
-        segments = plog.segments()
-        if len(segments) < 2:
-            return False
+        stats = self._stats(plog)
+        if stats.dirty_bytes > 0 and (
+            stats.overdue or stats.dirty_ratio > config.min_cleanable_dirty_ratio
+        ):
+            return True
         horizon = self._horizons.get(plog.directory)
-        return plog.cleaner_offset < segments[-1].base_offset or (
-            horizon is not None and self._clock.now_ms() >= horizon
-        )
+        return horizon is not None and self._clock.now_ms() >= horizon
+
+    def status(self, plog: PartitionLog) -> CleanerStatus:
+        stats = self._stats(plog)
+        h = self._history.get(plog.directory, _History())
+        return CleanerStatus(stats.dirty_ratio, stats.dirty_bytes, stats.first_dirty_offset,
+                             h.last_run_ms, h.last_result, h.last_error, h.bytes_cleaned_total)
+
+    # -- a pass ----------------------------------------------------------------------
 
     def clean(self, plog: PartitionLog) -> CleanResult | None:
         """One compaction pass over ``plog``; None when there is nothing to do."""
@@ -83,89 +213,130 @@ class LogCleaner:
         if not config.compact:
             return None
         now = self._clock.now_ms()
-        cleanable: list[LogSegment] = []
-        for seg in plog.segments()[:-1]:
-            lag = config.min_compaction_lag_ms
-            if lag > 0 and seg.max_timestamp > now - lag:
-                break
-            cleanable.append(seg)
-        cleanable = [s for s in cleanable if s.next_offset > plog.log_start_offset]
-        if not cleanable:
+        history = self._history.setdefault(plog.directory, _History())
+        segments = plog.segments()
+        log_start = plog.log_start_offset
+        stats = dirty_stats(segments, log_start, plog.cleaner_offset, config, now)
+        sealed = [s for s in segments[:-1]
+                  if s.next_offset > log_start and s.base_offset < stats.first_uncleanable_offset]
+        if not sealed:
             return None
-        end = cleanable[-1].next_offset
+        first_dirty = stats.first_dirty_offset
         try:
-            offset_map = self._build_offset_map(cleanable, max(plog.cleaner_offset,
-                                                               plog.log_start_offset))
-            last_batch = {pid: e.batches[-1].last_offset
-                          for pid, e in list(plog.producers.entries.items()) if e.batches}
-            before = after = removed = 0
+            offset_map = OffsetMap(self.dedupe_buffer_size)
+            full = self._build_offset_map(sealed, first_dirty, offset_map)
+            end = max(offset_map.latest_offset + 1, first_dirty)
+            if full and offset_map.latest_offset < first_dirty:
+                raise ValueError(f"log.cleaner.dedupe.buffer.size {self.dedupe_buffer_size} "
+                                 "cannot hold the keys of one record batch")
+            end = min(end, sealed[-1].next_offset)
+            groups = group_segments_by_size([s for s in sealed if s.base_offset < end],
+                                            config.segment_bytes)
+            producers_last = {pid: e.batches[-1].last_offset
+                              for pid, e in list(plog.producers.entries.items()) if e.batches}
             self._horizons.pop(plog.directory, None)
-            for seg in cleanable:
-                size = seg.size
-                data, dropped = self._clean_segment(seg, offset_map, last_batch, now,
-                                                    config.delete_retention_ms, plog.directory)
-                before += size
-                after += len(data)
-                removed += dropped
-                if dropped == 0 and len(data) == size:
-                    continue
-                if not self._swap(plog, seg, size, data):
+            before = after = removed = 0
+            for group in groups:
+                done = self._clean_group(plog, group, offset_map, end, producers_last, now)
+                if done is None:
+                    history.last_error = "aborted: the log changed during the pass"
                     return None
+                before += done[0]
+                after += done[1]
+                removed += done[2]
         except (OSError, ValueError) as exc:
             log.warning("compaction of %s aborted: %s", plog.directory.name, exc)
+            history.last_error = str(exc)
             return None
         plog.set_cleaner_offset(end)
-        return CleanResult(len(cleanable), before, after, removed, end)
+        result = CleanResult(sum(len(g) for g in groups), before, after, removed, end,
+                             segments_after=len(groups), map_full=full)
+        history.last_run_ms = now
+        history.last_result = result
+        history.last_error = None
+        history.bytes_cleaned_total += before
+        return result
 
-    def _build_offset_map(self, segments: list[LogSegment], first_dirty: int) -> dict[bytes, int]:
-        offset_map: dict[bytes, int] = {}
+    def _build_offset_map(self, segments: list[LogSegment], first_dirty: int,
+                          offset_map: OffsetMap) -> bool:
+        """Fill ``offset_map`` from ``first_dirty`` on; True if it filled up."""
         for seg in segments:
             if seg.next_offset <= first_dirty:
                 continue
-            for pos, header in _batches(seg):
-                if header.is_control or header.last_offset < first_dirty:
+            for pos, header in seg.scan(seg.offset_index.lookup(first_dirty), verify=False):
+                if header.last_offset < first_dirty:
                     continue
-                _h, records = read_batch(seg.pread(pos, header.size))
-                for r in records:
-                    if r.key is not None and r.offset >= first_dirty:
-                        offset_map[r.key] = r.offset
-        return offset_map
+                keyed: list[tuple[bytes, int]] = []
+                if not header.is_control:
+                    _h, records = read_batch(seg.pread(pos, header.size))
+                    keyed = [(r.key, r.offset) for r in records
+                             if r.key is not None and r.offset >= first_dirty]
+                if not offset_map.put_batch(keyed, header.last_offset):
+                    return True
+        return False
 
-    def _clean_segment(self, seg: LogSegment, offset_map: dict[bytes, int],
-                       last_batch: dict[int, int], now: int, delete_retention_ms: int,
-                       directory: Path) -> tuple[bytes, int]:
-        out = bytearray()
-        dropped = 0
-        for pos, header in _batches(seg):
-            raw = seg.pread(pos, header.size)
-            if header.is_control:
-                out += raw
+    def _clean_group(self, plog: PartitionLog, group: list[LogSegment], offset_map: OffsetMap,
+                     end: int, producers_last: dict[int, int], now: int,
+                     ) -> tuple[int, int, int] | None:
+        """Write the group's cleaned segment and swap it in; (bytes before, after,
+        records removed), or None if the log changed under the pass."""
+        first = group[0]
+        sizes = [s.size for s in group]
+        cleaned = first.log_path.with_name(first.log_path.name + CLEANED_SUFFIX)
+        written = removed = 0
+        changed = len(group) > 1
+        batches = ((seg, pos, header) for seg, size in zip(group, sizes, strict=True)
+                   for pos, header in seg.scan(0, verify=False, end=size))
+        try:
+            with open(cleaned, "wb", buffering=_WRITE_BUFFER) as f:
+                for seg, pos, header, last in _with_last(batches):
+                    raw = seg.pread(pos, header.size)
+                    producer_last = producers_last.get(header.producer_id)
+                    keep_empty = last or producer_last == header.last_offset
+                    out, dropped = self._clean_batch(plog.directory, raw, header, offset_map,
+                                                     end, keep_empty, now,
+                                                     plog.config.delete_retention_ms)
+                    removed += dropped
+                    changed = changed or out is not raw
+                    if out is not None:
+                        f.write(out)
+                        written += len(out)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            cleaned.unlink(missing_ok=True)
+            raise
+        if not changed:
+            cleaned.unlink(missing_ok=True)
+            return sizes[0], sizes[0], 0
+        if not plog.replace_segments(group, sizes, cleaned):
+            return None
+        return sum(sizes), written, removed
+
+    def _clean_batch(self, directory: Path, raw: bytes, header: BatchHeader,
+                     offset_map: OffsetMap, end: int, keep_empty: bool, now: int,
+                     delete_retention_ms: int) -> tuple[bytes | None, int]:
+        """The batch to write instead of ``raw`` (``raw`` itself when unchanged, None to
+        drop it) and how many records went."""
+        if header.is_control or header.base_offset >= end:
+            return raw, 0
+        _h, records = read_batch(raw)
+        has_horizon = bool(header.attributes & ATTR_DELETE_HORIZON)
+        kept: list[Record] = []
+        for r in records:
+            if r.key is not None and offset_map.get(r.key) > r.offset:
                 continue
-            _h, records = read_batch(raw)
-            has_horizon = bool(header.attributes & ATTR_DELETE_HORIZON)
-            kept: list[Record] = []
-            for r in records:
-                if r.key is not None and offset_map.get(r.key, -1) > r.offset:
-                    continue
-                if r.value is None and has_horizon and now >= header.base_timestamp:
-                    continue
-                kept.append(r)
-            dropped += len(records) - len(kept)
-            tombstones = any(r.value is None for r in kept)
-            new_horizon = now + delete_retention_ms if tombstones and not has_horizon else None
-            if tombstones:
-                horizon = new_horizon if new_horizon is not None else header.base_timestamp
-                self._horizons[directory] = min(self._horizons.get(directory, horizon), horizon)
-            if len(kept) == len(records) and new_horizon is None:
-                out += raw
-            elif kept or last_batch.get(header.producer_id) == header.last_offset:
-                out += rebuild_batch(header, kept, delete_horizon_ms=new_horizon)
-        return bytes(out), dropped
-
-    def _swap(self, plog: PartitionLog, seg: LogSegment, size: int, data: bytes) -> bool:
-        cleaned = seg.log_path.with_name(seg.log_path.name + CLEANED_SUFFIX)
-        with open(cleaned, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        return plog.replace_segment(seg, size, cleaned)
+            if r.value is None and has_horizon and now >= header.base_timestamp:
+                continue
+            kept.append(r)
+        tombstones = any(r.value is None for r in kept)
+        new_horizon = now + delete_retention_ms if tombstones and not has_horizon else None
+        if tombstones:
+            horizon = new_horizon if new_horizon is not None else header.base_timestamp
+            self._horizons[directory] = min(self._horizons.get(directory, horizon), horizon)
+        dropped = len(records) - len(kept)
+        if dropped == 0 and new_horizon is None:
+            return raw, 0
+        if kept or keep_empty:
+            return rebuild_batch(header, kept, delete_horizon_ms=new_horizon), dropped
+        return None, dropped

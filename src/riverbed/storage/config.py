@@ -16,6 +16,12 @@ Flush policy (see docs/storage.md for what survives a crash under each):
   that old.  Acks do not wait for it.
 * ``OS``          - both at Kafka's default ``Long.MAX_VALUE``: the page cache decides;
   Riverbed fsyncs only on segment roll, checkpoint and clean shutdown.
+
+Defaults are Kafka 4's, including ``message.timestamp.after.max.ms`` = 1 hour (Kafka
+4.0 changed it from ``Long.MAX_VALUE``; ``message.timestamp.before.max.ms`` stays
+unbounded).  Broker-wide settings that are not topic properties
+(``log.cleaner.dedupe.buffer.size``, ``producer.id.expiration.ms``) are arguments of
+:class:`~riverbed.storage.manager.LogManager` instead.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from riverbed.errors import ConfigError
 
 LONG_MAX = (1 << 63) - 1
 DAY_MS = 86_400_000
+HOUR_MS = 3_600_000
 
 
 class FlushPolicy(enum.Enum):
@@ -58,6 +65,10 @@ class LogConfig:
     flush_ms: int = LONG_MAX
     index_interval_bytes: int = 4096
     file_delete_delay_ms: int = 60_000
+    min_cleanable_dirty_ratio: float = 0.5
+    max_compaction_lag_ms: int = LONG_MAX
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = HOUR_MS
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:
@@ -71,13 +82,27 @@ class LogConfig:
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
             raise ConfigError(f"message.timestamp.type must be one of {TIMESTAMP_TYPES}")
         for name in ("min_compaction_lag_ms", "delete_retention_ms", "file_delete_delay_ms",
-                     "flush_ms", "index_interval_bytes"):
+                     "flush_ms", "index_interval_bytes", "message_timestamp_before_max_ms",
+                     "message_timestamp_after_max_ms"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name.replace('_', '.')} must be >= 0")
         if self.flush_messages < 1:
             raise ConfigError("flush.messages must be >= 1")
         if self.max_message_bytes < 0:
             raise ConfigError("max.message.bytes must be >= 0")
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
+            raise ConfigError("min.cleanable.dirty.ratio must be in [0, 1]")
+        if self.max_compaction_lag_ms < 1:
+            raise ConfigError("max.compaction.lag.ms must be >= 1")
+
+    @property
+    def max_segment_ms(self) -> int:
+        """The age at which the active segment rolls: ``segment.ms``, lowered to
+        ``max.compaction.lag.ms`` on compacted topics so a key's old values become
+        cleanable in time (Kafka's ``LogConfig.maxSegmentMs``)."""
+        if self.compact:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
 
     @property
     def flush_policy(self) -> FlushPolicy:
@@ -121,6 +146,13 @@ def _int(raw: str) -> int:
     return int(raw.strip())
 
 
+def _ratio(raw: str) -> float:
+    value = float(raw.strip())
+    if not 0.0 <= value <= 1.0:
+        raise ValueError("expected a ratio in [0, 1]")
+    return value
+
+
 def _policy(raw: str) -> str:
     parts = sorted(p.strip() for p in raw.split(",") if p.strip())
     value = ",".join(parts)
@@ -149,6 +181,10 @@ _PROPS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "flush.ms": ("flush_ms", _int),
     "index.interval.bytes": ("index_interval_bytes", _int),
     "file.delete.delay.ms": ("file_delete_delay_ms", _int),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _ratio),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", _int),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _int),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _int),
 }
 
 assert {a for a, _ in _PROPS.values()} == {f.name for f in fields(LogConfig)}

@@ -18,6 +18,21 @@ appends, reads and metadata changes; fsyncs run outside it (under ``_flush_lock`
 appends continue while the disk works.  Anything that closes a segment's file takes
 ``_flush_lock`` first, then ``_lock``.
 
+Rolling: the active segment rolls when the append would pass ``segment.bytes``, when
+its relative offsets would overflow int32, or by age as Kafka measures it: the incoming
+batch's largest timestamp minus the segment's first batch's timestamp exceeds
+``segment.ms`` (``max.compaction.lag.ms`` if lower, on compacted topics).  Only a
+segment whose first batch has no timestamp falls back to wall-clock time since it was
+created.  So a restart (which "creates" every loaded segment anew) does not postpone a
+roll.
+
+Deleting segments (retention, DeleteRecords, truncation, compaction swaps) goes through
+:mod:`riverbed.storage.deletion`: rename to ``.deleted`` now, remove after
+``file.delete.delay.ms`` (:meth:`PartitionLog.delete_expired_files`).
+
+Producer state expires as Kafka's does (``producer.id.expiration.ms``, see
+:mod:`riverbed.storage.producer_state`): :meth:`PartitionLog.remove_expired_producers`.
+
 Crash behaviour: see :mod:`riverbed.storage.recovery`; an append is atomic with respect
 to a crash only after its covering fsync.
 """
@@ -31,6 +46,7 @@ import os
 import struct
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,11 +76,13 @@ from riverbed.storage.checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
-from riverbed.storage.config import FlushPolicy, LogConfig
+from riverbed.storage.config import DAY_MS, FlushPolicy, LogConfig
+from riverbed.storage.deletion import DeletionQueue
 from riverbed.storage.flusher import GroupCommitFlusher
 from riverbed.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from riverbed.storage.recovery import SWAP_SUFFIX, load_segments
-from riverbed.storage.segment import LogSegment
+from riverbed.storage.segment import LOG_SUFFIX, LogSegment, segment_name
+from riverbed.storage.validation import validate_batches
 
 _MAX_RELATIVE = 0x7FFFFFFF
 _ATTRS = struct.Struct(">h")
@@ -100,7 +118,8 @@ class PartitionLog:
     """The log of one topic partition.  Open with :meth:`open`."""
 
     def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig,
-                 clock: Clock, flusher: GroupCommitFlusher | None) -> None:
+                 clock: Clock, flusher: GroupCommitFlusher | None,
+                 producer_id_expiration_ms: int = DAY_MS) -> None:
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -120,17 +139,19 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._first_unflushed_mono_ms = -1
         self._closed = False
-        self.producers = ProducerStateManager(directory)
+        self._deletions = DeletionQueue()
+        self.producers = ProducerStateManager(directory, producer_id_expiration_ms)
 
     # -- opening ----------------------------------------------------------------------
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, *, topic: str = "", partition: int = 0,
              clock: Clock = SYSTEM_CLOCK, flusher: GroupCommitFlusher | None = None,
-             ) -> PartitionLog:
+             producer_id_expiration_ms: int = DAY_MS) -> PartitionLog:
         """Open or create the log in ``directory``, recovering it if it was not closed cleanly."""
         directory.mkdir(parents=True, exist_ok=True)
-        self = cls(directory, topic, partition, config, clock, flusher)
+        self = cls(directory, topic, partition, config, clock, flusher,
+                   producer_id_expiration_ms)
         clean = consume_clean_shutdown(directory)
         cp = read_checkpoint(directory)
         self._segments = load_segments(directory, cp, clean=clean,
@@ -156,6 +177,7 @@ class PartitionLog:
             for _pos, header in seg.scan(seg.offset_index.lookup(start), verify=False):
                 if header.base_offset >= start:
                     self.producers.replay(header)
+        self.producers.remove_expired(self._clock.now_ms())
 
     # -- properties -------------------------------------------------------------------
 
@@ -206,9 +228,11 @@ class PartitionLog:
         """Validate, assign offsets to and write the batches in ``records`` (one write).
 
         Raises CorruptRecordError / LegacyMessageFormatError (bad batch),
-        MessageTooLargeError, InvalidProducerEpochError, OutOfOrderSequenceError,
-        LogClosedError.  A retry of one of a producer's last 5 batches returns the
-        original offsets with ``duplicate=True`` and writes nothing.
+        InvalidTimestampError, InvalidRecordError (a key missing on a compacted topic,
+        see :mod:`riverbed.storage.validation`), MessageTooLargeError,
+        InvalidProducerEpochError, OutOfOrderSequenceError, LogClosedError.  A retry of
+        one of a producer's last 5 batches returns the original offsets with
+        ``duplicate=True`` and writes nothing.
         """
         buf = bytearray(records)
         headers = list(iter_batches(buf))
@@ -220,14 +244,16 @@ class PartitionLog:
                 raise MessageTooLargeError(
                     f"record batch of {header.size} bytes exceeds max.message.bytes {limit}"
                 )
+        config = self._config
+        now_ms = self._clock.now_ms()
+        validate_batches(buf, headers, config, now_ms, self.directory.name)
         with self._lock:
             self._check_open()
-            config = self._config
-            now_ms = self._clock.now_ms()
             first = self._segments[-1].next_offset
             count = sum(h.last_offset_delta + 1 for _p, h in headers)
-            self._maybe_roll(len(buf), first + count - 1, now_ms)
             append_time = now_ms if config.message_timestamp_type == "LogAppendTime" else -1
+            max_ts = append_time if append_time >= 0 else max(h.max_timestamp for _p, h in headers)
+            self._maybe_roll(len(buf), first + count - 1, now_ms, max_ts)
             offset = first
             pending: dict[int, ProducerStateEntry] = {}
             assigned: list[tuple[int, BatchHeader]] = []
@@ -264,12 +290,14 @@ class PartitionLog:
         if self._closed:
             raise LogClosedError(f"log {self.directory.name} is closed")
 
-    def _maybe_roll(self, incoming: int, last_offset: int, now_ms: int) -> None:
+    def _maybe_roll(self, incoming: int, last_offset: int, now_ms: int, max_ts: int) -> None:
         active = self._segments[-1]
         if active.size == 0:
             return
+        first_ts = active.first_batch_timestamp
+        waited = max_ts - first_ts if first_ts >= 0 else now_ms - active.created_ms
         if (active.size + incoming > self._config.segment_bytes
-                or now_ms - active.created_ms >= self._config.segment_ms
+                or waited > self._config.max_segment_ms
                 or last_offset - active.base_offset > _MAX_RELATIVE):
             self._roll_locked(now_ms)
 
@@ -456,12 +484,32 @@ class PartitionLog:
         """Delete non-active segments all of whose offsets are below the log start."""
         n = 0
         while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start_offset:
-            self._segments.pop(0).delete()
+            self._retire(self._segments.pop(0))
             self._bases.pop(0)
             n += 1
         if n:
             self.producers.delete_snapshots_below(self._log_start_offset)
         return n
+
+    def _retire(self, seg: LogSegment) -> None:
+        now = self._clock.now_ms()
+        self._deletions.retire(seg, now + self._config.file_delete_delay_ms, now)
+
+    def delete_expired_files(self) -> int:
+        """Remove retired segments whose ``file.delete.delay.ms`` has passed; returns how
+        many (the LogManager's maintenance thread calls this)."""
+        with self._lock:
+            return self._deletions.delete_due(self._clock.now_ms())
+
+    @property
+    def pending_deletions(self) -> int:
+        with self._lock:
+            return len(self._deletions)
+
+    def remove_expired_producers(self) -> int:
+        """Drop producers idle past ``producer.id.expiration.ms``; returns how many."""
+        with self._lock:
+            return self.producers.remove_expired(self._clock.now_ms())
 
     def enforce_retention(self) -> int:
         """Delete whole segments over retention.ms / retention.bytes (cleanup.policy
@@ -490,7 +538,7 @@ class PartitionLog:
                 return
             if offset <= self._segments[0].base_offset:
                 for seg in self._segments:
-                    seg.delete()
+                    self._retire(seg)
                 base = max(offset, 0)
                 self._segments = [LogSegment.open(
                     self.directory, base, index_interval_bytes=self._config.index_interval_bytes,
@@ -498,7 +546,7 @@ class PartitionLog:
                 self._log_start_offset = base
             else:
                 while self._segments[-1].base_offset >= offset:
-                    self._segments.pop().delete()
+                    self._retire(self._segments.pop())
                 self._segments[-1].truncate_to(offset)
                 self._segments[-1].fsync()
             self._bases = [s.base_offset for s in self._segments]
@@ -523,30 +571,41 @@ class PartitionLog:
         return self._cleaner_offset
 
     def replace_segment(self, old: LogSegment, expected_size: int, cleaned: Path) -> bool:
-        """Commit a compacted copy of ``old`` (same base offset) from its ``.cleaned`` file.
+        """Commit a compacted copy of ``old`` (same base offset) from its ``.cleaned`` file."""
+        return self.replace_segments([old], [expected_size], cleaned)
+
+    def replace_segments(self, old: Sequence[LogSegment], expected_sizes: Sequence[int],
+                         cleaned: Path) -> bool:
+        """Commit ``cleaned`` as the one segment replacing the consecutive sealed
+        segments ``old`` (it starts at ``old[0]``'s base offset and ends where they end).
 
         Under the log's locks: rename ``.cleaned`` to ``.log.swap`` and fsync the directory
-        (the commit point recovery honours), then replace the ``.log`` and rebuild the
-        indexes.  Returns False (and deletes ``cleaned``) if ``old`` changed meanwhile.
+        (the commit point recovery honours), retire the old segments (``.deleted``),
+        rename the swap to ``.log`` and rebuild its indexes.  Returns False (and deletes
+        ``cleaned``) if any of ``old`` changed or left the log meanwhile.
         """
         with self._flush_lock, self._lock:
-            if self._closed or old not in self._segments[:-1] or old.size != expected_size:
+            i = self._segments.index(old[0]) if old[0] in self._segments else -1
+            if (self._closed or i < 0 or i + len(old) >= len(self._segments)
+                    or self._segments[i : i + len(old)] != list(old)
+                    or [s.size for s in old] != list(expected_sizes)):
                 cleaned.unlink(missing_ok=True)
                 return False
-            swap = old.log_path.with_name(old.log_path.name + SWAP_SUFFIX)
+            first = old[0]
+            target = self.directory / (segment_name(first.base_offset) + LOG_SUFFIX)
+            swap = target.with_name(target.name + SWAP_SUFFIX)
             os.replace(cleaned, swap)
             fsync_dir(self.directory)
-            i = self._segments.index(old)
-            old.close()
-            for path in (old.offset_index.path, old.time_index.path):
-                path.unlink(missing_ok=True)
-            os.replace(swap, old.log_path)
-            seg = LogSegment.open(self.directory, old.base_offset,
+            for seg in old:
+                self._retire(seg)
+            os.replace(swap, target)
+            seg = LogSegment.open(self.directory, first.base_offset,
                                   index_interval_bytes=self._config.index_interval_bytes,
-                                  created_ms=old.created_ms)
+                                  created_ms=first.created_ms)
             seg.rebuild(sealed=True)
             seg.seal()
-            self._segments[i] = seg
+            self._segments[i : i + len(old)] = [seg]
+            self._bases = [s.base_offset for s in self._segments]
             fsync_dir(self.directory)
             return True
 
@@ -574,6 +633,7 @@ class PartitionLog:
             for seg in self._segments:
                 seg.flush_indexes()
                 seg.close()
+            self._deletions.delete_all()
             mark_clean_shutdown(self.directory)
             self._closed = True
             ready = self._pop_waiters(end)
@@ -590,6 +650,7 @@ class PartitionLog:
         with self._flush_lock, self._lock:
             for seg in self._segments:
                 seg.close()
+            self._deletions.close_all()
             self._closed = True
 
     def __repr__(self) -> str:

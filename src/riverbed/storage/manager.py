@@ -9,7 +9,11 @@ between leaves a ``-delete`` directory that the next start removes.
 
 Threads (``start_background=True``): the group-commit flusher
 (:mod:`riverbed.storage.flusher`) and one maintenance thread that every
-``maintenance_interval_ms`` applies retention and runs the cleaner.  With
+``maintenance_interval_ms`` applies retention, removes retired segment files whose
+``file.delete.delay.ms`` has passed, expires idle producers
+(``producer_id_expiration_ms``, Kafka's broker setting ``producer.id.expiration.ms``)
+and runs the cleaner on the logs that need it (its map bounded by
+``cleaner_dedupe_buffer_size``, Kafka's ``log.cleaner.dedupe.buffer.size``).  With
 ``start_background=False`` there are no threads: fsyncs happen inside ``flush_future``
 and tests call :meth:`run_retention` / :meth:`run_cleaner` themselves.
 
@@ -28,10 +32,11 @@ from pathlib import Path
 from riverbed.clock import SYSTEM_CLOCK, Clock
 from riverbed.errors import ConfigError
 from riverbed.storage.checkpoint import fsync_dir, write_atomically
-from riverbed.storage.cleaner import CleanResult, LogCleaner
-from riverbed.storage.config import LogConfig
+from riverbed.storage.cleaner import CleanerStatus, CleanResult, LogCleaner
+from riverbed.storage.config import DAY_MS, LogConfig
 from riverbed.storage.flusher import GroupCommitFlusher
 from riverbed.storage.log import PartitionLog
+from riverbed.storage.offset_map import DEFAULT_DEDUPE_BUFFER_SIZE
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +79,9 @@ class LogManager:
     def __init__(self, data_dir: Path, *, clock: Clock = SYSTEM_CLOCK,
                  start_background: bool = True, default_config: LogConfig | None = None,
                  maintenance_interval_ms: int = 30_000,
-                 checkpoint_interval_ms: int = 1_000) -> None:
+                 checkpoint_interval_ms: int = 1_000,
+                 producer_id_expiration_ms: int = DAY_MS,
+                 cleaner_dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.clock = clock
@@ -82,7 +89,8 @@ class LogManager:
         self._lock = threading.Lock()
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._flusher = GroupCommitFlusher(checkpoint_interval_ms=checkpoint_interval_ms)
-        self._cleaner = LogCleaner(clock)
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self._cleaner = LogCleaner(clock, dedupe_buffer_size=cleaner_dedupe_buffer_size)
         self._maintenance_interval_s = maintenance_interval_ms / 1000
         self._stop = threading.Event()
         self._maintenance: threading.Thread | None = None
@@ -107,7 +115,7 @@ class LogManager:
             config = _read_properties(path, self.default_config)
             self._logs[parsed] = PartitionLog.open(
                 path, config, topic=parsed[0], partition=parsed[1], clock=self.clock,
-                flusher=self._flusher)
+                flusher=self._flusher, producer_id_expiration_ms=self.producer_id_expiration_ms)
 
     def get_or_create(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
         with self._lock:
@@ -119,7 +127,8 @@ class LogManager:
             _write_properties(directory, config)
             fsync_dir(self.data_dir)
             plog = PartitionLog.open(directory, config, topic=topic, partition=partition,
-                                     clock=self.clock, flusher=self._flusher)
+                                     clock=self.clock, flusher=self._flusher,
+                                     producer_id_expiration_ms=self.producer_id_expiration_ms)
             self._logs[(topic, partition)] = plog
             return plog
 
@@ -155,6 +164,19 @@ class LogManager:
         """Apply retention to every log once; returns segments deleted."""
         return sum(plog.enforce_retention() for plog in self.logs().values())
 
+    def run_file_deletion(self) -> int:
+        """Remove retired segment files past ``file.delete.delay.ms``; returns how many."""
+        return sum(plog.delete_expired_files() for plog in self.logs().values())
+
+    def run_producer_expiration(self) -> int:
+        """Drop idle producers from every log's state; returns how many."""
+        return sum(plog.remove_expired_producers() for plog in self.logs().values())
+
+    def cleaner_status(self, topic: str, partition: int) -> CleanerStatus | None:
+        """The cleaner's view of a compacted log (None for an unknown partition)."""
+        plog = self.get(topic, partition)
+        return None if plog is None else self._cleaner.status(plog)
+
     def run_cleaner(self) -> list[CleanResult]:
         """One compaction pass over every log that needs one."""
         results = []
@@ -169,6 +191,8 @@ class LogManager:
         while not self._stop.wait(self._maintenance_interval_s):
             try:
                 self.run_retention()
+                self.run_file_deletion()
+                self.run_producer_expiration()
                 self.run_cleaner()
             except Exception:
                 log.exception("log maintenance failed")

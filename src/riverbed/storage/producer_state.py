@@ -16,6 +16,16 @@ Rules applied to each appended batch with ``producer_id >= 0`` (Kafka's checkSeq
   for an unknown producer, whose first batch may start anywhere -> else
   OutOfOrderSequenceError
 
+Expiry (``producer.id.expiration.ms``, a broker setting, default 1 day): a producer
+whose ``last_timestamp`` - the largest timestamp of its last batch, Kafka's
+``ProducerStateEntry.lastTimestamp`` (record time under CreateTime) - is that old is
+dropped by :meth:`ProducerStateManager.remove_expired`, which the log runs periodically
+and after loading (so expired producers also vanish from later snapshots).  A later
+append from an expired producer is then that of an unknown producer: accepted with any
+sequence and any epoch, as Kafka 4 does since KIP-360 (Kafka 2.5).  The broker never
+answers UNKNOWN_PRODUCER_ID for it; the price, as in Kafka, is that a retry of a batch
+written before the expiry is no longer recognised as a duplicate.
+
 Snapshot file ``<20-digit offset>.snapshot`` holds the state after every batch below that
 offset (big-endian)::
 
@@ -82,9 +92,18 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 class ProducerStateManager:
     """Producer entries plus their snapshot files in the partition directory."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, expiration_ms: int = 86_400_000) -> None:
         self.directory = directory
+        self.expiration_ms = expiration_ms
         self.entries: dict[int, ProducerStateEntry] = {}
+
+    def remove_expired(self, now_ms: int) -> int:
+        """Drop producers whose last batch is ``expiration_ms`` old; returns how many."""
+        expired = [pid for pid, e in self.entries.items()
+                   if now_ms - e.last_timestamp >= self.expiration_ms]
+        for pid in expired:
+            del self.entries[pid]
+        return len(expired)
 
     # -- validation / update ----------------------------------------------------------
 

@@ -3,9 +3,14 @@
 Steps, in order:
 
 1. Finish or roll back interrupted file operations, by suffix:
-   ``*.cleaned`` (compaction output not yet committed) and ``*.tmp`` are deleted;
-   ``*.log.swap`` (compaction committed) replaces its ``.log`` and that segment's indexes
-   are dropped so they are rebuilt; ``*.deleted`` files are removed.
+   ``*.cleaned`` (compaction output not yet committed), ``*.tmp`` and ``*.deleted``
+   (segments already retired, see :mod:`riverbed.storage.deletion`) are deleted.  A
+   ``<base>.log.swap`` is committed compaction output that replaces a *group* of
+   segments: it covers offsets ``[base, next)`` where ``next`` is one past its last
+   batch (the cleaner always keeps a group's last batch, possibly emptied, so ``next``
+   is the group's end).  Every ``.log`` whose base offset lies in that range is deleted
+   with its indexes, then the swap is renamed to ``<base>.log`` (its indexes are
+   rebuilt at load).
 2. Open every ``<20 digits>.log`` in base-offset order.  Index files without a log are
    deleted.
 3. After a clean shutdown every segment is trusted: indexes are loaded if consistent
@@ -27,9 +32,11 @@ import logging
 import os
 from pathlib import Path
 
-from riverbed.errors import CorruptSegmentError
+from riverbed.errors import CorruptRecordError, CorruptSegmentError
+from riverbed.protocol.batch import HEADER_SIZE, BatchHeader
 from riverbed.storage.checkpoint import PartitionCheckpoint, fsync_dir
 from riverbed.storage.segment import (
+    DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
@@ -41,25 +48,56 @@ log = logging.getLogger(__name__)
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
-DELETED_SUFFIX = ".deleted"
 
 
 def finish_interrupted_operations(directory: Path) -> None:
     """Step 1 of the module docstring."""
     changed = False
+    swaps: list[Path] = []
     for path in sorted(directory.iterdir()):
         name = path.name
         if name.endswith((CLEANED_SUFFIX, ".tmp", DELETED_SUFFIX)):
             path.unlink(missing_ok=True)
             changed = True
         elif name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
-            stem = name[: -len(LOG_SUFFIX + SWAP_SUFFIX)]
-            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                (directory / (stem + suffix)).unlink(missing_ok=True)
-            os.replace(path, directory / (stem + LOG_SUFFIX))
-            changed = True
+            swaps.append(path)
+    for swap in swaps:
+        stem = swap.name[: -len(LOG_SUFFIX + SWAP_SUFFIX)]
+        if not (stem.isdigit() and len(stem) == 20):
+            continue
+        base = int(stem)
+        end = max(swap_next_offset(swap, base), base + 1)
+        for old in segment_bases(directory):
+            if base <= old < end:
+                _delete_segment_files(directory, old)
+        os.replace(swap, directory / (stem + LOG_SUFFIX))
+        changed = True
     if changed:
         fsync_dir(directory)
+
+
+def swap_next_offset(path: Path, base: int) -> int:
+    """One past the last offset of the batches in ``path`` (``base`` when it has none)."""
+    end = base
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        pos = 0
+        while pos + HEADER_SIZE <= size:
+            try:
+                header = BatchHeader.parse(os.pread(f.fileno(), HEADER_SIZE, pos))
+            except CorruptRecordError:
+                break
+            if header.batch_length <= 0:
+                break
+            end = header.next_offset
+            pos += header.size
+    return end
+
+
+def _delete_segment_files(directory: Path, base: int) -> None:
+    stem = segment_name(base)
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        (directory / (stem + suffix)).unlink(missing_ok=True)
 
 
 def segment_bases(directory: Path) -> list[int]:

@@ -36,7 +36,15 @@ from riverbed.storage.index import OffsetIndex, TimeIndex
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
 _SCAN_CHUNK = 1 << 20
+
+
+def _rename_deleted(path: Path) -> Path:
+    target = path.with_name(path.name + DELETED_SUFFIX)
+    if path.exists():
+        os.replace(path, target)
+    return target
 
 
 def segment_name(base_offset: int) -> str:
@@ -265,6 +273,13 @@ class LogSegment:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+    def rename_for_deletion(self) -> None:
+        """Rename the files to ``<name>.deleted`` (the .log first: that rename removes the
+        segment from the log); the descriptor stays open for readers until :meth:`delete`."""
+        self.log_path = _rename_deleted(self.log_path)
+        self.offset_index.path = _rename_deleted(self.offset_index.path)
+        self.time_index.path = _rename_deleted(self.time_index.path)
 
     def delete(self) -> None:
         self.close()

@@ -67,17 +67,42 @@ def test_rejects_bad_batches(tmp_path: Path) -> None:
 
 def test_rolls_by_size_and_by_age(tmp_path: Path) -> None:
     clock = ManualClock()
+    t0 = clock.now_ms()
     one = len(batch(b"x" * 100))
     log = open_log(tmp_path, clock, segment_bytes=one * 3, segment_ms=1000)
     for _ in range(7):
-        log.append(batch(b"x" * 100))
+        log.append(batch(b"x" * 100, ts=t0))
     assert [s.base_offset for s in log.segments()] == [0, 3, 6]
     names = sorted(p.name for p in (tmp_path / "t-0").iterdir())
     assert "00000000000000000003.log" in names and "00000000000000000003.index" in names
-    clock.advance(1000)
-    log.append(batch(b"y"))
-    assert [s.base_offset for s in log.segments()] == [0, 3, 6, 7]
+    # segment.ms is measured on record timestamps (Kafka): the active segment's first
+    # batch is at t0; a batch at t0+1000 is not past it, t0+1001 is
+    log.append(batch(b"y", ts=t0 + 1000))
+    assert [s.base_offset for s in log.segments()] == [0, 3, 6]
+    log.append(batch(b"y", ts=t0 + 1001))
+    assert [s.base_offset for s in log.segments()] == [0, 3, 6, 8]
     assert values(log.read(3, 1 << 20).records)[0] == (3, b"x" * 100)
+
+
+def test_segment_ms_survives_restart(tmp_path: Path) -> None:
+    # [9------------------)  first batch at T; restart at T+900 must not restart the clock
+    clock = ManualClock()
+    t0 = clock.now_ms()
+    log = open_log(tmp_path, clock, segment_ms=1000)
+    log.append(batch(b"a", ts=t0))
+    clock.advance(900)
+    log.close()
+    log = open_log(tmp_path, clock, segment_ms=1000)
+    clock.advance(200)
+    log.append(batch(b"b", ts=clock.now_ms()))  # 1100 ms after the segment's first batch
+    assert [s.base_offset for s in log.segments()] == [0, 1]
+    # a segment whose records carry no timestamp falls back to wall-clock age
+    log.append(batch(b"c", ts=-1))
+    log.roll()
+    log.append(batch(b"d", ts=-1))
+    clock.advance(1001)
+    log.append(batch(b"e", ts=-1))
+    assert [s.base_offset for s in log.segments()] == [0, 1, 3, 4]
 
 
 def test_sparse_index_lookup_finds_every_offset(tmp_path: Path) -> None:
