@@ -38,7 +38,9 @@ def cli() -> None:
 def main() -> None:
     """Console-script entry point."""
     from riverbed.cli import commands  # noqa: F401  (registers subcommands)
+    from riverbed.cli.demo_command import demo_command
     from riverbed.cli.groups_command import groups
 
     cli.add_command(groups)
+    cli.add_command(demo_command)
     cli()
