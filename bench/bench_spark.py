@@ -1,99 +1,141 @@
-"""Rows per second through the riverbed Spark source into a count.
+"""The riverbed Spark source and sink, measured against Riverbed's broker.
 
-Produces ``--records`` records of ``--size`` bytes into a ``--partitions``-partition topic
-of librdkafka's in-process mock cluster (or of ``--bootstrap``, any Kafka-protocol
-broker), then times, on Spark ``local[2]``:
+Starts an embedded Riverbed broker (or uses ``--bootstrap``, any Kafka-protocol broker),
+produces ``--records`` records of ``--size`` bytes into a ``--partitions``-partition
+topic, and on Spark ``local[2]`` measures, in one run:
 
-* batch: ``spark.read.format("riverbed") ... .count()``
-* stream: ``readStream`` with ``trigger(availableNow=True)`` into the ``noop`` sink
+* **scan**: ``spark.read.format("riverbed")`` into an aggregate that touches every value
+  (``sum(length(value))``), beside Spark scanning the *same rows* from Parquet with the
+  same aggregate -- rows/s of both and their ratio (Parquet is the ceiling: no broker, no
+  Python, columnar files);
+* **stream**: ``readStream`` with ``trigger(availableNow=True)`` into the ``noop`` sink,
+  query start included;
+* **latency**: produce -> Spark -> output topic.  A streaming query with a
+  ``--trigger-ms`` trigger reads topic A and writes topic B through the riverbed sink; the
+  producer stamps its send time (epoch ns) into each record's value; a consumer on B
+  computes receive - send.  ``--latency-rate`` records/s for ``--latency-seconds``;
+  p50/p99/max after the query's first (slow, ~10 s) micro-batch has run.
 
-The mock cluster keeps only ~5 MB per partition (older records are deleted, the log start
-offset moves), hence the default of many partitions and modest record counts; the counts
-printed are what the topic retained.
+The embedded broker runs in this process (a thread), competing for the GIL with the
+producer and the consumer; on 2 cores it also competes with Spark's JVM and Python
+workers.  Compare ratios within one run, not absolute figures across machines.
 
-Run: ``.venv/bin/python bench/bench_spark.py``
+Run: ``.venv/bin/python bench/bench_spark.py [--bootstrap HOST:PORT]``
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
+import tempfile
+import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+from pyspark.sql import functions as F
+
+import riverbed.spark
+from riverbed.testing.embedded import EmbeddedBroker
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--records", type=int, default=320_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--bootstrap", help="a broker to use instead of the mock cluster")
-    args = parser.parse_args()
+@contextmanager
+def broker_servers(bootstrap: str | None) -> Iterator[str]:
+    if bootstrap is not None:
+        yield bootstrap
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="riverbed-bench-spark-") as data_dir,
+        EmbeddedBroker(data_dir) as broker,
+    ):
+        yield broker.bootstrap_servers
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    topic = f"bench-{uuid.uuid4().hex[:8]}"
-    cluster = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
-        from spark.mock_cluster import MockCluster
 
-        cluster = MockCluster()
-        bootstrap = cluster.bootstrap_servers
-        cluster.create_topic(topic, args.partitions)
+def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [NewTopic(n, partitions, 1, config={"retention.ms": "-1"}) for n in names]
+    for future in admin.create_topics(topics).values():
+        future.result(30)
 
+
+def produce_records(bootstrap: str, topic: str, records: int, size: int, partitions: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    payload = b"x" * args.size
+    payload = b"x" * size
     started = time.perf_counter()
-    for i in range(args.records):
+    for i in range(records):
         while True:
             try:
-                producer.produce(topic, payload, partition=i % args.partitions)
+                producer.produce(topic, payload, partition=i % partitions)
                 break
             except BufferError:
                 producer.poll(0.01)
-    producer.flush()
-    print(f"produced {args.records:,} x {args.size} B in {time.perf_counter() - started:.1f} s")
+    assert producer.flush(120) == 0
+    elapsed = time.perf_counter() - started
+    print(f"produced {records:,} x {size} B in {elapsed:.1f} s ({records / elapsed:,.0f} msg/s)")
 
-    from pyspark.sql import SparkSession
 
-    import riverbed.spark
-
-    spark = (
+def local_session() -> SparkSession:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
         SparkSession.builder.master("local[2]")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.python.worker.reuse", "true")
         .getOrCreate()
     )
-    spark.sparkContext.setLogLevel("ERROR")
-    riverbed.spark.register(spark)
+    session.sparkContext.setLogLevel("ERROR")
+    riverbed.spark.register(session)
+    return session
 
-    def reader(builder):  # type: ignore[no-untyped-def]
+
+def timed_scan(df: DataFrame) -> tuple[int, float]:
+    """Rows and seconds for an aggregate that reads every row's value."""
+    started = time.perf_counter()
+    row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.length("value")).alias("b")).collect()[0]
+    return int(row["n"]), time.perf_counter() - started
+
+
+def bench_scan(spark: SparkSession, bootstrap: str, topic: str, runs: int) -> None:
+    def source(builder: DataFrameReader) -> DataFrame:
         return (
             builder.format("riverbed")
             .option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", topic)
+            .load()
         )
 
-    reader(spark.read).load().limit(1).collect()  # warm up the Python workers
-    for attempt in range(2):
-        started = time.perf_counter()
-        count = reader(spark.read).load().count()
-        elapsed = time.perf_counter() - started
-        print(
-            f"batch count #{attempt + 1}: {count:,} rows in {elapsed:.2f} s "
-            f"= {count / elapsed:,.0f} rows/s"
-        )
+    source(spark.read).limit(1).collect()  # start the Python workers
+    with tempfile.TemporaryDirectory(prefix="riverbed-bench-parquet-") as parquet_dir:
+        path = str(Path(parquet_dir) / "rows")
+        source(spark.read).write.parquet(path)
+        timed_scan(spark.read.parquet(path))  # warm up the Parquet path as well
+        for attempt in range(1, runs + 1):
+            rows, riverbed_s = timed_scan(source(spark.read))
+            parquet_rows, parquet_s = timed_scan(spark.read.parquet(path))
+            assert parquet_rows == rows, (parquet_rows, rows)
+            print(
+                f"scan #{attempt}: riverbed source {rows / riverbed_s:,.0f} rows/s "
+                f"({riverbed_s:.2f} s), Parquet {rows / parquet_s:,.0f} rows/s "
+                f"({parquet_s:.2f} s), ratio source/Parquet {parquet_s / riverbed_s:.2f}"
+            )
 
-    checkpoint = f"/tmp/riverbed-bench-{uuid.uuid4().hex[:8]}"
+
+def bench_stream(spark: SparkSession, bootstrap: str, topic: str) -> None:
+    reader = spark.readStream.format("riverbed")
+    checkpoint = tempfile.mkdtemp(prefix="riverbed-bench-cp-")
     started = time.perf_counter()
     query = (
-        reader(spark.readStream)
+        reader.option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .load()
         .writeStream.format("noop")
@@ -104,10 +146,145 @@ def main() -> None:
     query.awaitTermination()
     elapsed = time.perf_counter() - started
     rows = sum(p["numInputRows"] for p in query.recentProgress)
-    print(f"stream availableNow: {rows:,} rows in {elapsed:.2f} s = {rows / elapsed:,.0f} rows/s")
-    spark.stop()
-    if cluster is not None:
-        cluster.close()
+    print(
+        f"stream availableNow -> noop: {rows:,} rows in {elapsed:.2f} s "
+        f"= {rows / elapsed:,.0f} rows/s"
+    )
+
+
+class LatencyConsumer(threading.Thread):
+    """Reads topic B; each value is ``b"<send epoch ns>"``; records receive - send."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.latencies_ms: dict[int, float] = {}
+        self.stopping = threading.Event()
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": 10,
+                "enable.auto.commit": False,
+            }
+        )
+        self._consumer.subscribe([topic])
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            for message in self._consumer.consume(500, timeout=0.05):
+                value = message.value()
+                if message.error() is None and value:
+                    now = time.time_ns()
+                    sent = int(value)
+                    self.latencies_ms[sent] = (now - sent) / 1e6
+        self._consumer.close()
+
+
+def wait_for(condition: object, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def bench_latency(
+    spark: SparkSession, bootstrap: str, trigger_ms: int, rate: int, seconds: float
+) -> None:
+    topic_a, topic_b = f"lat-a-{uuid.uuid4().hex[:8]}", f"lat-b-{uuid.uuid4().hex[:8]}"
+    create_topics(bootstrap, [topic_a, topic_b], 2)
+    consumer = LatencyConsumer(bootstrap, topic_b)
+    consumer.start()
+    query = (
+        spark.readStream.format("riverbed")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic_a)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select("key", "value")
+        .writeStream.format("riverbed")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic_b)
+        .option("kafka.linger.ms", "0")
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="riverbed-bench-cp-"))
+        .trigger(processingTime=f"{trigger_ms} milliseconds")
+        .start()
+    )
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    try:
+        warm = time.time_ns()
+        producer.produce(topic_a, str(warm).encode())
+        producer.flush(10)
+        if not wait_for(lambda: warm in consumer.latencies_ms, 120):
+            raise SystemExit(f"warm-up record never reached {topic_b}: {query.exception()}")
+        print(
+            f"latency warm-up (first micro-batch incl. query start): "
+            f"{consumer.latencies_ms[warm]:,.0f} ms"
+        )
+        interval = 1 / rate
+        sent: list[int] = []
+        started = time.monotonic()
+        while time.monotonic() - started < seconds:
+            due = started + len(sent) * interval
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)  # pacing the producer, not synchronisation
+            stamp = time.time_ns()
+            producer.produce(topic_a, str(stamp).encode())
+            producer.poll(0)
+            sent.append(stamp)
+        producer.flush(10)
+        wait_for(lambda: all(s in consumer.latencies_ms for s in sent), 60)
+    finally:
+        consumer.stopping.set()
+        consumer.join(10)
+        query.stop()
+    got = sorted(consumer.latencies_ms[s] for s in sent if s in consumer.latencies_ms)
+    if len(got) < 2:
+        raise SystemExit("no latency samples")
+    q = statistics.quantiles(got, n=100)
+    print(
+        f"latency produce -> Spark (trigger {trigger_ms} ms) -> topic: {len(got):,}/{len(sent):,} "
+        f"records at {rate}/s, p50 {q[49]:,.0f} ms, p99 {q[98]:,.0f} ms, max {got[-1]:,.0f} ms"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--records", type=int, default=400_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=2, help="scan repetitions")
+    parser.add_argument("--bootstrap", help="a running broker instead of an embedded one")
+    parser.add_argument("--trigger-ms", type=int, default=100)
+    parser.add_argument("--latency-rate", type=int, default=200, help="records/s")
+    parser.add_argument("--latency-seconds", type=float, default=15)
+    parser.add_argument(
+        "--skip", choices=["scan", "stream", "latency"], action="append", default=[]
+    )
+    args = parser.parse_args()
+
+    with broker_servers(args.bootstrap) as bootstrap:
+        spark = local_session()
+        try:
+            if "scan" not in args.skip or "stream" not in args.skip:
+                topic = f"bench-{uuid.uuid4().hex[:8]}"
+                create_topics(bootstrap, [topic], args.partitions)
+                produce_records(bootstrap, topic, args.records, args.size, args.partitions)
+                if "scan" not in args.skip:
+                    bench_scan(spark, bootstrap, topic, args.runs)
+                if "stream" not in args.skip:
+                    bench_stream(spark, bootstrap, topic)
+            if "latency" not in args.skip:
+                bench_latency(
+                    spark, bootstrap, args.trigger_ms, args.latency_rate, args.latency_seconds
+                )
+        finally:
+            spark.stop()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,11 @@ the questions the source's planner asks: which partitions exist, and each one's 
 offset, high watermark, or first offset at/after a timestamp (ListOffsets).  It knows
 nothing of Riverbed's broker: any Kafka-protocol cluster works.
 
+:meth:`OffsetFetcher.check_reachable` is the fail-fast probe ``load()`` runs: it gives up
+as soon as librdkafka reports every bootstrap server down (connection refused, name not
+resolved -- typically well under a second), and after at most
+:data:`REACHABILITY_TIMEOUT_S` when servers accept no connection at all.
+
 Not thread-safe: one instance per stream reader, used by the thread Spark calls the
 reader on.  It holds sockets; :meth:`close` (or losing the process) releases them.  It is
 never pickled -- readers drop it before travelling to workers.
@@ -12,7 +17,9 @@ never pickled -- readers drop it before travelling to workers.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -22,6 +29,10 @@ from confluent_kafka.admin import OffsetSpec as KafkaOffsetSpec  # type: ignore[
 from riverbed.errors import ConfigError, UnknownTopicOrPartitionError
 from riverbed.spark.offsets import PartitionOffsets, TopicPartition
 
+REACHABILITY_TIMEOUT_S = 10.0
+"""Longest the ``load()`` probe waits for a cluster that neither answers nor refuses."""
+_UNREACHABLE = (KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE, KafkaError._AUTHENTICATION)
+
 
 class OffsetFetcher:
     """Partition counts and ListOffsets answers for one cluster."""
@@ -29,9 +40,9 @@ class OffsetFetcher:
     def __init__(self, kafka_config: Mapping[str, str], timeout_ms: int) -> None:
         self._servers = kafka_config.get("bootstrap.servers", "")
         self._timeout_s = timeout_ms / 1000
-        config: dict[str, str | int | float | bool] = {
-            k: v for k, v in kafka_config.items() if not _consumer_only(k)
-        }
+        self._client_errors: list[KafkaError] = []
+        config: dict[str, Any] = {k: v for k, v in kafka_config.items() if not _consumer_only(k)}
+        config["error_cb"] = self._on_client_error
         try:
             self._admin = AdminClient(config)
         except (KafkaException, ValueError, TypeError) as exc:
@@ -39,6 +50,7 @@ class OffsetFetcher:
 
     def partition_counts(self) -> dict[str, int]:
         """Every topic's current partition count (one Metadata request)."""
+        self._admin.poll(0)  # serve queued error_cb events so they cannot pile up
         try:
             metadata = self._admin.list_topics(timeout=self._timeout_s)
         except KafkaException as exc:
@@ -51,6 +63,36 @@ class OffsetFetcher:
             for name, topic in metadata.topics.items()
             if topic.error is None
         }
+
+    def check_reachable(self) -> None:
+        """Raise :class:`ConfigError` unless the cluster answers a Metadata request soon.
+
+        Gives up once every bootstrap server is reported down (refused, unresolvable) or
+        after ``min(kafkaConsumer.pollTimeoutMs, REACHABILITY_TIMEOUT_S)``.
+        """
+        limit_s = min(self._timeout_s, REACHABILITY_TIMEOUT_S)
+        deadline = time.monotonic() + limit_s
+        while True:
+            try:
+                self._admin.list_topics(timeout=min(0.25, max(0.01, deadline - time.monotonic())))
+                return
+            except KafkaException as exc:
+                last = exc.args[0] if exc.args else exc
+            self._admin.poll(0)  # runs error_cb
+            down = [e for e in self._client_errors if e.code() in _UNREACHABLE]
+            if down or time.monotonic() >= deadline:
+                detail = "; ".join(
+                    str(e.str()) for e in self._client_errors[:2] if e.code() not in _UNREACHABLE
+                ) or str(down[0].str() if down else last)
+                raise ConfigError(
+                    f"cannot reach kafka.bootstrap.servers={self._servers!r} "
+                    f"({'all servers down' if down else f'no answer in {limit_s:g} s'}): "
+                    f"{detail}"
+                )
+
+    def _on_client_error(self, error: KafkaError) -> None:
+        if len(self._client_errors) < 20:
+            self._client_errors.append(error)
 
     def earliest(self, partitions: Iterable[TopicPartition]) -> PartitionOffsets:
         spec = KafkaOffsetSpec.earliest()  # type: ignore[no-untyped-call]

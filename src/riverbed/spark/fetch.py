@@ -16,6 +16,7 @@ Runs inside a Spark task: one consumer per call, closed on return or on error.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -28,6 +29,7 @@ from riverbed.errors import ConfigError, OffsetOutOfRangeError
 from riverbed.spark.planning import OffsetRange
 from riverbed.spark.schema import arrow_schema
 
+LOG = logging.getLogger("riverbed.spark")
 DEFAULT_BATCH_ROWS = 10_000
 _DATA_LOSS = (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
 # librdkafka timestamp types -> Kafka's TimestampType ids (what Spark shows).
@@ -166,11 +168,16 @@ def _on_data_loss(
     ktp = KafkaTopicPartition(offset_range.topic, offset_range.partition)
     low, high = consumer.get_watermark_offsets(ktp, timeout=poll_timeout_ms / 1000)
     where = f"{offset_range.topic}-{offset_range.partition}"
+    lost = f"[{position}, {low})" if low > position else f"from offset {position}"
+    message = (
+        f"{where}: records {lost} were deleted before the query read them (log start offset "
+        f"{low}, end {high})"
+    )
     if fail_on_data_loss:
         raise OffsetOutOfRangeError(
-            f"data loss in {where}: offset {position} is out of range (log start {low}, "
-            f"end {high}); some records may have been lost. Set failOnDataLoss=false to skip"
+            f"{message}; some records may have been lost. Set failOnDataLoss=false to skip"
         )
+    LOG.warning("%s; skipping (failOnDataLoss=false)", message)
     target = max(position, low)
     if target >= offset_range.until_offset or target >= high:
         return offset_range.until_offset

@@ -9,9 +9,15 @@ Stream offsets are Spark's Kafka source offsets (see :mod:`riverbed.spark.offset
 in the query's checkpoint by Spark.  A restarted query resumes from the checkpoint; the
 broker keeps no state for us (no consumer group, no commits).  Partitions that appear
 while the query runs (new partitions of a topic, new topics matching subscribePattern)
-are read from their log start offset.  Partitions that disappear, or whose offsets move
-backwards, are data loss: a failed query with ``failOnDataLoss=true`` (the default),
-skipped otherwise.
+are read from their log start offset (like Spark's Kafka source).  Data loss is a
+partition that disappears, offsets that move backwards, or records deleted (DeleteRecords,
+retention) before the query read them -- the checkpointed offset is below the partition's
+log start offset.  With ``failOnDataLoss=true`` (the default) the query fails with an
+:class:`~riverbed.errors.OffsetOutOfRangeError` naming the partition and the lost offset
+range; with ``false`` a warning naming them is logged (logger ``riverbed.spark``) and the
+query skips ahead to the log start offset.  The driver checks before planning each
+micro-batch; a task that still finds its start deleted (deleted between planning and
+reading) applies the same rule (see :mod:`riverbed.spark.fetch`).
 
 Readers are pickled to Spark's Python workers; the driver-only Kafka admin client is
 dropped on pickling and re-created lazily.  Not thread-safe (Spark calls one method at a
@@ -20,6 +26,7 @@ time).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -55,6 +62,8 @@ from riverbed.spark.options import (
     select_partitions,
 )
 from riverbed.spark.planning import OffsetRange, offset_ranges, rate_limit
+
+LOG = logging.getLogger("riverbed.spark")
 
 
 class KafkaInputPartition(InputPartition):
@@ -140,10 +149,30 @@ class _Planner:
         )
 
     def data_loss(self, message: str) -> None:
+        """Fail with ``message`` under ``failOnDataLoss=true``; otherwise log it and go on."""
         if self._options.fail_on_data_loss:
             raise OffsetOutOfRangeError(
                 f"{message}; some records may have been lost. Set failOnDataLoss=false to skip"
             )
+        LOG.warning("%s; skipping (failOnDataLoss=false)", message)
+
+    def skip_deleted(self, begin: PartitionOffsets) -> PartitionOffsets:
+        """``begin`` with every offset below its partition's log start offset moved up to it.
+
+        Each such partition lost records ``[begin, log start)``: :meth:`data_loss`.
+        """
+        if not begin:
+            return {}
+        earliest = self.fetcher.earliest(begin)
+        moved = dict(begin)
+        for tp in sorted(begin):
+            if begin[tp] < earliest[tp]:
+                self.data_loss(
+                    f"{tp.topic}-{tp.partition}: records [{begin[tp]}, {earliest[tp]}) were "
+                    f"deleted before the query read them (log start offset is {earliest[tp]})"
+                )
+                moved[tp] = earliest[tp]
+        return moved
 
     def close(self) -> None:
         if self._fetcher is not None:
@@ -222,6 +251,8 @@ class RiverbedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for tp in sorted(set(begin) - current):
             if self._available_now is None:
                 planner.data_loss(f"partition {tp.topic}-{tp.partition} disappeared")
+        begin = {tp: offset for tp, offset in begin.items() if tp in current}
+        begin = planner.skip_deleted(begin)
         begin.update(planner.fetcher.earliest(current - set(begin)))
         latest = self._available_now or planner.fetcher.latest(current)
         latest = {tp: latest[tp] for tp in current}
@@ -242,6 +273,8 @@ class RiverbedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         begin = from_offsets_dict(start, "checkpoint offsets")
         until = from_offsets_dict(end, "checkpoint offsets")
+        reading = {tp: offset for tp, offset in begin.items() if until.get(tp, offset) > offset}
+        begin.update(self._planner.skip_deleted(reading))
         new = set(until) - set(begin)
         if new:
             begin.update(self._planner.fetcher.earliest(new))

@@ -37,7 +37,7 @@ class RiverbedDataSource(DataSource):
         options = parse_source_options(self.options, streaming=None)
         fetcher = OffsetFetcher(options.kafka_config(), options.poll_timeout_ms)
         try:
-            fetcher.partition_counts()  # fail fast on unreachable servers
+            fetcher.check_reachable()  # fail fast on unreachable servers
         finally:
             fetcher.close()
         return source_schema(options.include_headers)

@@ -1,9 +1,16 @@
-"""One SparkSession (local[2]) and one librdkafka mock cluster for all Spark tests."""
+"""One SparkSession (local[2]) and one embedded Riverbed broker for all Spark tests.
+
+The broker (:class:`~riverbed.testing.embedded.EmbeddedBroker`) is session-scoped, like
+the SparkSession; each test creates its own topics (``topic(n)``) with unlimited time
+retention, since tests produce records with timestamps far in the past.  The broker is
+reached only over the wire, exactly as a Kafka cluster would be.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -12,23 +19,27 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
 import riverbed.spark  # noqa: E402
-
-from .mock_cluster import MockCluster  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[MockCluster]:
-    mock = MockCluster()
-    yield mock
-    mock.close()
+from riverbed.testing.embedded import EmbeddedBroker  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def bootstrap(cluster: MockCluster) -> str:
-    return cluster.bootstrap_servers
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    with EmbeddedBroker(tmp_path_factory.mktemp("spark-broker")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def bootstrap(broker: EmbeddedBroker) -> str:
+    return broker.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
 
 
 @pytest.fixture(scope="session")
@@ -41,9 +52,11 @@ def spark() -> Iterator[SparkSession]:
         .appName("riverbed-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.sql.streaming.stopTimeout", "10s")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -52,14 +65,21 @@ def spark() -> Iterator[SparkSession]:
     session.stop()
 
 
+def create_topic(admin: AdminClient, partitions: int, **config: str) -> str:
+    """Create a fresh topic (time retention off unless ``config`` says otherwise)."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    settings = {"retention.ms": "-1", **config}
+    futures = admin.create_topics([NewTopic(name, partitions, 1, config=settings)])
+    futures[name].result(30)
+    return name
+
+
 @pytest.fixture
-def topic(cluster: MockCluster) -> Callable[[int], str]:
+def topic(admin: AdminClient) -> Callable[[int], str]:
     """``topic(n)`` creates a fresh topic of ``n`` partitions and returns its name."""
 
     def create(partitions: int = 2) -> str:
-        name = f"t-{uuid.uuid4().hex[:10]}"
-        cluster.create_topic(name, partitions)
-        return name
+        return create_topic(admin, partitions)
 
     return create
 
@@ -84,3 +104,12 @@ def produce(
             headers=headers,
         )
     assert producer.flush(30) == 0
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 90) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
 from pyspark.sql import SparkSession
 
 from riverbed.errors import ConfigError
+from riverbed.spark.admin import OffsetFetcher
 from riverbed.spark.offsets import TopicPartition
 from riverbed.spark.options import (
     Earliest,
@@ -38,15 +40,25 @@ def test_malformed_starting_offsets_is_named(spark: SparkSession, bootstrap: str
 
 
 def test_unreachable_bootstrap_servers_fail_fast(spark: SparkSession) -> None:
+    # Default kafkaConsumer.pollTimeoutMs (30 s): a refused connection must not wait for it.
+    started = time.monotonic()
     with pytest.raises(Exception, match=r"cannot reach kafka.bootstrap.servers='127.0.0.1:1'"):
-        _load(spark, "127.0.0.1:1", subscribe="t", **{"kafkaConsumer.pollTimeoutMs": "1500"})
+        _load(spark, "127.0.0.1:1", subscribe="t")
+    assert time.monotonic() - started < 5
+
+
+def test_unreachable_bootstrap_servers_probe_names_the_cause() -> None:
+    fetcher = OffsetFetcher({"bootstrap.servers": "nosuchhost.invalid:9092"}, 30_000)
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match=r"all servers down.*nosuchhost\.invalid"):
+        fetcher.check_reachable()
+    assert time.monotonic() - started < 5
 
 
 def test_starting_timestamp_without_records_fails_or_starts_at_latest(
     spark: SparkSession, bootstrap: str, topic: Callable[[int], str]
 ) -> None:
-    # The mock cluster finds no offset for any timestamp (it answers -1), like a real broker
-    # asked for a timestamp after the last record.
+    # No record at or after the timestamp: ListOffsets answers -1.
     from .conftest import produce
 
     name = topic(1)

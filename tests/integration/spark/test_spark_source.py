@@ -1,17 +1,16 @@
-"""The riverbed source against a mock Kafka cluster, through real Spark (local[2])."""
+"""The riverbed source against Riverbed's broker (embedded), through real Spark (local[2])."""
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from .conftest import produce
-from .mock_cluster import MockCluster
+from .conftest import produce, wait_until
 
 Rows = list[tuple[str, int, int, bytes | None, bytes | None]]
 
@@ -34,14 +33,6 @@ def _expected(topic: str, records: list[tuple[int, bytes | None, bytes | None]])
 
 def _records(n: int, partitions: int) -> list[tuple[int, bytes | None, bytes | None]]:
     return [(i % partitions, f"k{i}".encode(), f"v{i}".encode()) for i in range(n)]
-
-
-def _wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 def _stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
@@ -158,12 +149,10 @@ def test_restart_from_checkpoint_resumes_without_loss_or_duplication(
 def test_new_topic_matching_pattern_is_picked_up_mid_query(
     spark: SparkSession,
     bootstrap: str,
-    cluster: MockCluster,
+    admin: AdminClient,
     topic: Callable[[int], str],
     tmp_path: Path,
 ) -> None:
-    # The mock cluster has no CreatePartitions; a new topic matching the pattern takes the
-    # same path (partitions absent from the checkpoint offsets, read from log start).
     prefix = topic(1)
     produce(bootstrap, prefix, [(0, b"a", b"1")])
     df = _stream(spark, bootstrap, subscribePattern=f"{prefix}.*", startingOffsets="latest")
@@ -175,14 +164,14 @@ def test_new_topic_matching_pattern_is_picked_up_mid_query(
         .start()
     )
     try:
-        _wait_until(lambda: query.lastProgress is not None, "first micro-batch")
+        wait_until(lambda: query.lastProgress is not None, "first micro-batch")
         produce(bootstrap, prefix, [(0, b"b", b"2")])
-        _wait_until(lambda: spark.table("growing").count() == 1, "record after start")
+        wait_until(lambda: spark.table("growing").count() == 1, "record after start")
         added = f"{prefix}-added"
-        cluster.create_topic(added, 2)
+        admin.create_topics([NewTopic(added, 2, 1)])[added].result(30)
         records = _records(6, 2)
         produce(bootstrap, added, records)
-        _wait_until(lambda: spark.table("growing").count() == 7, "records of the new topic")
+        wait_until(lambda: spark.table("growing").count() == 7, "records of the new topic")
         assert query.exception() is None
     finally:
         query.stop()
