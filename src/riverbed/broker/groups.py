@@ -15,10 +15,9 @@ event loop and does everything the coordinator may not do itself:
 * **Recovery.**  On start every partition of ``__consumer_offsets`` is read from its log
   start and replayed in order (:meth:`GroupCoordinator.replay`), then
   :meth:`GroupCoordinator.on_loaded` starts the members' sessions.  Classic groups'
-  assignments and every committed offset survive a restart or a crash; KIP-848 members are
-  not persisted, so after a restart they get UNKNOWN_MEMBER_ID and rejoin (their committed
-  offsets survive).  An existing topic keeps its partition count (the setting applies only
-  on creation, as in Kafka).
+  assignments, KIP-848 members' epochs and assignments (record key versions 3-8) and
+  every committed offset survive a restart or a crash.  An existing topic keeps its
+  partition count (the setting applies only on creation, as in Kafka).
 * **Timers.**  One ``loop.call_later`` armed for :meth:`GroupCoordinator.next_deadline_ms`
   after every call (session timeouts, rebalance timeouts, the initial rebalance delay,
   offsets expiry every ``offsets.retention.check.interval.ms``).
@@ -36,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -86,6 +86,14 @@ class BrokerTopics:
 
     def topic_names(self) -> Iterable[str]:
         return [t.name for t in self._broker.topics.topics() if not t.name.startswith("__")]
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        found = self._broker.topics.get(topic)
+        return None if found is None else found.topic_id
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        found = self._broker.topics.by_id(topic_id)
+        return None if found is None else found.name
 
 
 class GroupService:

@@ -11,6 +11,11 @@ be overwritten by its next commit.  ``--to-offset`` is clamped to the partition'
 [earliest, latest] range; ``--to-datetime`` picks the first offset at or after the
 timestamp (latest when there is none).
 
+Before any request the command checks that a bootstrap server accepts a TCP connection,
+so an unreachable broker is reported at once ("cannot reach a broker at HOST:PORT ...")
+instead of as a request timeout; librdkafka's own log lines go to Python logging (the
+``riverbed.cli.kafka_client`` logger), not the terminal.
+
 Errors (unreachable broker, unknown group, active group) raise :class:`GroupCommandError`;
 the ``cli`` group in :mod:`riverbed.cli.main` prints them as one line and exits non-zero.
 """
@@ -18,6 +23,7 @@ the ``cli`` group in :mod:`riverbed.cli.main` prints them as one line and exits 
 from __future__ import annotations
 
 import logging
+import socket
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +33,7 @@ from riverbed.errors import RiverbedError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 3.0
 _RESETTABLE_STATES = ("EMPTY", "DEAD", "UNKNOWN")
 
 
@@ -37,10 +44,34 @@ class GroupCommandError(RiverbedError):
 _client_log = logging.getLogger("riverbed.cli.kafka_client")
 
 
+def _check_reachable(bootstrap: str) -> None:
+    """Fail fast with a clear message when no bootstrap server accepts a TCP connection
+    (librdkafka would otherwise retry quietly until the request times out)."""
+    problems = []
+    for server in (s.strip() for s in bootstrap.split(",") if s.strip()):
+        host, _, port = server.rpartition(":")
+        try:
+            port_number = int(port)
+        except ValueError:
+            raise GroupCommandError(f"--bootstrap-server {server!r} is not HOST:PORT") from None
+        try:
+            with socket.create_connection((host.strip("[]") or "127.0.0.1", port_number),
+                                          timeout=CONNECT_TIMEOUT_S):
+                return
+        except OSError as exc:
+            problems.append(f"{server}: {exc.strerror or exc}")
+    raise GroupCommandError(
+        f"cannot reach a broker at {bootstrap} ({'; '.join(problems) or 'no address'}); "
+        "is it running, and is --bootstrap-server right?")
+
+
 def _admin(bootstrap: str) -> Any:
     """An AdminClient whose librdkafka log lines go to Python logging (silent by
-    default), so a CLI user sees one error line, not the client's connection chatter."""
+    default), so a CLI user sees one error line, not the client's connection chatter.
+    Checks first that some bootstrap server is reachable."""
     from confluent_kafka.admin import AdminClient
+
+    _check_reachable(bootstrap)
 
     conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
@@ -58,7 +89,9 @@ def _result(future: Any, what: str) -> Any:
     except KafkaException as exc:
         raise GroupCommandError(f"{what} failed: {exc.args[0].str()}") from None
     except TimeoutError:
-        raise GroupCommandError(f"{what} timed out after {TIMEOUT_S:g}s") from None
+        raise GroupCommandError(
+            f"{what} timed out after {TIMEOUT_S:g}s (the broker accepted a connection but "
+            "did not answer)") from None
 
 
 def _state(description: Any) -> str:

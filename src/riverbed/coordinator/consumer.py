@@ -13,14 +13,15 @@ member epoch, the heartbeat interval and the assignment when it changed.
 
 Timers (:meth:`ConsumerGroupManager.tick`): a member whose session lapses, or that does
 not revoke partitions within its rebalance timeout, is fenced (removed, group epoch
-bumped).  KIP-848 group state is kept in memory only: after a coordinator restart members
-get UNKNOWN_MEMBER_ID and rejoin with epoch 0, the protocol's own recovery path;
-committed offsets of these groups are persisted like any other.  Not thread-safe.
+bumped).  Group state is persisted by the coordinator facade after each call, as a diff
+(:mod:`riverbed.coordinator.consumer_persistence`), so members keep their epochs and
+assignments across a coordinator restart.  Not thread-safe.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -53,6 +54,14 @@ class TopicMetadata(Protocol):
 
     def topic_names(self) -> Iterable[str]:
         """Every topic (for regex subscriptions)."""
+        ...
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        """The topic's id (persisted assignments name topics by id, as Kafka's)."""
+        ...
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id, or None if there is none now."""
         ...
 
 

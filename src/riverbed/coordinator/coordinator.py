@@ -16,13 +16,17 @@ reads — time comes in as ``now_ms``.  How the broker drives it::
     coordinator.replay(key, value); then coordinator.on_loaded(now_ms)
 
 Crash behaviour: state is rebuilt only from appended records, so a crash loses in-flight
-joins and KIP-848 membership (clients rejoin) but never a committed offset or an
-installed classic assignment.  Not thread-safe: call it from one thread or event loop.
+joins (clients rejoin) but never a committed offset, an installed classic assignment or a
+KIP-848 member's epoch and assignment (persisted after every heartbeat that changes them,
+:mod:`riverbed.coordinator.consumer_persistence`).  Not thread-safe: call it from one
+thread or event loop.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from riverbed.coordinator.api import (
     ConsumerGroupDescription,
@@ -58,6 +62,8 @@ from riverbed.coordinator.classic_group import ClassicGroup
 from riverbed.coordinator.config import GroupCoordinatorConfig
 from riverbed.coordinator.consumer import ConsumerGroupManager, TopicMetadata
 from riverbed.coordinator.consumer_group import ConsumerGroup
+from riverbed.coordinator.consumer_persistence import ConsumerGroupPersistence
+from riverbed.coordinator.consumer_records import ConsumerGroupRecordKey
 from riverbed.coordinator.context import Completion, CoordinatorContext, Reply, default_member_id
 from riverbed.coordinator.offsets import OffsetManager
 from riverbed.coordinator.records import (
@@ -73,6 +79,7 @@ from riverbed.protocol.error_codes import ErrorCode
 
 E = ErrorCode
 S = ClassicGroupState
+R = TypeVar("R")
 
 
 class _NoTopics:
@@ -81,6 +88,12 @@ class _NoTopics:
 
     def topic_names(self) -> Iterable[str]:
         return ()
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        return None
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return None
 
 
 class GroupCoordinator:
@@ -92,7 +105,9 @@ class GroupCoordinator:
         self.config = config or GroupCoordinatorConfig()
         self._ctx = CoordinatorContext(self.config, new_member_id)
         self._classic = ClassicGroupManager(self._ctx)
-        self._consumer = ConsumerGroupManager(self._ctx, topics or _NoTopics())
+        self._topics: TopicMetadata = topics or _NoTopics()
+        self._consumer = ConsumerGroupManager(self._ctx, self._topics)
+        self._consumer_store = ConsumerGroupPersistence(self._ctx, self._topics)
         self._offsets = OffsetManager(self._ctx)
         self._next_offsets_check_ms: int | None = None
 
@@ -100,7 +115,9 @@ class GroupCoordinator:
 
     def join_group(self, req: JoinGroupRequest, now_ms: int
                    ) -> Reply[JoinGroupResponse | Pending]:
-        return self._classic.join_group(req, now_ms)
+        # may convert an empty consumer group: its records become tombstones
+        return self._with_consumer_records(self._classic.join_group(req, now_ms),
+                                           (req.group_id,))
 
     def sync_group(self, req: SyncGroupRequest, now_ms: int
                    ) -> Reply[SyncGroupResponse | Pending]:
@@ -116,7 +133,13 @@ class GroupCoordinator:
 
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int
                                  ) -> Reply[ConsumerGroupHeartbeatResponse]:
-        return self._consumer.heartbeat(req, now_ms)
+        return self._with_consumer_records(self._consumer.heartbeat(req, now_ms),
+                                           (req.group_id,))
+
+    def _with_consumer_records(self, reply: Reply[R], group_ids: Iterable[str]) -> Reply[R]:
+        """``reply`` plus the records persisting the consumer groups it may have changed."""
+        extra = self._consumer_store.records_for(group_ids)
+        return Reply(reply.response, reply.records + tuple(extra)) if extra else reply
 
     def consumer_group_describe(self, group_ids: Iterable[str]
                                 ) -> list[ConsumerGroupDescription]:
@@ -177,6 +200,7 @@ class GroupCoordinator:
 
     def delete_groups(self, group_ids: Iterable[str], now_ms: int
                       ) -> Reply[list[DeletedGroup]]:
+        group_ids = list(group_ids)
         results, records = [], []
         for group_id in group_ids:
             group = self._ctx.groups.get(group_id)
@@ -189,6 +213,7 @@ class GroupCoordinator:
                 records += self._offsets.delete_all(group_id)
                 records += self._offsets.drop_group(group_id, now_ms)
                 results.append(DeletedGroup(group_id, E.NONE))
+        records += self._consumer_store.records_for(group_ids)
         return Reply(results, tuple(records))
 
     # -- time --------------------------------------------------------------------------
@@ -207,6 +232,10 @@ class GroupCoordinator:
         elif now_ms >= self._next_offsets_check_ms:
             records += self._offsets.expire(now_ms)
             self._next_offsets_check_ms = now_ms + self.config.offsets_retention_check_interval_ms
+        consumer_groups = {g for g, group in self._ctx.groups.items()
+                           if isinstance(group, ConsumerGroup)}
+        records += self._consumer_store.records_for(
+            consumer_groups | self._consumer_store.tracked_group_ids())
         return records
 
     def next_deadline_ms(self) -> int | None:
@@ -230,12 +259,15 @@ class GroupCoordinator:
     def replay(self, key: bytes, value: bytes | None) -> None:
         """Apply one ``__consumer_offsets`` record, in log order (load on start)."""
         decoded = decode_key(key)
-        if isinstance(decoded, OffsetCommitKey):
+        if isinstance(decoded, ConsumerGroupRecordKey):
+            self._consumer_store.replay(decoded, key, value)
+        elif isinstance(decoded, OffsetCommitKey):
             self._offsets.replay(decoded.group, decoded.topic, decoded.partition,
                                  None if value is None else decode_offset_commit_value(value))
         elif isinstance(decoded, GroupMetadataKey):
             if value is None:
-                self._ctx.groups.pop(decoded.group, None)
+                if isinstance(self._ctx.groups.get(decoded.group), ClassicGroup):
+                    self._ctx.groups.pop(decoded.group, None)
                 self._offsets.offsets.pop(decoded.group, None)
             else:
                 self._ctx.groups[decoded.group] = group_from_metadata(
@@ -246,6 +278,7 @@ class GroupCoordinator:
         for group in self._ctx.groups.values():
             if isinstance(group, ClassicGroup):
                 on_loaded(group, now_ms)
+        self._consumer_store.on_loaded(now_ms)
         self._next_offsets_check_ms = now_ms + self.config.offsets_retention_check_interval_ms
 
     def snapshot(self) -> dict[str, object]:
@@ -257,6 +290,8 @@ class GroupCoordinator:
             if isinstance(group, ClassicGroup) and group.is_in(S.STABLE, S.EMPTY) \
                     and group.generation_id > 0:
                 groups[group_id] = group_metadata_value(group)
+            elif isinstance(group, ConsumerGroup):
+                groups[group_id] = self._consumer_store.encode_group(group)
         offsets = {g: dict(sorted(o.items())) for g, o in sorted(self._offsets.offsets.items())}
         return {"groups": groups, "offsets": offsets}
 

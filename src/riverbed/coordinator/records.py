@@ -21,6 +21,9 @@ value version::
                                           rebalance_timeout: int32, session_timeout: int32,
                                           subscription: bytes, assignment: bytes
 
+KIP-848 consumer groups use key versions 3-8, described in
+:mod:`riverbed.coordinator.consumer_records`.
+
 A ``None`` value is a tombstone: the offset, or the whole group, is deleted.  Decoding
 accepts OffsetCommitKey version 0 (same layout) and OffsetCommitValue versions 0-3 and
 GroupMetadataValue versions 0-3 (older versions lack trailing fields), which is what
@@ -32,6 +35,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from riverbed.coordinator.consumer_records import (
+    CONSUMER_GROUP_KEY_VERSIONS,
+    ConsumerGroupRecordKey,
+    decode_key_body,
+)
 from riverbed.errors import DecodeError
 
 OFFSET_COMMIT_KEY_VERSION = 1
@@ -196,14 +204,18 @@ class _Reader:
         return b"" if n == -1 else self._take(n)
 
 
-def decode_key(key: bytes) -> OffsetCommitKey | GroupMetadataKey:
-    """Decode a ``__consumer_offsets`` key; :class:`DecodeError` for types we don't know."""
+def decode_key(key: bytes) -> OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey:
+    """Decode a ``__consumer_offsets`` key: offsets (0, 1), classic groups (2), KIP-848
+    consumer groups (3-8, :mod:`riverbed.coordinator.consumer_records`);
+    :class:`DecodeError` for types we don't know."""
     r = _Reader(key)
     version = r.int16()
     if version in (0, 1):
         return OffsetCommitKey(r.string(), r.string(), r.int32())
     if version == 2:
         return GroupMetadataKey(r.string())
+    if version in CONSUMER_GROUP_KEY_VERSIONS:
+        return decode_key_body(version, key, 2)
     raise DecodeError(f"unknown __consumer_offsets key version {version}")
 
 

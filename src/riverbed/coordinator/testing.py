@@ -8,6 +8,7 @@ can reuse it.  Not thread-safe.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -42,6 +43,16 @@ class StaticTopics:
 
     def topic_names(self) -> list[str]:
         return sorted(self.partitions)
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        """A stable id per name (uuid5), like a broker's id of a topic never recreated."""
+        return uuid.uuid5(uuid.NAMESPACE_URL, topic) if topic in self.partitions else None
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        for name in self.partitions:
+            if uuid.uuid5(uuid.NAMESPACE_URL, name) == topic_id:
+                return name
+        return None
 
 
 class CountingIds:

@@ -97,3 +97,20 @@ def test_offsets_topic_is_internal_and_compacted(broker: EmbeddedBroker) -> None
     res = ConfigResource(ConfigResource.Type.TOPIC, "__consumer_offsets")
     configs = admin.describe_configs([res])[res].result(10)
     assert configs["cleanup.policy"].value == "compact"
+
+
+def test_unreachable_broker_is_reported_at_once_without_client_noise() -> None:
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    for command in (["list"], ["describe", "g"]):
+        result = CliRunner().invoke(
+            ROOT, ["groups", *command, "--bootstrap-server", f"127.0.0.1:{port}"])
+        assert result.exit_code != 0
+        assert f"cannot reach a broker at 127.0.0.1:{port}" in result.output
+        assert "Traceback" not in result.output and "%3|" not in result.output
+    assert time.monotonic() - started < 8, "waited for a request timeout"

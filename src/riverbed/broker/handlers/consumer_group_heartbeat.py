@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from riverbed.broker.handlers.group_common import call
-from riverbed.broker.handlers.join_group import CLIENT_HOST
+from riverbed.broker.handlers.group_common import call, client_host
 from riverbed.coordinator import ConsumerGroupHeartbeatRequest as Beat
 from riverbed.coordinator import ConsumerGroupHeartbeatResponse as Beaten
 from riverbed.protocol.framing import RequestHeader
@@ -52,7 +51,7 @@ def handle(
         server_assignor=request.server_assignor,
         owned_partitions=owned,
         client_id=header.client_id or "",
-        client_host=CLIENT_HOST,
+        client_host=client_host(),
     )
     coordinator = broker.groups.coordinator
 

@@ -6,11 +6,17 @@ arrival order) and encodes the answer for the request's version.  A
 :class:`~riverbed.coordinator.Pending` answer becomes an awaitable resolved by the
 coordinator's completion; a coordinator that is shutting down answers
 COORDINATOR_NOT_AVAILABLE.  Event-loop only.
+
+Client host: handlers get ``(broker, header, request)``, not the connection, so the
+member's address comes from :data:`CLIENT_ADDRESS`, a context variable the connection
+sets around each handler call (``CLIENT_ADDRESS.set(peer_ip)`` before, ``reset`` after);
+unset, members are reported at :data:`DEFAULT_CLIENT_HOST` (we listen on loopback).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, TypeVar
 
 from riverbed.broker.groups import CoordinatorClosedError, Deferred
@@ -22,6 +28,17 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 W = TypeVar("W")
+
+DEFAULT_CLIENT_HOST = "/127.0.0.1"
+CLIENT_ADDRESS: ContextVar[str | None] = ContextVar("riverbed_client_address", default=None)
+"""The peer IP of the request being handled (set by the connection), or None."""
+
+
+def client_host() -> str:
+    """The requesting client's host as Kafka reports it (``InetAddress.toString``:
+    ``/<ip>``)."""
+    address = CLIENT_ADDRESS.get()
+    return f"/{address}" if address else DEFAULT_CLIENT_HOST
 
 
 def call(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from riverbed.broker.handlers.group_common import call_deferrable
+from riverbed.broker.handlers.group_common import call_deferrable, client_host
 from riverbed.coordinator import JoinGroupRequest as Join
 from riverbed.coordinator import JoinGroupResponse as Joined
 from riverbed.coordinator import SyncGroupResponse
@@ -22,9 +22,6 @@ if TYPE_CHECKING:
     from riverbed.broker.server import Broker
 
 API_KEY = 11
-CLIENT_HOST = "/127.0.0.1"
-"""Reported as every member's host: handlers do not see the peer address (we listen on
-loopback)."""
 
 
 def handle(
@@ -40,7 +37,7 @@ def handle(
         rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else -1,
         group_instance_id=request.group_instance_id,
         client_id=header.client_id or "",
-        client_host=CLIENT_HOST,
+        client_host=client_host(),
         api_version=version,
         reason=request.reason,
     )
