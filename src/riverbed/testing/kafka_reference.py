@@ -172,7 +172,14 @@ def free_port() -> int:
 
 
 def _cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random KRaft cluster id (base64url of a UUID, as ``kafka-storage random-uuid``).
+
+    Never starts with ``-``: StorageTool would read such an id as a flag (1 in 64 ids).
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 @dataclass
