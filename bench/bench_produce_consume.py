@@ -139,8 +139,12 @@ def _wait_accepting(port: int, proc: subprocess.Popen[bytes], timeout_s: float) 
 
 
 @contextlib.contextmanager
-def riverbed_subprocess(profile: bool) -> Iterator[str]:
-    """``riverbed broker`` in a temp dir; with ``profile``, under cProfile (printed at exit)."""
+def riverbed_subprocess(profile: bool, src: str | None = None) -> Iterator[str]:
+    """``riverbed broker`` in a temp dir; with ``profile``, under cProfile (printed at exit).
+
+    ``src``: import ``riverbed`` from this source tree instead (``PYTHONPATH``), e.g. a
+    copy of ``src/`` taken before a change, to compare both brokers in one run.
+    """
     workdir = Path(tempfile.mkdtemp(prefix="riverbed-bench-"))
     port = _free_port()
     args = ["broker", "--data-dir", str(workdir / "data"), "--listen", f"127.0.0.1:{port}",
@@ -150,7 +154,10 @@ def riverbed_subprocess(profile: bool) -> Iterator[str]:
         cmd = [sys.executable, "-c", PROFILED_BROKER, str(profile_path), *args]
     else:
         cmd = [sys.executable, "-c", "from riverbed.cli.main import main; main()", *args]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+    env = None
+    if src is not None:
+        env = {**os.environ, "PYTHONPATH": src}
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
     try:
         _wait_accepting(port, proc, 30)
         yield f"127.0.0.1:{port}"
@@ -354,11 +361,11 @@ def print_ratios(results: list[Result]) -> None:
         ours = by_key.get(("riverbed", size))
         if ours is None:
             continue
-        for peer in ("kafka", "mock"):
+        for peer in ("baseline", "kafka", "mock"):
             other = by_key.get((peer, size))
             if other is None:
                 continue
-            print(f"riverbed/{peer:<5} {size:>5} B"
+            print(f"riverbed/{peer:<8} {size:>5} B"
                   f"  produce x{ours.produce_msgs / other.produce_msgs:.2f}"
                   f"  consume x{ours.consume_msgs / other.consume_msgs:.2f}"
                   f"  p50 x{ours.p50_ms / other.p50_ms:.2f}  p99 x{ours.p99_ms / other.p99_ms:.2f}")
@@ -390,14 +397,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bootstrap", help="measure this running broker as 'riverbed'")
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs per peer and size; medians feed the ratios and bars")
+    parser.add_argument("--baseline-src", metavar="DIR",
+                        help="add peer 'baseline': the subprocess broker imported from DIR "
+                        "(a copy of src/ from before a change)")
     parser.add_argument("--profile", action="store_true",
                         help="run the subprocess broker under cProfile and print the top")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
-    unknown = set(peers) - {"riverbed", "kafka", "mock"}
+    if args.baseline_src and "baseline" not in peers:
+        peers.insert(peers.index("riverbed") + 1 if "riverbed" in peers else 0, "baseline")
+    unknown = set(peers) - {"riverbed", "baseline", "kafka", "mock"}
     if unknown:
         parser.error(f"unknown peers {sorted(unknown)}")
+    if "baseline" in peers and not args.baseline_src:
+        parser.error("peer 'baseline' needs --baseline-src")
     if args.profile and (args.bootstrap or args.broker != "subprocess"):
         parser.error("--profile needs the subprocess broker")
 
@@ -412,6 +426,8 @@ def main(argv: list[str] | None = None) -> None:
                 context = riverbed_embedded()
             else:
                 context = riverbed_subprocess(args.profile)
+        elif peer == "baseline":
+            context = riverbed_subprocess(False, str(Path(args.baseline_src).resolve()))
         elif peer == "kafka":
             context = kafka_reference()
         else:

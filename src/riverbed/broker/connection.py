@@ -9,11 +9,16 @@ Pipelining: frames are decoded and handed to their handler *in arrival order, on
 event loop, synchronously*; a handler either returns its response (or None: no response,
 e.g. Produce with acks=0) or an awaitable for it (fsync waits, long-poll fetches).  So
 state changes (appends) happen in request order, while slow requests do not block the
-requests behind them; responses are still written strictly in request order (a queue
+requests behind them (except behind a :class:`~riverbed.broker.barrier.Barrier`: a
+change made on a worker thread, such as creating a topic, holds back the frames after it
+until it is done); responses are still written strictly in request order (a queue
 whose head is flushed as soon as it is ready, consecutive ready responses coalesced in a
-single write).  At most ``max_in_flight`` requests are pending per connection; past that,
-and while the socket's write buffer is above its high-water mark (a slow reader), the
-connection stops reading, which pushes back on that client alone.
+single write).  Responses are written as buffer lists (:func:`encode_response_parts`):
+the record bytes a Fetch read from the log go to the socket without being copied into
+the response (uvloop's ``writelines`` is one ``writev``).  At most ``max_in_flight``
+requests are pending per connection; past that, and while the socket's write buffer is
+above its high-water mark (a slow reader), the connection stops reading, which pushes
+back on that client alone.
 
 Event-loop only.  A crash (or close) drops pending responses; appends already made stay.
 """
@@ -27,9 +32,11 @@ from collections import deque
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
+from riverbed.broker.barrier import Barrier
+from riverbed.broker.handlers.group_common import CLIENT_ADDRESS
 from riverbed.broker.request_decoding import decode_request
 from riverbed.errors import DecodeError, UnsupportedVersionError
-from riverbed.protocol.framing import RequestHeader, encode_response
+from riverbed.protocol.framing import RequestHeader, encode_response_parts
 
 if TYPE_CHECKING:
     from riverbed.broker.server import Broker
@@ -63,17 +70,22 @@ class KafkaConnection(asyncio.Protocol):
         self._buffered = 0
         self._need = 4
         self._pending: deque[_Pending] = deque()
+        self._barrier: _Pending | None = None  # a Barrier's slot: later frames wait
+        self._held: deque[memoryview] = deque()  # frames received behind the barrier
         self._tasks: set[asyncio.Future[Any]] = set()
         self._reading_paused = False
         self._writing_paused = False
         self._closing = False
         self.peer = "?"
+        self.peer_ip = "127.0.0.1"
 
     # -- asyncio.Protocol ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        if isinstance(peer, tuple):
+            self.peer_ip = str(peer[0])
         self._broker.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -123,7 +135,11 @@ class KafkaConnection(asyncio.Protocol):
             if end - pos - 4 < size:
                 self._need = 4 + size
                 break
-            self._dispatch(view[pos + 4 : pos + 4 + size])
+            frame = view[pos + 4 : pos + 4 + size]
+            if self._barrier is None:
+                self._dispatch(frame)
+            else:
+                self._held.append(frame)
             pos += 4 + size
         if pos < end and not self._closing:
             rest = data[pos:]
@@ -167,6 +183,9 @@ class KafkaConnection(asyncio.Protocol):
             )
             self.abort()
             return
+        # Handlers that report the client's host (JoinGroup, ConsumerGroupHeartbeat) read
+        # it from this context variable while they run; they run synchronously here.
+        token = CLIENT_ADDRESS.set(self.peer_ip)
         try:
             result = handler(self._broker, header, request)
         except Exception:
@@ -177,8 +196,16 @@ class KafkaConnection(asyncio.Protocol):
             )
             self.abort()
             return
+        finally:
+            CLIENT_ADDRESS.reset(token)
+        barrier = False
+        if isinstance(result, Barrier):
+            barrier = True
+            result = result.awaitable
         if isinstance(result, Awaitable):
             slot = _Pending(header)
+            if barrier:
+                self._barrier = slot
             self._pending.append(slot)
             task = asyncio.ensure_future(result)
             self._tasks.add(task)
@@ -214,25 +241,32 @@ class KafkaConnection(asyncio.Protocol):
         slot.response = _NO_RESPONSE if response is None else response
         slot.ready = True
         self._flush()
+        if slot is self._barrier:
+            self._barrier = None
+            while self._held and self._barrier is None and not self._closing:
+                self._dispatch(self._held.popleft())
+            self._update_reading()
 
     def _flush(self) -> None:
-        out: list[bytes] = []
+        out: list[bytearray | memoryview | bytes] = []
         pending = self._pending
         while pending and pending[0].ready:
             slot = pending.popleft()
             if slot.response is not _NO_RESPONSE:
-                out.append(encode_response(slot.header, slot.response))
+                out += encode_response_parts(slot.header, slot.response)
         if out and self._transport is not None and not self._closing:
             if len(out) == 1:
                 self._transport.write(out[0])
             else:
-                self._transport.writelines(out)
+                self._transport.writelines(out)  # uvloop: one writev, nothing copied
         self._update_reading()
 
     def _update_reading(self) -> None:
         if self._transport is None or self._closing:
             return
-        should_pause = self._writing_paused or len(self._pending) >= self._max_in_flight
+        should_pause = (
+            self._writing_paused or len(self._pending) + len(self._held) >= self._max_in_flight
+        )
         if should_pause and not self._reading_paused:
             self._reading_paused = True
             self._transport.pause_reading()

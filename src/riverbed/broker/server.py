@@ -8,7 +8,9 @@ closes the log manager, which flushes every partition.  A crash instead of a sto
 nothing acknowledged under the flush policy (storage recovers the tail on next start).
 
 All broker state is touched from the event loop thread only; the storage layer is
-thread-safe and its fsyncs complete through futures, so the loop never waits on a disk.
+thread-safe and its fsyncs complete through futures, and topic changes (partition
+directories) run on the topic manager's worker thread, so the loop does not wait on
+fsyncs.  Start-up opens the logs and the topics on a worker thread too.
 
 Handlers (``riverbed.broker.handlers``) are plain functions ``(broker, header, request)``
 returning a response, None (no response) or an awaitable of either; see
@@ -31,6 +33,8 @@ from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import TopicManager
 from riverbed.clock import SYSTEM_CLOCK, Clock
 from riverbed.config import BrokerConfig
+from riverbed.coordinator import OFFSETS_TOPIC_NAME
+from riverbed.coordinator.config import coordinator_config_from_props
 from riverbed.errors import ConfigError
 from riverbed.protocol.framing import RequestHeader
 from riverbed.storage.manager import LogManager
@@ -132,10 +136,15 @@ class Broker:
             None, lambda: LogManager(self.data_dir, clock=self.clock)
         )
         try:
-            self._topics = TopicManager(self.data_dir, self._logs, self.config)
+            logs = self._logs
+            self._topics = await loop.run_in_executor(
+                None, lambda: TopicManager(self.data_dir, logs, self.config)
+            )
             self._producer_ids = ProducerIdManager(self.data_dir)
             # -- consumer groups: replay __consumer_offsets (riverbed.broker.groups) --
-            self._groups = GroupService(self)
+            group_config = coordinator_config_from_props(self.config.source)
+            await self._create_offsets_topic(group_config.offsets_topic_num_partitions)
+            self._groups = GroupService(self, group_config)
             self._groups.load()
             self._server = await loop.create_server(
                 lambda: KafkaConnection(self),
@@ -162,6 +171,14 @@ class Broker:
             self.cluster_id,
         )
 
+    async def _create_offsets_topic(self, partitions: int) -> None:
+        """Create ``__consumer_offsets`` off the loop (50 partitions, ~150 fsyncs), as
+        GroupService would inline; it finds the topic and keeps its partition count."""
+        if self.topics.get(OFFSETS_TOPIC_NAME) is None:
+            await self.topics.create_topic_async(
+                OFFSETS_TOPIC_NAME, partitions, configs={"cleanup.policy": "compact"}
+            )
+
     async def stop(self, timeout_s: float = 10.0) -> None:
         """Close listeners, finish in-flight requests, close sockets, flush logs."""
         if self.closing:
@@ -182,6 +199,8 @@ class Broker:
             conn.close()
         if self._server is not None:
             await self._server.wait_closed()
+        if self._topics is not None:
+            await loop.run_in_executor(None, self._topics.close)
         if self._logs is not None:
             logs = self._logs
             await loop.run_in_executor(None, logs.close)

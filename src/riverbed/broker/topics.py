@@ -15,18 +15,32 @@ created and *before* logs are deleted.  On start, partitions named in the file b
 on disk are created empty, and partition directories of topics no longer in the file
 (a crash half-way through a delete) are deleted.
 
-Not thread-safe: called from the broker's event loop only (state-file fsyncs block it
-briefly; admin operations are rare).
+Threads: the metadata is event-loop state (not thread-safe).  The disk work of a topic
+change (``topics.json`` and the partition directories: a few fsyncs per partition) runs
+on one worker thread, so the loop never waits on a disk (``create_topic_async``,
+``ensure_topic_async``, ``create_partitions_async``, ``begin_delete_topic``).  The worker
+runs the jobs in submission order, so a delete and a re-create of one name reach the disk
+in order; every job writes the *intended* state (:attr:`_intended`: published topics plus
+pending changes), so a later job never drops an earlier pending one from the file.
+Visibility: a created topic (or new partitions) becomes visible to every connection at
+once, on the loop, after its logs exist; a deleted topic disappears at once, before its
+directories go.  A name being created is taken: a second create is TOPIC_ALREADY_EXISTS,
+an auto-create waits for it.  The synchronous methods do the same work inline (start-up,
+tests).  ``partition_log`` answers from a cache on the loop, never taking the storage
+layer's lock (which a worker creating partitions may hold).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from riverbed.broker.state_file import read_json, write_json_atomic
 from riverbed.broker.topic_configs import storage_props
@@ -49,6 +63,7 @@ TOPICS_FILE = "topics.json"
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_PARTITIONS = 10_000
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -83,8 +98,12 @@ class TopicManager:
         self.default_log_config: LogConfig = LogConfig.from_kafka_props(
             storage_props(config.topic_defaults), LogConfig()
         )
-        self._topics: dict[str, Topic] = {}
+        self._topics: dict[str, Topic] = {}  # published: what requests see
         self._by_id: dict[uuid.UUID, Topic] = {}
+        self._intended: dict[str, Topic] = {}  # published + pending changes (copies)
+        self._creating: dict[str, asyncio.Future[Topic]] = {}
+        self._plogs: dict[tuple[str, int], PartitionLog] = {}
+        self._worker: ThreadPoolExecutor | None = None
         self._load()
 
     # -- queries ---------------------------------------------------------------------
@@ -99,14 +118,18 @@ class TopicManager:
 
     def partition_log(self, name: str, partition: int) -> PartitionLog:
         """The log of ``name``/``partition``; UnknownTopicOrPartitionError if none."""
+        plog = self._plogs.get((name, partition))
+        if plog is not None:
+            return plog
         topic = self._topics.get(name)
         if topic is None or not 0 <= partition < topic.partitions:
             raise UnknownTopicOrPartitionError(
                 f"this server does not host topic-partition {name}-{partition}"
             )
         plog = self._logs.get(name, partition)
-        if plog is None:
+        if plog is None:  # only if a directory vanished under us: recreate it empty
             plog = self._logs.get_or_create(name, partition, self.log_config(topic.configs))
+        self._plogs[(name, partition)] = plog
         return plog
 
     def log_config(self, overrides: Mapping[str, str]) -> LogConfig:
@@ -125,28 +148,51 @@ class TopicManager:
         *,
         validate_only: bool = False,
     ) -> Topic:
-        """Create a topic (Kafka's CreateTopics semantics; -1 = broker default)."""
-        validate_topic_name(name)
-        if name in self._topics:
-            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
-        partitions = self._config.num_partitions if num_partitions == -1 else num_partitions
-        if not 1 <= partitions <= MAX_PARTITIONS:
-            raise InvalidPartitionsError(f"number of partitions must be >= 1, got {partitions}")
-        if replication_factor not in (-1, 1):
-            raise InvalidReplicationFactorError(
-                f"replication factor {replication_factor} is larger than the 1 available broker"
-            )
-        overrides = dict(configs or {})
-        log_config = self.log_config(overrides)  # ConfigError names the bad key
-        topic = Topic(name, uuid.uuid4(), partitions, overrides)
+        """Create a topic (Kafka's CreateTopics semantics; -1 = broker default), inline."""
+        topic, log_config = self._check_create(name, num_partitions, replication_factor, configs)
         if validate_only:
             return topic
-        self._topics[name] = topic
-        self._by_id[topic.topic_id] = topic
-        self._save()
-        for p in range(partitions):
-            self._logs.get_or_create(name, p, log_config)
-        log.info("created topic %s with %d partition(s)", name, partitions)
+        self._intended[name] = replace(topic)
+        try:
+            plogs = self._inline(self._create_on_disk, self._snapshot(), topic, 0, log_config)
+        except BaseException:
+            self._intended.pop(name, None)
+            raise
+        self._publish(topic, plogs)
+        log.info("created topic %s with %d partition(s)", name, topic.partitions)
+        return topic
+
+    async def create_topic_async(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> Topic:
+        """:meth:`create_topic` with the disk work on the worker thread (see the module
+        docstring); the topic is visible once this returns."""
+        topic, log_config = self._check_create(name, num_partitions, replication_factor, configs)
+        if validate_only:
+            return topic
+        done: asyncio.Future[Topic] = asyncio.get_running_loop().create_future()
+        self._creating[name] = done
+        self._intended[name] = replace(topic)
+        try:
+            plogs = await self._submit(
+                self._create_on_disk, self._snapshot(), topic, 0, log_config
+            )
+        except BaseException as exc:
+            self._intended.pop(name, None)
+            del self._creating[name]
+            done.set_exception(exc)
+            done.exception()  # retrieved: the waiters re-raise it, no "never retrieved"
+            raise
+        self._publish(topic, plogs)
+        del self._creating[name]
+        done.set_result(topic)
+        log.info("created topic %s with %d partition(s)", name, topic.partitions)
         return topic
 
     def ensure_topic(self, name: str) -> Topic | None:
@@ -158,40 +204,74 @@ class TopicManager:
             return None
         return self.create_topic(name)
 
-    def delete_topic(self, name: str) -> Topic:
+    async def ensure_topic_async(self, name: str) -> Topic | None:
+        """:meth:`ensure_topic` off the loop; waits for a creation already under way."""
         topic = self._topics.get(name)
-        if topic is None:
-            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        if not self._config.delete_topic_enable:
-            raise ConfigError("topic deletion is disabled (delete.topic.enable=false)")
-        del self._topics[name]
-        self._by_id.pop(topic.topic_id, None)
-        self._save()
-        for p in range(topic.partitions):
-            self._logs.delete_partition(name, p)
+        if topic is not None:
+            return topic
+        pending = self._creating.get(name)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        if not self._config.auto_create_topics_enable:
+            return None
+        return await self.create_topic_async(name)
+
+    def needs_creation(self, name: str) -> bool:
+        """Whether :meth:`ensure_topic_async` would create ``name`` or wait for its creation."""
+        return name not in self._topics and (
+            name in self._creating or self._config.auto_create_topics_enable
+        )
+
+    def delete_topic(self, name: str) -> Topic:
+        """Delete ``name`` inline (see :meth:`begin_delete_topic`)."""
+        topic = self._unpublish(name)
+        self._inline(self._delete_on_disk, self._snapshot(), topic)
         log.info("deleted topic %s", name)
         return topic
 
+    def begin_delete_topic(self, name: str) -> asyncio.Future[Topic]:
+        """Delete ``name``: gone for every request now (errors raise now); the future
+        completes once its files are gone (worker thread)."""
+        topic = self._unpublish(name)
+        return asyncio.ensure_future(
+            self._finish_delete(topic, self._submit(self._delete_on_disk, self._snapshot(), topic))
+        )
+
+    async def _finish_delete(self, topic: Topic, on_disk: asyncio.Future[None]) -> Topic:
+        await on_disk
+        log.info("deleted topic %s", topic.name)
+        return topic
+
     def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> Topic:
-        """Grow ``name`` to ``count`` partitions (never shrinks, as in Kafka)."""
-        topic = self._topics.get(name)
-        if topic is None:
-            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        if count <= topic.partitions:
-            raise InvalidPartitionsError(
-                f"topic {name!r} has {topic.partitions} partition(s); "
-                f"the new count {count} must be larger"
-            )
-        if count > MAX_PARTITIONS:
-            raise InvalidPartitionsError(f"{count} partitions is over the {MAX_PARTITIONS} limit")
+        """Grow ``name`` to ``count`` partitions (never shrinks, as in Kafka), inline."""
+        topic, old = self._check_partitions(name, count)
         if validate_only:
             return topic
-        old = topic.partitions
-        topic.partitions = count
-        self._save()
+        self._intended[name].partitions = count
+        grown = replace(topic, partitions=count)
         config = self.log_config(topic.configs)
-        for p in range(old, count):
-            self._logs.get_or_create(name, p, config)
+        plogs = self._inline(self._create_on_disk, self._snapshot(), grown, old, config)
+        self._grow(topic, count, plogs)
+        return topic
+
+    async def create_partitions_async(
+        self, name: str, count: int, *, validate_only: bool = False
+    ) -> Topic:
+        """:meth:`create_partitions` with the disk work on the worker thread."""
+        topic, old = self._check_partitions(name, count)
+        if validate_only:
+            return topic
+        self._intended[name].partitions = count
+        config = self.log_config(topic.configs)
+        try:
+            grown = replace(topic, partitions=count)
+            plogs = await self._submit(self._create_on_disk, self._snapshot(), grown, old, config)
+        except BaseException:
+            if name in self._intended:
+                self._intended[name].partitions = max(old, topic.partitions)
+            raise
+        if self._topics.get(name) is topic:  # not deleted meanwhile
+            self._grow(topic, count, plogs)
         return topic
 
     def set_configs(
@@ -205,8 +285,123 @@ class TopicManager:
         if validate_only:
             return
         topic.configs = dict(overrides)
+        self._intended[name].configs = dict(overrides)
         self._save()
         self._logs.update_config(name, config)
+
+    def close(self) -> None:
+        """Wait for the worker's queued disk work, then stop it (broker stop)."""
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
+            self._worker = None
+
+    # -- internals -------------------------------------------------------------------
+    def _check_create(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str] | None,
+    ) -> tuple[Topic, LogConfig]:
+        validate_topic_name(name)
+        if name in self._intended:
+            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+        partitions = self._config.num_partitions if num_partitions == -1 else num_partitions
+        if not 1 <= partitions <= MAX_PARTITIONS:
+            raise InvalidPartitionsError(f"number of partitions must be >= 1, got {partitions}")
+        if replication_factor not in (-1, 1):
+            raise InvalidReplicationFactorError(
+                f"replication factor {replication_factor} is larger than the 1 available broker"
+            )
+        overrides = dict(configs or {})
+        log_config = self.log_config(overrides)  # ConfigError names the bad key
+        return Topic(name, uuid.uuid4(), partitions, overrides), log_config
+
+    def _check_partitions(self, name: str, count: int) -> tuple[Topic, int]:
+        topic = self._topics.get(name)
+        intended = self._intended.get(name)
+        if topic is None or intended is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if count <= intended.partitions:
+            raise InvalidPartitionsError(
+                f"topic {name!r} has {intended.partitions} partition(s); "
+                f"the new count {count} must be larger"
+            )
+        if count > MAX_PARTITIONS:
+            raise InvalidPartitionsError(f"{count} partitions is over the {MAX_PARTITIONS} limit")
+        return topic, intended.partitions
+
+    def _unpublish(self, name: str) -> Topic:
+        topic = self._topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if not self._config.delete_topic_enable:
+            raise ConfigError("topic deletion is disabled (delete.topic.enable=false)")
+        del self._topics[name]
+        self._by_id.pop(topic.topic_id, None)
+        intended = self._intended.pop(name, None)
+        for p in range(topic.partitions):
+            self._plogs.pop((name, p), None)
+        if intended is not None and intended.partitions > topic.partitions:
+            # partitions still being added: the queued delete must remove those too
+            return replace(topic, partitions=intended.partitions)
+        return topic
+
+    def _publish(self, topic: Topic, plogs: list[PartitionLog]) -> None:
+        self._topics[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+        for p, plog in enumerate(plogs):
+            self._plogs[(topic.name, p)] = plog
+
+    def _grow(self, topic: Topic, count: int, plogs: list[PartitionLog]) -> None:
+        old = count - len(plogs)
+        for i, plog in enumerate(plogs):
+            self._plogs[(topic.name, old + i)] = plog
+        topic.partitions = max(topic.partitions, count)
+
+    def _snapshot(self) -> dict[str, Any]:
+        """The state file's content for the intended topics (taken on the loop)."""
+        return {
+            "version": 1,
+            "topics": {
+                t.name: {
+                    "topic_id": t.topic_id.hex,
+                    "partitions": t.partitions,
+                    "configs": dict(t.configs),
+                }
+                for t in self._intended.values()
+            },
+        }
+
+    def _create_on_disk(
+        self, snapshot: dict[str, Any], topic: Topic, first: int, config: LogConfig
+    ) -> list[PartitionLog]:
+        """Save ``snapshot``, then create partitions ``first..`` of ``topic``; any thread."""
+        write_json_atomic(self._path, snapshot)
+        return [
+            self._logs.get_or_create(topic.name, p, config) for p in range(first, topic.partitions)
+        ]
+
+    def _delete_on_disk(self, snapshot: dict[str, Any], topic: Topic) -> None:
+        """Save ``snapshot`` (without ``topic``), then delete its partitions; any thread."""
+        write_json_atomic(self._path, snapshot)
+        for p in range(topic.partitions):
+            self._logs.delete_partition(topic.name, p)
+
+    def _inline(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` now, on this thread -- or, once the worker exists, behind the
+        jobs already queued there (waiting for them), so the file never goes back."""
+        if self._worker is None:
+            return fn(*args)
+        return self._worker.submit(fn, *args).result()
+
+    def _submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Queue ``fn(*args)`` on the worker now.  Jobs run in submission order and each
+        carries the snapshot taken when it was queued, so the last one written is the
+        newest intended state."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="riverbed-topics")
+        return asyncio.get_running_loop().run_in_executor(self._worker, fn, *args)
 
     # -- persistence -----------------------------------------------------------------
     def _load(self) -> None:
@@ -221,6 +416,7 @@ class TopicManager:
                 )
                 self._topics[name] = topic
                 self._by_id[topic.topic_id] = topic
+                self._intended[name] = replace(topic, configs=dict(topic.configs))
         on_disk = self._logs.logs()
         for topic_name, partition in list(on_disk):
             owner = self._topics.get(topic_name)
@@ -236,17 +432,4 @@ class TopicManager:
                     self._logs.update_config(topic.name, config)
 
     def _save(self) -> None:
-        write_json_atomic(
-            self._path,
-            {
-                "version": 1,
-                "topics": {
-                    t.name: {
-                        "topic_id": t.topic_id.hex,
-                        "partitions": t.partitions,
-                        "configs": t.configs,
-                    }
-                    for t in self._topics.values()
-                },
-            },
-        )
+        self._inline(write_json_atomic, self._path, self._snapshot())

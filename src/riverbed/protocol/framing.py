@@ -32,6 +32,7 @@ from riverbed.protocol.primitives import (
     read_unknown_tagged_fields,
     write_nullable_string,
 )
+from riverbed.protocol.scatter import ScatterBuffer
 
 _HEADER_PREFIX = struct.Struct(">hhi")
 _INT32 = struct.Struct(">i")
@@ -100,6 +101,24 @@ def encode_response(header: RequestHeader, response: Message) -> bytes:
     response.encode_into(out, header.api_version)
     _INT32.pack_into(out, 0, len(out) - 4)
     return bytes(out)
+
+
+def encode_response_parts(
+    header: RequestHeader, response: Message
+) -> list[bytearray | memoryview | bytes]:
+    """:func:`encode_response` as buffers to write in order, record payloads not copied.
+
+    Big ``records`` payloads (Fetch) are the very objects the response holds (see
+    :mod:`riverbed.protocol.scatter`); their concatenation equals :func:`encode_response`.
+    """
+    spec = API_BY_KEY[header.api_key]
+    out = ScatterBuffer(_SIZE_PLACEHOLDER)
+    out += _INT32.pack(header.correlation_id)
+    if spec.response_header_version(header.api_version) >= 1:
+        out.append(0)  # no tagged fields in the header
+    response.encode_into(out, header.api_version)
+    _INT32.pack_into(out, 0, out.encoded_size - 4)
+    return out.parts()
 
 
 def encode_request(header: RequestHeader, request: Message) -> bytes:

@@ -1,13 +1,16 @@
 """CreatePartitions (key 37): grow a topic's partition count (``validate_only`` too).
 
 A count not above the current one is INVALID_PARTITIONS; explicit assignments are
-refused (INVALID_REQUEST); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+refused (INVALID_REQUEST); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.  The new
+partitions are created on the topic manager's worker thread (a :class:`Barrier`) and
+become visible to every client at once, before the response is sent.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from riverbed.broker.barrier import Barrier
 from riverbed.errors import ProtocolError, RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
@@ -21,15 +24,17 @@ API_KEY = 37
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-def handle(
-    broker: Broker, header: RequestHeader, request: CreatePartitionsRequest
-) -> CreatePartitionsResponse:
+def handle(broker: Broker, header: RequestHeader, request: CreatePartitionsRequest) -> Barrier:
+    return Barrier(_handle(broker, request))
+
+
+async def _handle(broker: Broker, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     results = []
     for topic in request.topics:
         try:
             if topic.assignments:
                 raise ProtocolError("manual replica assignment is not supported")
-            broker.topics.create_partitions(
+            await broker.topics.create_partitions_async(
                 topic.name, topic.count, validate_only=bool(request.validate_only)
             )
         except RiverbedError as exc:

@@ -5,12 +5,17 @@ Each topic is independent: a bad name (INVALID_TOPIC_EXCEPTION), an existing top
 partition count (INVALID_PARTITIONS), explicit replica assignments (INVALID_REQUEST: a
 single node has none to choose) or a bad config (INVALID_CONFIG, naming the key) fail
 that topic only.  v5+ responses carry the created topic's effective configs.
+
+The partitions are created on the topic manager's worker thread (a :class:`Barrier`:
+requests after this one on the connection wait for it); the topics are visible to every
+client once the response is sent.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from riverbed.broker.barrier import Barrier
 from riverbed.broker.topic_configs import describe_topic_configs
 from riverbed.errors import ProtocolError, RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
@@ -25,21 +30,23 @@ API_KEY = 19
 Result = CreateTopicsResponse.CreatableTopicResult
 
 
-def handle(
-    broker: Broker, header: RequestHeader, request: CreateTopicsRequest
-) -> CreateTopicsResponse:
-    results = [_create(broker, t, bool(request.validate_only)) for t in request.topics]
+def handle(broker: Broker, header: RequestHeader, request: CreateTopicsRequest) -> Barrier:
+    return Barrier(_handle(broker, request))
+
+
+async def _handle(broker: Broker, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    results = [await _create(broker, t, bool(request.validate_only)) for t in request.topics]
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-def _create(
+async def _create(
     broker: Broker, wanted: CreateTopicsRequest.CreatableTopic, validate_only: bool
 ) -> Result:
     try:
         if wanted.assignments:
             raise ProtocolError("manual replica assignment is not supported")
         configs = {c.name: c.value for c in wanted.configs if c.value is not None}
-        topic = broker.topics.create_topic(
+        topic = await broker.topics.create_topic_async(
             wanted.name,
             wanted.num_partitions,
             wanted.replication_factor,

@@ -2,14 +2,18 @@
 
 Each topic is independent; an unknown one is UNKNOWN_TOPIC_OR_PARTITION (or
 UNKNOWN_TOPIC_ID).  Long-poll fetches waiting on a deleted topic are woken so they answer
-with the error instead of waiting out their timeout.
+with the error instead of waiting out their timeout.  A deleted topic is gone for every
+request at once; its files are removed on the topic manager's worker thread (a
+:class:`Barrier`), and the response is sent once they are.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from riverbed.broker.barrier import Barrier
 from riverbed.errors import RiverbedError, UnknownTopicIdError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
@@ -17,6 +21,7 @@ from riverbed.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 
 if TYPE_CHECKING:
     from riverbed.broker.server import Broker
+    from riverbed.broker.topics import Topic
 
 API_KEY = 20
 TOPIC_STATES_VERSION = 6
@@ -25,26 +30,43 @@ ZERO_UUID = uuid.UUID(int=0)
 Result = DeleteTopicsResponse.DeletableTopicResult
 
 
-def handle(
+def handle(broker: Broker, header: RequestHeader, request: DeleteTopicsRequest) -> Barrier:
+    return Barrier(_handle(broker, header, request))
+
+
+async def _handle(
     broker: Broker, header: RequestHeader, request: DeleteTopicsRequest
 ) -> DeleteTopicsResponse:
     if header.api_version >= TOPIC_STATES_VERSION:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
-    results = [_delete(broker, name, topic_id) for name, topic_id in wanted]
-    broker.purgatory.notify_all()
+    begun = [_begin(broker, name, topic_id) for name, topic_id in wanted]
+    broker.purgatory.notify_all()  # the topics are already gone for every request
+    results = [r if isinstance(r, Result) else await _finish(*r) for r in begun]
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 
-def _delete(broker: Broker, name: str | None, topic_id: uuid.UUID) -> Result:
+def _begin(
+    broker: Broker, name: str | None, topic_id: uuid.UUID
+) -> Result | tuple[Awaitable[Topic], str, uuid.UUID]:
+    """Unpublish ``name`` now; its error result, or what :func:`_finish` awaits."""
     try:
         if name is None:
             found = broker.topics.by_id(topic_id)
             if found is None:
                 raise UnknownTopicIdError(f"unknown topic id {topic_id}")
             name = found.name
-        topic = broker.topics.delete_topic(name)
+        return broker.topics.begin_delete_topic(name), name, topic_id
+    except RiverbedError as exc:
+        return Result(
+            name=name, topic_id=topic_id, error_code=error_code_for(exc), error_message=str(exc)
+        )
+
+
+async def _finish(deletion: Awaitable[Topic], name: str, topic_id: uuid.UUID) -> Result:
+    try:
+        topic = await deletion
     except RiverbedError as exc:
         return Result(
             name=name, topic_id=topic_id, error_code=error_code_for(exc), error_message=str(exc)

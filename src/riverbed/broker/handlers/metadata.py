@@ -5,7 +5,9 @@ allows it (v4+ ``allow_auto_topic_creation``; always for v0-3) and the broker's
 ``auto.create.topics.enable`` is true, else UNKNOWN_TOPIC_OR_PARTITION — or
 INVALID_TOPIC_EXCEPTION for a name Kafka would refuse (illegal characters, too long).
 From v10 topics carry their persisted id; from v12 a topic may be asked for by id alone.  Every
-partition's leader, replica and ISR is this node (leader epoch 0).
+partition's leader, replica and ISR is this node (leader epoch 0).  Auto-creation runs
+on the topic manager's worker thread (a :class:`Barrier`); the answer comes once the
+topics exist, as before.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING
 
+from riverbed.broker.barrier import Barrier
 from riverbed.broker.topics import Topic, validate_topic_name
 from riverbed.errors import (
     RiverbedError,
@@ -36,15 +39,38 @@ ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-def handle(broker: Broker, header: RequestHeader, request: MetadataRequest) -> MetadataResponse:
+def handle(
+    broker: Broker, header: RequestHeader, request: MetadataRequest
+) -> MetadataResponse | Barrier:
     version = header.api_version
     allow_auto = version < AUTO_CREATE_FLAG_VERSION or bool(request.allow_auto_topic_creation)
-    topics: list[MetadataResponse.MetadataResponseTopic] = []
     if request.topics is None:
-        topics = [_topic(broker, t) for t in broker.topics.topics()]
-    else:
-        for wanted in request.topics:
-            topics.append(_lookup(broker, wanted, allow_auto))
+        return _response(broker, [_topic(broker, t) for t in broker.topics.topics()])
+    wanted = request.topics
+    if allow_auto:
+        missing = [w.name for w in wanted if w.name is not None]
+        missing = [name for name in missing if broker.topics.needs_creation(name)]
+        if missing:
+            return Barrier(_create_then_answer(broker, wanted, missing))
+    return _response(broker, [_lookup(broker, w, {}) for w in wanted])
+
+
+async def _create_then_answer(
+    broker: Broker, wanted: list[MetadataRequest.MetadataRequestTopic], missing: list[str]
+) -> MetadataResponse:
+    """Auto-create ``missing`` (off the loop, see TopicManager), then answer."""
+    errors: dict[str, RiverbedError] = {}
+    for name in dict.fromkeys(missing):
+        try:
+            await broker.topics.ensure_topic_async(name)
+        except RiverbedError as exc:
+            errors[name] = exc
+    return _response(broker, [_lookup(broker, w, errors) for w in wanted])
+
+
+def _response(
+    broker: Broker, topics: list[MetadataResponse.MetadataResponseTopic]
+) -> MetadataResponse:
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[
@@ -60,7 +86,9 @@ def handle(broker: Broker, header: RequestHeader, request: MetadataRequest) -> M
 
 
 def _lookup(
-    broker: Broker, wanted: MetadataRequest.MetadataRequestTopic, allow_auto: bool
+    broker: Broker,
+    wanted: MetadataRequest.MetadataRequestTopic,
+    creation_errors: dict[str, RiverbedError],
 ) -> MetadataResponse.MetadataResponseTopic:
     name = wanted.name
     topic_id = getattr(wanted, "topic_id", None)
@@ -70,9 +98,10 @@ def _lookup(
             if found is None:
                 raise UnknownTopicIdError(f"unknown topic id {topic_id}")
             return _topic(broker, found)
+        failed = creation_errors.get(name)
+        if failed is not None:
+            raise failed
         existing = broker.topics.get(name)
-        if existing is None and allow_auto:
-            existing = broker.topics.ensure_topic(name)
         if existing is None:
             validate_topic_name(name)  # Kafka: an illegal name is INVALID_TOPIC_EXCEPTION
             raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")

@@ -43,6 +43,7 @@ class _Module:
 
     structs: dict[str, str] = field(default_factory=dict)  # format -> constant name
     helpers: set[str] = field(default_factory=set)
+    scatter_helpers: set[str] = field(default_factory=set)  # from riverbed.protocol.scatter
     functions: list[str] = field(default_factory=list)
     by_text: dict[tuple[str, str], str] = field(default_factory=dict)
 
@@ -53,6 +54,10 @@ class _Module:
 
     def helper(self, name: str) -> str:
         self.helpers.add(name)
+        return name
+
+    def scatter_helper(self, name: str) -> str:
+        self.scatter_helpers.add(name)
         return name
 
     def add_function(self, kind: str, struct: str, version: int | None, body: str) -> str:
@@ -247,7 +252,10 @@ class _Emitter:
             return [f"{ind}{out} += {s}.pack({expr})"]
         if element == "uuid":
             return [f"{ind}{out} += {expr}.bytes"]
-        if element in ("string", "bytes", "records"):
+        if element == "records":  # big payloads may be spliced, not copied (scatter.py)
+            writer = "write_compact_records" if flex else "write_records"
+            return [f"{ind}{self.mod.scatter_helper(writer)}({out}, {expr})"]
+        if element in ("string", "bytes"):
             kind = "string" if element == "string" else "bytes"
             name = (
                 "write_" + ("compact_" if flex else "") + ("nullable_" if nullable else "") + kind
@@ -466,6 +474,9 @@ class _Emitter:
         for name in helpers:
             out.append(f"    {name},")
         out.append(")")
+        if self.mod.scatter_helpers:
+            names = ", ".join(sorted(self.mod.scatter_helpers))
+            out.append(f"from riverbed.protocol.scatter import {names}")
         out.append("")
         for fmt, const in self.mod.structs.items():
             out.append(f"{const} = struct.Struct({fmt!r})")

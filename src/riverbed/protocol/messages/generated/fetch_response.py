@@ -27,13 +27,12 @@ from riverbed.protocol.primitives import (  # noqa: F401
     read_uuid,
     write_array_length,
     write_compact_array_length,
-    write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
-    write_nullable_bytes,
     write_string,
     write_tagged_fields,
 )
+from riverbed.protocol.scatter import write_compact_records, write_records
 
 _S0 = struct.Struct('>qi')
 _S1 = struct.Struct('>qq')
@@ -332,7 +331,7 @@ def _e_PartitionData_v4(o: FetchResponse.PartitionData, out: bytearray) -> None:
         write_array_length(out, len(a_aborted_transactions))
         for e_aborted_transactions in a_aborted_transactions:
             _e_AbortedTransaction_v4(e_aborted_transactions, out)
-    write_nullable_bytes(out, o.records)
+    write_records(out, o.records)
 
 
 def _d_FetchableTopicResponse_v4(buf: memoryview, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
@@ -447,7 +446,7 @@ def _e_PartitionData_v5(o: FetchResponse.PartitionData, out: bytearray) -> None:
         write_array_length(out, len(a_aborted_transactions))
         for e_aborted_transactions in a_aborted_transactions:
             _e_AbortedTransaction_v4(e_aborted_transactions, out)
-    write_nullable_bytes(out, o.records)
+    write_records(out, o.records)
 
 
 def _d_FetchableTopicResponse_v5(buf: memoryview, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
@@ -582,7 +581,7 @@ def _e_PartitionData_v11(o: FetchResponse.PartitionData, out: bytearray) -> None
         for e_aborted_transactions in a_aborted_transactions:
             _e_AbortedTransaction_v4(e_aborted_transactions, out)
     out += _S3.pack(o.preferred_read_replica)
-    write_nullable_bytes(out, o.records)
+    write_records(out, o.records)
 
 
 def _d_FetchableTopicResponse_v11(buf: memoryview, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
@@ -818,7 +817,7 @@ def _e_PartitionData_v12(o: FetchResponse.PartitionData, out: bytearray) -> None
         for e_aborted_transactions in a_aborted_transactions:
             _e_AbortedTransaction_v12(e_aborted_transactions, out)
     out += _S3.pack(o.preferred_read_replica)
-    write_compact_nullable_bytes(out, o.records)
+    write_compact_records(out, o.records)
     tags: TaggedFields = []
     if not _is_default_EpochEndOffset(o.diverging_epoch):
         t = bytearray()

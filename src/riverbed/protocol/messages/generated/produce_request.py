@@ -26,14 +26,13 @@ from riverbed.protocol.primitives import (  # noqa: F401
     read_uuid,
     write_array_length,
     write_compact_array_length,
-    write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
-    write_nullable_bytes,
     write_nullable_string,
     write_string,
     write_tagged_fields,
 )
+from riverbed.protocol.scatter import write_compact_records, write_records
 
 _S0 = struct.Struct('>i')
 _S1 = struct.Struct('>hi')
@@ -124,7 +123,7 @@ def _d_PartitionProduceData_v0(buf: memoryview, pos: int) -> tuple[ProduceReques
 
 def _e_PartitionProduceData_v0(o: ProduceRequest.PartitionProduceData, out: bytearray) -> None:
     out += _S0.pack(o.index)
-    write_nullable_bytes(out, o.records)
+    write_records(out, o.records)
 
 
 def _d_TopicProduceData_v0(buf: memoryview, pos: int) -> tuple[ProduceRequest.TopicProduceData, int]:
@@ -237,7 +236,7 @@ def _d_PartitionProduceData_v9(buf: memoryview, pos: int) -> tuple[ProduceReques
 
 def _e_PartitionProduceData_v9(o: ProduceRequest.PartitionProduceData, out: bytearray) -> None:
     out += _S0.pack(o.index)
-    write_compact_nullable_bytes(out, o.records)
+    write_compact_records(out, o.records)
     if o._unknown_tagged_fields:
         write_tagged_fields(out, [], o._unknown_tagged_fields)
     else:

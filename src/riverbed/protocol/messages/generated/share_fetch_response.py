@@ -21,11 +21,11 @@ from riverbed.protocol.primitives import (  # noqa: F401
     read_unknown_tagged_fields,
     read_uuid,
     write_compact_array_length,
-    write_compact_nullable_bytes,
     write_compact_nullable_string,
     write_compact_string,
     write_tagged_fields,
 )
+from riverbed.protocol.scatter import write_compact_records
 
 _S0 = struct.Struct('>ii')
 _S1 = struct.Struct('>qqh')
@@ -282,7 +282,7 @@ def _e_PartitionData_v0(o: ShareFetchResponse.PartitionData, out: bytearray) -> 
     out += _S3.pack(o.acknowledge_error_code)
     write_compact_nullable_string(out, o.acknowledge_error_message)
     _e_LeaderIdAndEpoch_v0(o.current_leader, out)
-    write_compact_nullable_bytes(out, o.records)
+    write_compact_records(out, o.records)
     a_acquired_records = o.acquired_records
     write_compact_array_length(out, len(a_acquired_records))
     for e_acquired_records in a_acquired_records:

@@ -1,0 +1,140 @@
+"""Topic changes off the event loop: the worker thread does the disk work, the loop keeps
+running, visibility is atomic, and ``topics.json`` never loses a pending change."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from riverbed.broker.topics import TopicManager
+from riverbed.config import BrokerConfig
+from riverbed.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from riverbed.storage.config import LogConfig
+from riverbed.storage.log import PartitionLog
+from riverbed.storage.manager import LogManager
+
+DEADLINE_S = 10.0
+
+
+class GatedLogs(LogManager):
+    """A LogManager whose partition creation waits for ``gate`` and records its thread."""
+
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__(data_dir, start_background=False)
+        self.gate = threading.Event()
+        self.gate.set()
+        self.threads: set[str] = set()
+
+    def get_or_create(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
+        self.threads.add(threading.current_thread().name)
+        assert self.gate.wait(DEADLINE_S), "test never opened the gate"
+        return super().get_or_create(topic, partition, config)
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Iterator[GatedLogs]:
+    manager = GatedLogs(tmp_path)
+    yield manager
+    manager.gate.set()
+    manager.close()
+
+
+async def _until(predicate: object, what: str) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DEADLINE_S
+    while not predicate():  # type: ignore[operator]
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.001)  # yields the loop: a stalled loop would never get here
+
+
+def test_create_runs_on_the_worker_while_the_loop_keeps_serving(
+    tmp_path: Path, logs: GatedLogs
+) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig())
+
+    async def scenario() -> None:
+        logs.gate.clear()
+        creating = asyncio.ensure_future(topics.create_topic_async("orders", 3))
+        await _until(lambda: logs.threads, "the worker to start creating")
+        # The loop is free while the worker is stuck on the disk, and nothing is visible.
+        ticks = 0
+        for _ in range(5):
+            await asyncio.sleep(0)
+            ticks += 1
+        assert ticks == 5 and not creating.done()
+        assert topics.get("orders") is None
+        with pytest.raises(UnknownTopicOrPartitionError):
+            topics.partition_log("orders", 0)
+        with pytest.raises(TopicAlreadyExistsError):  # the name is taken meanwhile
+            await topics.create_topic_async("orders", 1)
+        waiter = asyncio.ensure_future(topics.ensure_topic_async("orders"))
+        logs.gate.set()
+        created = await asyncio.wait_for(creating, DEADLINE_S)
+        assert await asyncio.wait_for(waiter, DEADLINE_S) is created
+        assert topics.get("orders") is created
+        assert [topics.partition_log("orders", p).topic for p in range(3)] == ["orders"] * 3
+        topics.close()
+
+    asyncio.run(scenario())
+    assert logs.threads and all(name.startswith("riverbed-topics") for name in logs.threads)
+
+
+def test_concurrent_changes_all_reach_topics_json(tmp_path: Path, logs: GatedLogs) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig())
+    topics.create_topic("old", 2)
+    logs.threads.clear()
+
+    async def scenario() -> None:
+        logs.gate.clear()
+        jobs = [asyncio.ensure_future(topics.create_topic_async(n, 2)) for n in ("a", "b", "c")]
+        await _until(lambda: logs.threads, "the worker to start")
+        deleted = topics.begin_delete_topic("old")
+        assert topics.get("old") is None  # gone for every request at once
+        grow = asyncio.ensure_future(topics.create_partitions_async("a", 4))
+        await asyncio.sleep(0)  # "a" is not created yet: growing it is refused
+        with pytest.raises(UnknownTopicOrPartitionError):
+            await grow
+        logs.gate.set()
+        await asyncio.wait_for(asyncio.gather(*jobs, deleted), DEADLINE_S)
+        await asyncio.wait_for(topics.create_partitions_async("a", 4), DEADLINE_S)
+        recreated = await asyncio.wait_for(topics.create_topic_async("old", 1), DEADLINE_S)
+        assert recreated.partitions == 1
+        topics.close()
+
+    asyncio.run(scenario())
+    logs.close()
+    reopened = LogManager(tmp_path, start_background=False)
+    try:
+        again = TopicManager(tmp_path, reopened, BrokerConfig())
+        counts = {t.name: t.partitions for t in again.topics()}
+        assert counts == {"a": 4, "b": 2, "c": 2, "old": 1}
+        assert sorted(reopened.logs()) == sorted(
+            [("a", p) for p in range(4)]
+            + [("b", 0), ("b", 1), ("c", 0), ("c", 1), ("old", 0)]
+        )
+    finally:
+        reopened.close()
+
+
+def test_delete_while_partitions_are_added_removes_them_all(
+    tmp_path: Path, logs: GatedLogs
+) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig())
+    topics.create_topic("t", 1)
+    logs.threads.clear()
+
+    async def scenario() -> None:
+        logs.gate.clear()
+        grow = asyncio.ensure_future(topics.create_partitions_async("t", 3))
+        await _until(lambda: logs.threads, "the worker to start")
+        deleted = topics.begin_delete_topic("t")
+        logs.gate.set()
+        await asyncio.wait_for(asyncio.gather(grow, deleted), DEADLINE_S)
+        topics.close()
+
+    asyncio.run(scenario())
+    assert not logs.logs() and topics.get("t") is None
