@@ -17,7 +17,9 @@ Event time is *simulated*: the n-th event of a stream happens at
   behind the watermark: it ends up in the side-output topic).
 
 :class:`ClickstreamGenerator` is a pure, seeded, deterministic iterator -- the same seed gives
-the same events, whatever the wall clock does -- so tests can replay it exactly.
+the same events, whatever the wall clock does -- so tests can replay it exactly, and
+``skip(n)`` resumes a stream after its first ``n`` events.  It counts what it generated
+(in order, out of order, late) for the demo's summary.
 :class:`ClickstreamProducer` is the thread that paces it onto a topic at ``rate`` events/s
 through confluent-kafka (any Kafka-protocol broker).  It stops at :meth:`ClickstreamProducer.stop`
 or after ``limit`` events, flushing what it produced; a crash loses at most the events in the
@@ -33,6 +35,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
@@ -100,13 +103,23 @@ class ClickstreamGenerator:
         self._n = 0
         self._weights = [1.0 / (rank + 1) for rank in range(spec.users)]
         self._user_ids = [f"user-{i:03d}" for i in range(spec.users)]
+        # What this iterator generated (skip() does not count); read by other threads.
+        self.in_order = 0
+        self.out_of_order = 0
+        self.late = 0
+        self.first_event_ms: int | None = None
+        self.last_event_ms: int | None = None
 
     def __iter__(self) -> Iterator[PageView]:
         return self
 
     def __next__(self) -> PageView:
+        return self._next(count=True)
+
+    def _next(self, count: bool) -> PageView:
         spec, rnd = self.spec, self._random
-        event_time = spec.start_ms + self._n * spec.step_ms
+        slot_ms = spec.start_ms + self._n * spec.step_ms
+        event_time = slot_ms
         self._n += 1
         draw = rnd.random()
         if draw < spec.late_fraction:
@@ -115,14 +128,29 @@ class ClickstreamGenerator:
             event_time -= rnd.randint(1, max(1, spec.jitter_ms))
         user = rnd.choices(self._user_ids, weights=self._weights)[0]
         url = f"/page/{rnd.randrange(spec.pages)}"
+        if count:
+            if draw < spec.late_fraction:
+                self.late += 1
+            elif event_time < slot_ms:
+                self.out_of_order += 1
+            else:
+                self.in_order += 1
+            if self.first_event_ms is None:
+                self.first_event_ms = slot_ms
+            self.last_event_ms = slot_ms
         return PageView(user, url, max(0, event_time))
 
     def take(self, count: int) -> list[PageView]:
         return [next(self) for _ in range(count)]
 
+    def skip(self, count: int) -> None:
+        """Advance past ``count`` events without counting them (resuming a stream)."""
+        for _ in range(count):
+            self._next(count=False)
+
 
 def produce_pageviews(
-    kafka_config: Mapping[str, str], topic: str, events: list[PageView], timeout_s: float = 60
+    kafka_config: Mapping[str, object], topic: str, events: list[PageView], timeout_s: float = 60
 ) -> None:
     """Produce ``events`` (key user_id, timestamp = event time) and wait for every ack."""
     producer = Producer({"linger.ms": 5, "acks": "all", **kafka_config})
@@ -153,7 +181,7 @@ class ClickstreamProducer(threading.Thread):
 
     def __init__(
         self,
-        kafka_config: Mapping[str, str],
+        kafka_config: Mapping[str, object],
         topic: str,
         generator: ClickstreamGenerator,
         rate: float,
@@ -203,7 +231,7 @@ class ClickstreamProducer(threading.Thread):
 
 
 def create_topics(
-    kafka_config: Mapping[str, str],
+    kafka_config: Mapping[str, object],
     names: list[str],
     partitions: int,
     timeout_s: float = 30,
@@ -213,7 +241,7 @@ def create_topics(
     Retention must not be time based: event times (= record timestamps) are simulated and
     may lie far in the past, and Kafka's ``retention.ms`` would delete those segments at once.
     """
-    admin = AdminClient(dict(kafka_config))
+    admin = AdminClient(cast(dict[str, Any], dict(kafka_config)))
     futures = admin.create_topics(
         [NewTopic(name, partitions, 1, config={"retention.ms": "-1"}) for name in names],
         request_timeout=timeout_s,

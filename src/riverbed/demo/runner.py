@@ -2,34 +2,39 @@
 
 Lifecycle (each step undone in reverse order, whatever ends the run)::
 
+    stderr -> data_dir/demo.log              Spark, JVM, librdkafka, Python logging
     EmbeddedBroker(data_dir/broker)          127.0.0.1, ephemeral port
     topics pageviews / pageviews-per-user-hour / pageviews-late (retention unlimited)
+    local[2] SparkSession + pageviews query  processingTime trigger, data_dir/checkpoint
     ClickstreamProducer thread               --rate events/s, event time --speedup x wall time
-    local[2] SparkSession + pageviews query  processingTime trigger
     progress every second                    until --duration elapses
     drain                                    generator stopped; wait for lag 0 (bounded)
-    print the per-user-per-hour table        from data_dir/analytics.sqlite
+    summary and per-user-per-hour table      from data_dir/analytics.sqlite
+
+The data dir is kept (the CLI makes a fresh temporary one when none is given).  Running
+again on the same data dir *resumes*: the broker reopens its logs, the query restarts from
+its checkpoint, and the clickstream continues after the events already in the topic, so
+the table accumulates both runs.
 
 Ctrl-C (KeyboardInterrupt) at any point runs the same teardown -- query stopped, Spark
-stopped, generator joined, broker stopped -- and :func:`run_demo` re-raises it for the
-CLI to turn into a one-line message.  A second Ctrl-C during teardown is ignored.  A
-temporary data dir (no ``--data-dir``) is removed at the end; a given one is kept, with the
-broker's logs, the checkpoint and the SQLite table in it.
+stopped, generator joined, broker stopped -- with SIGINT ignored meanwhile, and
+:func:`run_demo` re-raises it for the CLI to turn into a one-line message.  Any other
+failure is logged with its traceback to ``demo.log`` and re-raised for the CLI likewise.
+Not thread-safe: one demo per process (it redirects the process's stderr).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import shutil
+import logging
 import signal
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from confluent_kafka import Consumer, TopicPartition
 
@@ -39,18 +44,39 @@ from riverbed.demo.clickstream import (
     ClickstreamSpec,
     create_topics,
 )
-from riverbed.demo.progress import Progress, format_hourly_table, format_progress
+from riverbed.demo.logs import (
+    FAILURE_MARK,
+    KAFKA_LOGGER,
+    log_path,
+    spark_log_options,
+    stderr_to,
+    stdout_to,
+)
+from riverbed.demo.progress import (
+    RATE_WINDOW_S,
+    Progress,
+    ProgressDisplay,
+    RateMeter,
+    Summary,
+    duration,
+    format_progress,
+    format_summary,
+)
+from riverbed.demo.table import UserHour, format_user_hours, sqlite_hint, user_hours
 from riverbed.errors import RiverbedError
+
+if TYPE_CHECKING:
+    from riverbed.spark.pageviews import BatchStats
 
 INPUT_TOPIC = "pageviews"
 OUTPUT_TOPIC = "pageviews-per-user-hour"
 LATE_TOPIC = "pageviews-late"
+logger = logging.getLogger("riverbed.demo")
 
 
 @dataclass(frozen=True, slots=True)
 class DemoOptions:
     duration_s: float = 30.0
-    data_dir: Path | None = None
     users: int = 20
     rate: float = 200.0  # events per wall-clock second
     speedup: float = 600.0  # event-time seconds per wall-clock second
@@ -60,28 +86,31 @@ class DemoOptions:
     late_fraction: float = 0.01
     trigger_s: float = 2.0
     drain_timeout_s: float = 60.0
+    top_rows: int = 12
 
 
 @dataclass(frozen=True, slots=True)
 class DemoResult:
-    produced: int
-    records_in: int
-    late: int
-    table: str
+    summary: Summary
+    rows: list[UserHour]
     data_dir: Path
+    database: Path
+    log: Path
+    resumed_from: int  # page views already in the input topic when the run started
 
 
 class _Lag:
-    """High watermark minus the query's committed end offsets (no consumer group needed)."""
+    """High watermarks of the input topic (consumer lag = these minus committed offsets)."""
 
-    def __init__(self, bootstrap: str, partitions: int) -> None:
-        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "riverbed-demo-lag"})
-        self._partitions = partitions
+    def __init__(self, kafka: Mapping[str, object]) -> None:
+        self._consumer = Consumer({**kafka, "group.id": "riverbed-demo-lag"})
+        metadata = self._consumer.list_topics(INPUT_TOPIC, timeout=10)
+        self._partitions = sorted(metadata.topics[INPUT_TOPIC].partitions)
 
     def high_watermarks(self) -> int:
         return sum(
             self._consumer.get_watermark_offsets(TopicPartition(INPUT_TOPIC, p), timeout=5)[1]
-            for p in range(self._partitions)
+            for p in self._partitions
         )
 
     def close(self) -> None:
@@ -99,7 +128,7 @@ def _committed(progress: dict[str, Any] | None) -> int | None:
 
 
 @contextlib.contextmanager
-def _teardown_without_interrupts() -> Iterator[None]:
+def _interrupts_ignored() -> Iterator[None]:
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
@@ -107,44 +136,113 @@ def _teardown_without_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextlib.contextmanager
+def _logger_level(name: str, level: int) -> Iterator[None]:
+    target = logging.getLogger(name)
+    previous = target.level
+    target.setLevel(level)
+    try:
+        yield
+    finally:
+        target.setLevel(previous)
+
+
 def run_demo(
     options: DemoOptions,
+    data_dir: Path,
     out: TextIO = sys.stdout,
     on_progress: Callable[[Progress], None] | None = None,
 ) -> DemoResult:
-    """Run the demo (see the module docstring); returns what it counted."""
-    from riverbed.testing.embedded import EmbeddedBroker
-
-    own_dir = options.data_dir is None
-    data_dir = Path(tempfile.mkdtemp(prefix="riverbed-demo-")) if own_dir else options.data_dir
-    assert data_dir is not None
+    """Run the demo in ``data_dir`` (see the module docstring); returns what it counted."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    is_tty = out.isatty()
-    cleanups: list[Callable[[], None]] = []
-    if own_dir:
-        cleanups.append(lambda: shutil.rmtree(data_dir, ignore_errors=True))
-    try:
-        out.write(f"riverbed demo: data in {data_dir}\n")
+    with stderr_to(log_path(data_dir)), _logger_level("py4j", logging.WARNING):
+        logger.info("riverbed demo starting in %s with %s", data_dir, asdict(options))
+        return _Demo(options, data_dir, out, on_progress).run()
+
+
+class _Demo:
+    """One run: the steps of the module docstring, with their cleanups."""
+
+    def __init__(
+        self,
+        options: DemoOptions,
+        data_dir: Path,
+        out: TextIO,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> None:
+        self.options = options
+        self.data_dir = data_dir
+        self.out = out
+        self.on_progress = on_progress
+        self.display = ProgressDisplay(out)
+        self.cleanups: list[tuple[str, Callable[[], object]]] = []
+        self.started = time.monotonic()
+
+    def say(self, text: str) -> None:
+        self.display.end_line()
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def run(self) -> DemoResult:
+        try:
+            return self._run()
+        except KeyboardInterrupt:
+            logger.info("Ctrl-C: stopping")
+            self.say("\nCtrl-C: stopping the pipeline, Spark, the clickstream and the broker...")
+            raise
+        except BaseException:
+            logger.exception(FAILURE_MARK)  # before the cleanups: tail() shows what led here
+            raise
+        finally:
+            self.display.end_line()
+            with _interrupts_ignored():
+                for name, cleanup in reversed(self.cleanups):
+                    try:
+                        cleanup()
+                    except Exception:
+                        logger.warning("stopping %s failed", name, exc_info=True)
+
+    def _run(self) -> DemoResult:
+        from riverbed.testing.embedded import EmbeddedBroker
+
+        options, data_dir = self.options, self.data_dir
+        log = log_path(data_dir)
+        self.say(f"riverbed demo: data dir {data_dir} (log: {log.name})")
         broker = EmbeddedBroker(data_dir / "broker").start()
-        cleanups.append(broker.stop)
+        self.cleanups.append(("broker", broker.stop))
         bootstrap = broker.bootstrap_servers
-        kafka = {"bootstrap.servers": bootstrap}
+        kafka: dict[str, object] = {"bootstrap.servers": bootstrap, "logger": KAFKA_LOGGER}
         create_topics(kafka, [INPUT_TOPIC, OUTPUT_TOPIC, LATE_TOPIC], options.partitions)
-        out.write(f"broker on {bootstrap}; topics {INPUT_TOPIC}, {OUTPUT_TOPIC}, {LATE_TOPIC}\n")
+        lag = _Lag(kafka)
+        self.cleanups.append(("lag probe", lag.close))
+        earlier = lag.high_watermarks()
+        self.say(f"broker     {bootstrap} (embedded Riverbed)\n"
+                 f"topics     {INPUT_TOPIC} -> pipeline -> {OUTPUT_TOPIC} + {LATE_TOPIC}")
+        if earlier:
+            self.say(f"resuming   {earlier:,} page views from earlier runs in this data dir; "
+                     "the query continues from its checkpoint")
         spec = ClickstreamSpec(
             users=options.users,
             seed=options.seed,
             step_ms=max(1, int(options.speedup * 1000 / options.rate)),
             late_fraction=options.late_fraction,
         )
-        out.write(f"clickstream: {options.users} users, {options.rate:g} events/s, event time "
-                  f"x{options.speedup:g}; starting Spark (local[2])...\n")
-        out.flush()
-
+        events = ClickstreamGenerator(spec)
+        events.skip(earlier)
+        self.say(
+            f"clicks     {options.users} users, {options.rate:g} page views/s, event time runs "
+            f"x{options.speedup:g} (an hour every {3600 / options.speedup:.3g} s)\n"
+            f"           {spec.out_of_order_fraction:.0%} out of order (up to "
+            f"{duration(spec.jitter_ms)}), {spec.late_fraction:.0%} late "
+            f"({duration(spec.late_by_ms)} behind); watermark delay "
+            f"{duration(options.allowed_delay_ms)}"
+        )
+        self.say("spark      starting local[2] (about 10 s)...")
         from riverbed.spark.pageviews import PageviewConfig, local_spark, start_pageviews_query
 
-        spark = local_spark("riverbed-demo")
-        cleanups.append(spark.stop)
+        with stdout_to(log):  # the JVM and its Python workers inherit descriptor 1
+            spark = local_spark("riverbed-demo", spark_log_options())
+        self.cleanups.append(("Spark", spark.stop))
         config = PageviewConfig(
             bootstrap_servers=bootstrap,
             database=data_dir / "analytics.sqlite",
@@ -157,65 +255,135 @@ def run_demo(
         query, writer = start_pageviews_query(
             spark, config, processing_time=f"{options.trigger_s:g} seconds"
         )
-        cleanups.append(lambda: query.stop() if query.isActive else None)
-        generator = ClickstreamProducer(kafka, INPUT_TOPIC, ClickstreamGenerator(spec),
-                                        options.rate)
+        self.cleanups.append(("query", lambda: query.stop() if query.isActive else None))
+        startup_s = time.monotonic() - self.started
+        generator = ClickstreamProducer(kafka, INPUT_TOPIC, events, options.rate)
         generator.start()
-        cleanups.append(generator.stop)
-        lag = _Lag(bootstrap, options.partitions)
-        cleanups.append(lag.close)
-        started = time.monotonic()
+        self.cleanups.append(("clickstream", generator.stop))
+        self.say(
+            f"streaming  for {options.duration_s:g} s.  in/out: records the pipeline read/wrote"
+            f" (@: per s, last {RATE_WINDOW_S:g} s)\n"
+            "           lag: records not read yet; batch: last micro-batch's duration;\n"
+            "           late: stragglers behind the watermark (side output, not counted)"
+        )
+        streaming_started = time.monotonic()
+        in_rate, out_rate = RateMeter(), RateMeter()
+        baseline = 0 if not earlier else None  # committed offsets unknown until a batch ends
 
         def snapshot() -> Progress:
-            if query.exception() is not None:
-                raise RiverbedError(f"the pipeline failed: {query.exception()}")
+            error = query.exception()
+            if error is not None:
+                raise RiverbedError(f"the pipeline failed: {_first_line(str(error))}")
             progress = query.lastProgress
             committed = _committed(progress)
+            if committed is None:
+                committed = baseline
             last = writer.last
+            now = time.monotonic()
             return Progress(
-                elapsed_s=time.monotonic() - started,
+                elapsed_s=now - streaming_started,
                 produced=generator.acknowledged,
                 records_in=writer.rows_in,
                 records_out=writer.records_out,
                 late=writer.late,
                 consumer_lag=None if committed is None else lag.high_watermarks() - committed,
-                batches=0 if last is None else last.batch_id + 1,
-                batch_duration_s=None if progress is None
-                else progress["durationMs"].get("triggerExecution", 0) / 1000,
+                batches=0 if last is None else writer.batches,
+                batch_duration_s=_batch_duration_s(progress, last),
                 watermark_ms=None if last is None else last.watermark_ms,
+                in_rate=in_rate.add(now, writer.rows_in),
+                out_rate=out_rate.add(now, writer.records_out),
             )
 
-        def show(p: Progress) -> None:
-            if on_progress is not None:
-                on_progress(p)
-            line = format_progress(p)
-            out.write(("\r" + line + "\x1b[K") if is_tty else line + "\n")
-            out.flush()
+        def show(p: Progress, force: bool = False) -> Progress:
+            logger.info("progress: %s", format_progress(p).strip())
+            if self.on_progress is not None:
+                self.on_progress(p)
+            self.display.show(p, force)
+            return p
 
-        while time.monotonic() - started < options.duration_s:
+        while time.monotonic() - streaming_started < options.duration_s:
             show(snapshot())
             time.sleep(1.0)
         generator.stop()
+        streaming_s = time.monotonic() - streaming_started
         drain_deadline = time.monotonic() + options.drain_timeout_s
+        drained = False
         while time.monotonic() < drain_deadline:
             p = snapshot()
-            show(p)
-            if p.records_in >= generator.acknowledged and p.consumer_lag == 0:
+            drained = p.records_in >= generator.acknowledged and p.consumer_lag == 0
+            show(p, force=drained)
+            if drained:
                 break
             time.sleep(0.5)
-        out.write("\n" if is_tty else "")
-        with _teardown_without_interrupts():
+        self.display.end_line()
+        if not drained:
+            self.say(f"note: the pipeline had not caught up after {options.drain_timeout_s:g} s "
+                     "of draining; the table below is partial")
+        if generator.errors:
+            logger.warning("clickstream delivery errors: %s", generator.errors)
+            self.say(f"note: {generator.produced - generator.acknowledged:,} page views were "
+                     f"not acknowledged ({generator.errors[0]})")
+        with _interrupts_ignored():
             query.stop()
-        table = format_hourly_table(writer.store.counts("tumbling"), writer.store.counts("late"))
-        day = time.strftime("%Y-%m-%d", time.gmtime(spec.start_ms / 1000))
-        out.write(f"\npage views per user per hour (event time, UTC, from {day}):\n{table}\n")
-        out.write(f"stragglers behind the watermark: {writer.late} (in topic {LATE_TOPIC})\n")
-        if not own_dir:
-            out.write(f"table: {config.database} (view pageviews_per_user_hour)\n")
-        out.flush()
-        return DemoResult(generator.acknowledged, writer.rows_in, writer.late, table, data_dir)
-    finally:
-        with _teardown_without_interrupts():
-            for cleanup in reversed(cleanups):
-                with contextlib.suppress(Exception):
-                    cleanup()
+        final = query.lastProgress
+        store = writer.store
+        rows = user_hours(
+            store.counts("tumbling"), store.counts("hopping"), store.counts("late"),
+            window_ms=config.window_ms, slide_ms=config.slide_ms,
+        )
+        summary = Summary(
+            produced=generator.acknowledged,
+            in_order=events.in_order,
+            out_of_order=events.out_of_order,
+            late_generated=events.late,
+            jitter_ms=spec.jitter_ms,
+            late_by_ms=spec.late_by_ms,
+            records_in=writer.rows_in,
+            records_out=writer.records_out,
+            stragglers=writer.late,
+            malformed=writer.malformed,
+            batches=writer.batches,
+            last_batch_s=_batch_duration_s(final, writer.last),
+            watermark_ms=store.watermark_ms(options.allowed_delay_ms),
+            allowed_delay_ms=options.allowed_delay_ms,
+            first_event_ms=events.first_event_ms,
+            last_event_ms=events.last_event_ms,
+            streaming_s=streaming_s,
+            startup_s=startup_s,
+            wall_s=time.monotonic() - self.started,
+        )
+        self._report(summary, rows, config.database, log, earlier)
+        return DemoResult(summary, rows, data_dir, config.database, log, earlier)
+
+    def _report(
+        self, summary: Summary, rows: list[UserHour], database: Path, log: Path, earlier: int
+    ) -> None:
+        top = self.options.top_rows
+        shown = "" if len(rows) <= top else f", the {top} largest counts"
+        both = " (all runs in this data dir)" if earlier else ""
+        self.say("")
+        self.say(format_summary(summary))
+        self.say("")
+        self.say(f"page views per user per hour{both}, event time{shown}:")
+        self.say(format_user_hours(rows, top=top))
+        self.say(
+            "tumbling = views in [hh:00, hh+1:00); +15 = hopping window [hh:15, hh+1:15), ...;\n"
+            f"late = stragglers of that hour, diverted to topic {LATE_TOPIC} and not counted."
+        )
+        self.say("")
+        self.say(f"whole table: {database}, e.g.\n  {sqlite_hint(database)}")
+        self.say(f"log:         {log}")
+        self.say(f"data dir:    {self.data_dir} (run again with --data-dir to resume it; "
+                 "remove with rm -r)")
+
+
+def _batch_duration_s(progress: dict[str, Any] | None, last: BatchStats | None) -> float | None:
+    """Spark's ``triggerExecution`` of the last batch, else the writer's own timing."""
+    if progress is not None and "triggerExecution" in progress.get("durationMs", {}):
+        return float(progress["durationMs"]["triggerExecution"]) / 1000
+    return None if last is None else last.duration_s
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    line = next((s.strip() for s in text.splitlines() if s.strip()), "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."

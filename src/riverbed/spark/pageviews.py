@@ -223,6 +223,7 @@ class PageviewBatchWriter:
         self.records_out = 0
         self.late = 0
         self.malformed = 0
+        self.batches = 0  # micro-batches this writer ran (replays included)
         self._lock = threading.Lock()
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -260,6 +261,7 @@ class PageviewBatchWriter:
             self.records_out += len(totals) + late + malformed
             self.late += late
             self.malformed += malformed
+            self.batches += 1
             self.last = BatchStats(
                 batch_id, rows, late, malformed, len(totals), watermark_ms,
                 time.monotonic() - started, replayed,
