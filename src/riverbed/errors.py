@@ -18,6 +18,7 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     │   ├── OffsetOutOfRangeError        read below log start / above log end
     │   ├── MessageTooLargeError         batch over max.message.bytes
     │   ├── CorruptSegmentError          corruption inside a sealed segment (never auto-truncated)
+    │   ├── DataDirInUseError            another process holds the data dir's lock
     │   └── LogClosedError               operation on a closed log
     ├── ProducerStateError               idempotent producer checks
     │   ├── OutOfOrderSequenceError
@@ -108,6 +109,10 @@ class MessageTooLargeError(StorageError):
 
 
 class CorruptSegmentError(StorageError):
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class DataDirInUseError(StorageError):
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 

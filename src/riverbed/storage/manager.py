@@ -34,6 +34,7 @@ from riverbed.errors import ConfigError
 from riverbed.storage.checkpoint import fsync_dir, write_atomically
 from riverbed.storage.cleaner import CleanerStatus, CleanResult, LogCleaner
 from riverbed.storage.config import DAY_MS, LogConfig
+from riverbed.storage.dir_lock import DataDirLock
 from riverbed.storage.flusher import GroupCommitFlusher
 from riverbed.storage.log import PartitionLog
 from riverbed.storage.offset_map import DEFAULT_DEDUPE_BUFFER_SIZE
@@ -84,6 +85,7 @@ class LogManager:
                  cleaner_dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._dir_lock = DataDirLock.acquire(self.data_dir)
         self.clock = clock
         self.default_config = default_config or LogConfig()
         self._lock = threading.Lock()
@@ -95,7 +97,11 @@ class LogManager:
         self._stop = threading.Event()
         self._maintenance: threading.Thread | None = None
         self._closed = False
-        self._load()
+        try:
+            self._load()
+        except BaseException:
+            self._dir_lock.release()
+            raise
         if start_background:
             self._flusher.start()
             self._maintenance = threading.Thread(
@@ -206,5 +212,8 @@ class LogManager:
         if self._maintenance is not None:
             self._maintenance.join()
         self._flusher.stop()
-        for plog in self.logs().values():
-            plog.close()
+        try:
+            for plog in self.logs().values():
+                plog.close()
+        finally:
+            self._dir_lock.release()

@@ -71,3 +71,30 @@ def test_bad_setting_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0
     assert "num.partitions" in out.stderr
+
+
+def test_second_broker_on_same_data_dir_is_refused(tmp_path: Path) -> None:
+    data_dir = tmp_path / "d"
+    first = subprocess.Popen(
+        [*CLI, "--data-dir", str(data_dir), "--listen", "127.0.0.1:0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stderr is not None
+        for line in first.stderr:  # wait until the first one owns the dir and serves
+            if "listening on" in line:
+                break
+        second = subprocess.run(
+            [*CLI, "--data-dir", str(data_dir), "--listen", "127.0.0.1:0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 1
+        assert "Traceback" not in second.stderr
+        assert f"in use by another process (pid {first.pid})" in second.stderr
+        assert first.poll() is None  # the first broker is unharmed
+    finally:
+        first.kill()
+        first.wait()
