@@ -32,7 +32,13 @@ def test_kafka_python_group(broker: EmbeddedBroker) -> None:
     owned: list[set[int]] = [set(), set(), set()]
 
     def run(i: int) -> None:
-        c = KafkaConsumer("t", bootstrap_servers=bootstrap, **COMMON)
+        c = KafkaConsumer(bootstrap_servers=bootstrap, **COMMON)
+        # Learn the topic's partitions before joining.  kafka-python 3.0.12 otherwise may
+        # join with no metadata, assign nothing, and rejoin; in that extra rebalance one
+        # member sometimes receives its SyncGroup answer (logged by the client) but never
+        # applies it and never heartbeats again, leaving the group unbalanced for good.
+        wait_until(lambda: c.partitions_for_topic("t"), 10, "kafka-python metadata for t")
+        c.subscribe(["t"])
         try:
             while not stop.is_set():
                 batches = c.poll(timeout_ms=100)
