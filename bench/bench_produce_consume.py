@@ -22,11 +22,14 @@ Per value size (``--sizes``, default 100 and 1024 bytes) and peer:
   **p50/p99** are per-message delivery-report latencies (``Message.latency()``: from
   ``produce()`` to the acknowledgement), so under saturation they include the time spent
   queued in the client;
-* **consume**: a fresh consumer (``fetch.wait.max.ms=10``, see :func:`consume`) assigned
-  every partition at its start reads them all back (``consume(10000)`` batches); msgs/s
-  and MB/s from ``assign()`` to the last message.  The mock cluster keeps only a bounded
-  tail of each partition, so its consume figure covers fewer records and is dominated by
-  start-up: it is no ceiling.
+* **consume**: a fresh consumer (:data:`CONSUMER_SETTINGS`: ``fetch.wait.max.ms=10``,
+  ``fetch.queue.backoff.ms=10``) assigned every partition at its start reads them all
+  back, exactly low to high watermark per partition (``consume(min(10000, left))``
+  batches; a shortfall after 120 s raises); msgs/s and MB/s from ``assign()`` to the last
+  message, and the longest single ``consume()`` call, where a client-side stall would
+  show.  The mock cluster keeps only a bounded tail of each partition (~125-185k records
+  of 100 B, ~17-19k of 1 KiB), so its consume figure covers fewer records; at 1 KiB it is
+  dominated by start-up: it is no ceiling.
 
 Then ratios Riverbed/Kafka and Riverbed/mock, and the bars Riverbed aims for on a 2-core box.
 Client and broker share the machine's cores: compare ratios within one run, not absolute
@@ -71,6 +74,29 @@ PRODUCE_BAR_MBS_1KIB = 200.0
 CONSUME_BAR_MSGS = 500_000.0
 WARMUP_MESSAGES = 1_000
 MOCK_PARTITIONS = 4  # what librdkafka's mock cluster gives an auto-created topic
+CONSUME_DEADLINE_S = 120.0  # reading up to the high watermarks must finish in this
+
+# The consumer's settings, the same for every peer (plus a fresh ``group.id``; the
+# partitions are assigned, the group is never joined).
+CONSUMER_SETTINGS: dict[str, object] = {
+    "enable.auto.commit": False,
+    "enable.partition.eof": False,
+    "auto.offset.reset": "earliest",
+    # librdkafka's default 500 ms long poll left the consumer idle in 100 ms stretches
+    # against Kafka and Riverbed alike (5-7x slower); a short one measures the broker.
+    "fetch.wait.max.ms": 10,
+    # When the consumer's local queue holds queued.min.messages (100,000, counted over all
+    # assigned partitions, as they share one queue) or queued.max.messages.kbytes (64 MiB),
+    # librdkafka stops fetching for fetch.queue.backoff.ms, 1000 ms by default.  200,000
+    # records of 100 B arrive faster than Python drains them, so whenever the fetcher got
+    # 100,000 ahead the consumer sat idle for a full second, against every peer alike
+    # (~184k msg/s = 201,000 records in ~1.09 s; debug=fetch logs "queued.min.messages
+    # exceeded ... Fetch backoff for 1000ms").  Whether it got that far ahead was a race,
+    # so runs flipped between ~1.5M and ~184k msg/s.  A 10 ms backoff keeps the bounded
+    # prefetch but resumes fetching while ~100,000 records are still queued, so the
+    # consumer never starves waiting on its own timer.
+    "fetch.queue.backoff.ms": 10,
+}
 
 PROFILED_BROKER = """
 import cProfile, sys
@@ -98,6 +124,7 @@ class Result:
     p99_ms: float
     consumed: int  # records read back: timed + warm-up ones (mock: only its retained tail)
     consume_s: float
+    longest_call_ms: float  # the longest consume() call: a client-side stall shows here
 
     @property
     def produce_msgs(self) -> float:
@@ -271,43 +298,57 @@ def produce(bootstrap: str, topic: str, messages: int, size: int) -> tuple[float
     return elapsed, latencies
 
 
-def consume(bootstrap: str, topic: str) -> tuple[int, float]:
-    """Records read from the start of every partition to its high watermark, and seconds.
+def consume(bootstrap: str, topic: str) -> tuple[int, float, float]:
+    """Records read from the start of every partition to its high watermark, seconds, and
+    the longest single ``consume()`` call (s).
 
-    Reads what the log still holds (low to high watermark): librdkafka's mock cluster
-    keeps only a bounded tail of each partition, the brokers keep everything.
+    Reads what the log holds (low to high watermark, taken before ``assign()``): librdkafka's
+    mock cluster keeps only a bounded tail of each partition, the brokers keep everything.
+    Each partition must yield exactly ``high - low`` records, none at or past ``high``: a
+    shortfall after :data:`CONSUME_DEADLINE_S`, an error or a record past the high
+    watermark raises.
     """
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"bench-{topic}",
-        "enable.auto.commit": False,
-        "enable.partition.eof": False,
-        "auto.offset.reset": "earliest",
-        # librdkafka's default 500 ms long poll left the consumer idle in 100 ms stretches
-        # against Kafka and Riverbed alike (5-7x slower); a short one measures the broker.
-        "fetch.wait.max.ms": 10,
-    })
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}",
+                         **CONSUMER_SETTINGS})
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]
         partitions = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions]
-        expected = 0
+        high_watermarks: dict[int, int] = {}
+        remaining: dict[int, int] = {}
         for tp in partitions:
             low, high = consumer.get_watermark_offsets(tp, timeout=10)
-            expected += high - low
-        got = 0
-        deadline = time.monotonic() + 120
+            high_watermarks[tp.partition] = high
+            remaining[tp.partition] = high - low
+        expected = sum(remaining.values())
+        left = expected
+        longest_call = 0.0
+        deadline = time.monotonic() + CONSUME_DEADLINE_S
         start = time.perf_counter()
         consumer.assign(partitions)
-        while got < expected:
+        while left > 0:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"consumed {got}/{expected} records in 120 s")
+                raise RuntimeError(f"consumed {expected - left}/{expected} records in "
+                                   f"{CONSUME_DEADLINE_S:.0f} s, "
+                                   f"missing per partition: {remaining}")
             # Never ask for more than is left: consume() waits its timeout for a full batch.
-            batch = consumer.consume(min(10_000, expected - got), 0.1)
+            called = time.perf_counter()
+            batch = consumer.consume(min(10_000, left), 0.1)
+            longest_call = max(longest_call, time.perf_counter() - called)
             for msg in batch:
                 if msg.error() is not None:
                     raise RuntimeError(str(msg.error()))
-            got += len(batch)
-        return got, time.perf_counter() - start
+                partition, offset = msg.partition(), msg.offset()
+                if partition is None or offset is None:
+                    raise RuntimeError(f"{topic}: a record without partition or offset")
+                if offset >= high_watermarks[partition]:
+                    raise RuntimeError(f"{topic} [{partition}]: record at {offset}, "
+                                       f"past high watermark {high_watermarks[partition]}")
+                remaining[partition] -= 1
+            left -= len(batch)
+        elapsed = time.perf_counter() - start
+        if any(remaining.values()):  # one partition's surplus hid another's shortfall
+            raise RuntimeError(f"{topic}: records per partition off by {remaining}")
+        return expected, elapsed, longest_call
     finally:
         consumer.close()
 
@@ -326,9 +367,9 @@ def measure(peer: str, bootstrap: str, size: int, messages: int, partitions: int
         create_topic(bootstrap, topic, partitions)
     produce_s, latencies = produce(bootstrap, topic, messages, size)
     latencies.sort()
-    consumed, consume_s = consume(bootstrap, topic)
+    consumed, consume_s, longest_call_s = consume(bootstrap, topic)
     return Result(peer, size, messages, produce_s, percentile(latencies, 0.50) * 1e3,
-                  percentile(latencies, 0.99) * 1e3, consumed, consume_s)
+                  percentile(latencies, 0.99) * 1e3, consumed, consume_s, longest_call_s * 1e3)
 
 
 # -- report -----------------------------------------------------------------------------
@@ -338,11 +379,15 @@ def print_result(r: Result) -> None:
     print(f"{r.peer:<9} {r.size:>5} B  produce {r.produce_msgs:>10,.0f} msg/s "
           f"{r.produce_mbs:>7.1f} MB/s  p50 {r.p50_ms:>7.1f} ms  p99 {r.p99_ms:>7.1f} ms  "
           f"consume {r.consume_msgs:>10,.0f} msg/s {r.consume_mbs:>7.1f} MB/s "
-          f"({r.consumed:,} read)", flush=True)
+          f"({r.consumed:,} read, longest consume() {r.longest_call_ms:,.0f} ms)", flush=True)
 
 
 def summarise(results: list[Result], pick: Callable[[list[float]], float]) -> list[Result]:
-    """One Result per (peer, size): ``pick`` (median, min) applied to each timing."""
+    """One Result per (peer, size): ``pick`` (median, min) applied to each timing.
+
+    Consume timings are picked per record read, as the mock cluster's runs read different
+    numbers of records; the summary reports the first run's count at the picked rate.
+    """
     groups: dict[tuple[str, int], list[Result]] = {}
     for r in results:
         groups.setdefault((r.peer, r.size), []).append(r)
@@ -350,7 +395,8 @@ def summarise(results: list[Result], pick: Callable[[list[float]], float]) -> li
         Result(peer, size, runs[0].messages,
                pick([r.produce_s for r in runs]), pick([r.p50_ms for r in runs]),
                pick([r.p99_ms for r in runs]), runs[0].consumed,
-               pick([r.consume_s for r in runs]))
+               pick([r.consume_s / max(r.consumed, 1) for r in runs]) * runs[0].consumed,
+               pick([r.longest_call_ms for r in runs]))
         for (peer, size), runs in groups.items()
     ]
 
