@@ -10,8 +10,10 @@ event loop and does everything the coordinator may not do itself:
   default 50), partition :func:`~riverbed.coordinator.partition_for` of its group — the
   same partition Kafka would use, in Kafka's record formats
   (:mod:`riverbed.coordinator.records`), one v2 batch per partition per call.
-  Acknowledged once appended (page cache); fsync follows the topic's flush policy, as
-  Kafka's defaults do.
+  Under a durable flush policy (Riverbed's default, ``flush.messages=1``) the answer to
+  a call that wrote records waits for the fsync that covers them
+  (:meth:`GroupService.take_flush_futures`, awaited by the handlers), so an acknowledged
+  offset commit survives a power loss, like an ``acks=all`` produce.
 * **Recovery.**  On start every partition of ``__consumer_offsets`` is read from its log
   start and replayed in order (:meth:`GroupCoordinator.replay`), then
   :meth:`GroupCoordinator.on_loaded` starts the members' sessions.  Classic groups'
@@ -34,6 +36,7 @@ the error propagates (the connection is closed; the client retries).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -106,6 +109,7 @@ class GroupService:
         self.coordinator = GroupCoordinator(self.config, BrokerTopics(broker))
         self._waiting: dict[int, asyncio.Future[Deferred]] = {}
         self._early: dict[int, Deferred] = {}
+        self._flush_futures: list[concurrent.futures.Future[None]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline_ms: int | None = None
         self._closed = False
@@ -161,10 +165,18 @@ class GroupService:
         if self._closed:
             raise CoordinatorClosedError("the group coordinator is shutting down")
         reply = handler(self._clock.now_ms())
+        self._flush_futures = []
         self._append(reply.records)
         self._deliver()
         self._rearm()
         return reply.response
+
+    def take_flush_futures(self) -> list[concurrent.futures.Future[None]]:
+        """The fsyncs covering what the last :meth:`execute` appended (empty under a
+        non-durable flush policy or when it appended nothing); the caller awaits them
+        before answering."""
+        futures, self._flush_futures = self._flush_futures, []
+        return futures
 
     def query(self, fn: Callable[[], R]) -> R:
         """A read-only call (OffsetFetch, ListGroups, ...): no records, no completions."""
@@ -202,8 +214,10 @@ class GroupService:
         try:
             for p, items in sorted(by_partition.items()):
                 plog = self._broker.topics.partition_log(OFFSETS_TOPIC_NAME, p)
-                plog.append(build_batch(items, clock=self._clock), check_producer=False)
+                result = plog.append(build_batch(items, clock=self._clock), check_producer=False)
                 self._broker.purgatory.notify((OFFSETS_TOPIC_NAME, p))
+                if plog.durable_acks:
+                    self._flush_futures.append(plog.flush_future(result.last_offset))
         except Exception:
             log.exception("appending to %s failed; reloading the group coordinator",
                           OFFSETS_TOPIC_NAME)

@@ -9,6 +9,7 @@ dropped).  v1 adds the subscribed topic regex.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from riverbed.broker.handlers.group_common import call, client_host
@@ -30,7 +31,7 @@ Resp = ConsumerGroupHeartbeatResponse
 
 def handle(
     broker: Broker, header: RequestHeader, request: ConsumerGroupHeartbeatRequest
-) -> ConsumerGroupHeartbeatResponse:
+) -> ConsumerGroupHeartbeatResponse | Awaitable[ConsumerGroupHeartbeatResponse]:
     owned: dict[str, frozenset[int]] | None = None
     if request.topic_partitions is not None:
         owned = {}

@@ -5,6 +5,7 @@ Groups with members answer NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from riverbed.broker.handlers.group_common import call
@@ -20,7 +21,7 @@ API_KEY = 42
 
 def handle(
     broker: Broker, header: RequestHeader, request: DeleteGroupsRequest
-) -> DeleteGroupsResponse:
+) -> DeleteGroupsResponse | Awaitable[DeleteGroupsResponse]:
     coordinator = broker.groups.coordinator
     names = list(request.groups_names)
     return call(

@@ -15,6 +15,8 @@ unset, members are reported at :data:`DEFAULT_CLIENT_HOST` (we listen on loopbac
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, TypeVar
@@ -46,13 +48,26 @@ def call(
     handler: Callable[[int], Reply[R]],
     encode: Callable[[R], W],
     error: Callable[[ErrorCode], W],
-) -> W:
-    """Run a coordinator call that never defers; COORDINATOR_NOT_AVAILABLE when closed."""
+) -> W | Awaitable[W]:
+    """Run a coordinator call that never defers; COORDINATOR_NOT_AVAILABLE when closed.
+
+    If the call wrote records under a durable flush policy, the answer waits for the
+    fsync that covers them (an awaitable is returned; the connection keeps answers in
+    request order)."""
     try:
         response = broker.groups.execute(handler)
     except CoordinatorClosedError:
         return error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    flushes = broker.groups.take_flush_futures()
+    if flushes:
+        return _after_flush(flushes, encode(response))
     return encode(response)
+
+
+async def _after_flush(flushes: list[concurrent.futures.Future[None]], answer: W) -> W:
+    for fut in flushes:
+        await asyncio.wrap_future(fut)
+    return answer
 
 
 def call_deferrable(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from riverbed.broker.handlers.group_common import call
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
 API_KEY = 12
 
 
-def handle(broker: Broker, header: RequestHeader, request: HeartbeatRequest) -> HeartbeatResponse:
+def handle(
+    broker: Broker, header: RequestHeader, request: HeartbeatRequest
+) -> HeartbeatResponse | Awaitable[HeartbeatResponse]:
     req = Beat(request.group_id, request.generation_id, request.member_id,
                request.group_instance_id)
     coordinator = broker.groups.coordinator

@@ -6,6 +6,7 @@ v0-2 name one ``member_id`` (its error is the top-level one); v3+ a batch of mem
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from riverbed.broker.handlers.group_common import call
@@ -25,7 +26,7 @@ BATCHED_VERSION = 3
 
 def handle(
     broker: Broker, header: RequestHeader, request: LeaveGroupRequest
-) -> LeaveGroupResponse:
+) -> LeaveGroupResponse | Awaitable[LeaveGroupResponse]:
     batched = header.api_version >= BATCHED_VERSION
     if batched:
         members = tuple(MemberIdentity(m.member_id, m.group_instance_id, m.reason)

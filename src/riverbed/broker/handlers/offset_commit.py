@@ -10,6 +10,7 @@ the coordinator, as Kafka's broker does; the rest are validated and stored by it
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from riverbed.broker.handlers.group_common import call
@@ -32,7 +33,7 @@ Partition = OffsetCommitResponse.OffsetCommitResponsePartition
 
 def handle(
     broker: Broker, header: RequestHeader, request: OffsetCommitRequest
-) -> OffsetCommitResponse:
+) -> OffsetCommitResponse | Awaitable[OffsetCommitResponse]:
     version = header.api_version
     by_id = version >= TOPIC_IDS_VERSION
     ids: dict[str, uuid.UUID] = {}

@@ -6,6 +6,7 @@ unknown groups (GROUP_ID_NOT_FOUND); deletions are persisted as tombstones.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from riverbed.broker.handlers.group_common import call
@@ -25,7 +26,7 @@ Resp = OffsetDeleteResponse
 
 def handle(
     broker: Broker, header: RequestHeader, request: OffsetDeleteRequest
-) -> OffsetDeleteResponse:
+) -> OffsetDeleteResponse | Awaitable[OffsetDeleteResponse]:
     req = Delete(request.group_id, tuple(
         TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions))
     coordinator = broker.groups.coordinator
