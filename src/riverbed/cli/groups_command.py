@@ -11,74 +11,29 @@ be overwritten by its next commit.  ``--to-offset`` is clamped to the partition'
 [earliest, latest] range; ``--to-datetime`` picks the first offset at or after the
 timestamp (latest when there is none).
 
-Before any request the command checks that a bootstrap server accepts a TCP connection,
-so an unreachable broker is reported at once ("cannot reach a broker at HOST:PORT ...")
-instead of as a request timeout; librdkafka's own log lines go to Python logging (the
-``riverbed.cli.kafka_client`` logger), not the terminal.
+Connection handling (reachability check, quiet client logs) is shared with the other
+admin commands: :mod:`riverbed.cli.kafka_admin`.
 
-Errors (unreachable broker, unknown group, active group) raise :class:`GroupCommandError`;
+Errors (unknown group, active group, refused requests) raise :class:`GroupCommandError`;
 the ``cli`` group in :mod:`riverbed.cli.main` prints them as one line and exits non-zero.
 """
 
 from __future__ import annotations
 
-import logging
-import socket
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
+from riverbed.cli.kafka_admin import TIMEOUT_S, bootstrap_option
+from riverbed.cli.kafka_admin import admin_client as _admin
 from riverbed.errors import RiverbedError
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-TIMEOUT_S = 10.0
-CONNECT_TIMEOUT_S = 3.0
 _RESETTABLE_STATES = ("EMPTY", "DEAD", "UNKNOWN")
 
 
 class GroupCommandError(RiverbedError):
     """A ``riverbed groups`` command failed (message is for the user)."""
-
-
-_client_log = logging.getLogger("riverbed.cli.kafka_client")
-
-
-def _check_reachable(bootstrap: str) -> None:
-    """Fail fast with a clear message when no bootstrap server accepts a TCP connection
-    (librdkafka would otherwise retry quietly until the request times out)."""
-    problems = []
-    for server in (s.strip() for s in bootstrap.split(",") if s.strip()):
-        host, _, port = server.rpartition(":")
-        try:
-            port_number = int(port)
-        except ValueError:
-            raise GroupCommandError(f"--bootstrap-server {server!r} is not HOST:PORT") from None
-        try:
-            with socket.create_connection((host.strip("[]") or "127.0.0.1", port_number),
-                                          timeout=CONNECT_TIMEOUT_S):
-                return
-        except OSError as exc:
-            problems.append(f"{server}: {exc.strerror or exc}")
-    raise GroupCommandError(
-        f"cannot reach a broker at {bootstrap} ({'; '.join(problems) or 'no address'}); "
-        "is it running, and is --bootstrap-server right?")
-
-
-def _admin(bootstrap: str) -> Any:
-    """An AdminClient whose librdkafka log lines go to Python logging (silent by
-    default), so a CLI user sees one error line, not the client's connection chatter.
-    Checks first that some bootstrap server is reachable."""
-    from confluent_kafka.admin import AdminClient
-
-    _check_reachable(bootstrap)
-
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "socket.timeout.ms": 10_000,
-        "logger": _client_log,
-    }
-    return AdminClient(conf)
 
 
 def _result(future: Any, what: str) -> Any:
@@ -96,12 +51,6 @@ def _result(future: Any, what: str) -> Any:
 
 def _state(description: Any) -> str:
     return str(getattr(description.state, "name", description.state)).upper()
-
-
-bootstrap_option = click.option(
-    "--bootstrap-server", "bootstrap", default=DEFAULT_BOOTSTRAP, show_default=True,
-    metavar="HOST:PORT", help="A broker to talk to.",
-)
 
 
 @click.group("groups")

@@ -40,7 +40,9 @@ def main() -> None:
     from riverbed.cli import commands  # noqa: F401  (registers subcommands)
     from riverbed.cli.demo_command import demo_command
     from riverbed.cli.groups_command import groups
+    from riverbed.cli.topics_command import topics
 
     cli.add_command(groups)
+    cli.add_command(topics)
     cli.add_command(demo_command)
     cli()
