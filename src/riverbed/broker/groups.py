@@ -62,6 +62,10 @@ if TYPE_CHECKING:
     from riverbed.broker.server import Broker
     from riverbed.storage.log import PartitionLog
 
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+"""Settings ``__consumer_offsets`` is created with (the partition count comes from
+``offsets.topic.num.partitions``)."""
+
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
@@ -123,7 +127,7 @@ class GroupService:
             topic = topics.create_topic(
                 OFFSETS_TOPIC_NAME,
                 self.config.offsets_topic_num_partitions,
-                configs={"cleanup.policy": "compact"},
+                configs=dict(OFFSETS_TOPIC_CONFIGS),
             )
         return topic.partitions
 

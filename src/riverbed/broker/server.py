@@ -27,7 +27,7 @@ from typing import Any
 
 from riverbed.broker.cluster import load_or_create_cluster_id
 from riverbed.broker.connection import KafkaConnection
-from riverbed.broker.groups import GroupService
+from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, GroupService
 from riverbed.broker.producer_ids import ProducerIdManager
 from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import TopicManager
@@ -176,7 +176,7 @@ class Broker:
         GroupService would inline; it finds the topic and keeps its partition count."""
         if self.topics.get(OFFSETS_TOPIC_NAME) is None:
             await self.topics.create_topic_async(
-                OFFSETS_TOPIC_NAME, partitions, configs={"cleanup.policy": "compact"}
+                OFFSETS_TOPIC_NAME, partitions, configs=dict(OFFSETS_TOPIC_CONFIGS)
             )
 
     async def stop(self, timeout_s: float = 10.0) -> None:
