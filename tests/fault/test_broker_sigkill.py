@@ -271,6 +271,10 @@ def test_sigkilled_broker_keeps_acknowledged_records_exactly_once(tmp_path: Path
         for _ in range(KILLS):
             target = len(app.ledger.acked) + rng.randint(*ACKS_PER_ROUND)
             app.produce_until_acked(target, timeout_s=30)
+            # Reaching the target can drain the pipeline (every report in); a fresh burst,
+            # not yet polled for, guarantees the kill lands with records in flight.
+            for _ in range(512):
+                app.produce_one()
             kills.append({"acked": len(app.ledger.acked), "outstanding": app.ledger.outstanding})
             broker.kill()
             broker.start()
