@@ -10,11 +10,11 @@ writes (the broker's event loop thread).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from riverbed.errors import StorageError
+from riverbed.storage.checkpoint import write_atomically
 
 
 def read_json(path: Path) -> Any | None:
@@ -31,20 +31,4 @@ def read_json(path: Path) -> Any | None:
 
 def write_json_atomic(path: Path, value: Any) -> None:
     """Replace ``path`` with ``value`` as JSON: tmp + fsync + rename + fsync(dir)."""
-    tmp = path.with_name(path.name + ".tmp")
-    data = json.dumps(value, indent=2, sort_keys=True).encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_atomically(path, json.dumps(value, indent=2, sort_keys=True).encode())

@@ -41,7 +41,6 @@ used instead.  Not thread-safe: the owning log's lock guards it.
 
 from __future__ import annotations
 
-import os
 import struct
 from collections import deque
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from pathlib import Path
 
 from riverbed.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from riverbed.protocol.batch import BatchHeader, crc32c
+from riverbed.storage.checkpoint import write_atomically
 
 BATCHES_PER_PRODUCER = 5
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -189,13 +189,7 @@ class ProducerStateManager:
                 body += _BATCH.pack(m.first_seq, m.last_seq, m.first_offset, m.last_offset)
         tail = struct.pack(">i", len(self.entries)) + bytes(body)
         data = struct.pack(">hI", 1, crc32c(tail)) + tail
-        path = self.snapshot_path(offset)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        write_atomically(self.snapshot_path(offset), data)
 
     def _read_snapshot(self, path: Path) -> dict[int, ProducerStateEntry] | None:
         data = path.read_bytes()
