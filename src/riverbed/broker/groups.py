@@ -57,6 +57,7 @@ from riverbed.coordinator.config import coordinator_config_from_props
 from riverbed.errors import RiverbedError
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.records import build_batch, iter_batches_with_records
+from riverbed.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from riverbed.broker.server import Broker
@@ -219,7 +220,7 @@ class GroupService:
             for p, items in sorted(by_partition.items()):
                 plog = self._broker.topics.partition_log(OFFSETS_TOPIC_NAME, p)
                 result = plog.append(build_batch(items, clock=self._clock), check_producer=False)
-                self._broker.purgatory.notify((OFFSETS_TOPIC_NAME, p))
+                self._broker.purgatory.notify(TopicPartition(OFFSETS_TOPIC_NAME, p))
                 if plog.durable_acks:
                     self._flush_futures.append(plog.flush_future(result.last_offset))
         except Exception:

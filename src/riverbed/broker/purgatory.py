@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-TopicPartition = tuple[str, int]
+from riverbed.protocol.topic_partition import TopicPartition
 
 
 class FetchPurgatory:

@@ -41,7 +41,6 @@ from riverbed.coordinator.api import (
     Pending,
     SyncGroupRequest,
     SyncGroupResponse,
-    TopicPartition,
     TopicPartitions,
 )
 from riverbed.coordinator.config import GroupCoordinatorConfig
@@ -52,6 +51,7 @@ from riverbed.coordinator.errors import GroupCoordinatorError
 from riverbed.coordinator.partitioning import OFFSETS_TOPIC_NAME, java_string_hash, partition_for
 from riverbed.coordinator.records import CoordinatorRecord
 from riverbed.coordinator.state import ClassicGroupState, ConsumerGroupState, MemberState
+from riverbed.protocol.topic_partition import TopicPartition
 
 __all__ = [
     "LEAVE_GROUP_MEMBER_EPOCH",

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.topic_partition import TopicPartition
 
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
@@ -30,12 +31,6 @@ class Pending:
     leader's assignment): it arrives later as a :class:`Completion` with this ``token``."""
 
     token: int
-
-
-@dataclass(frozen=True, slots=True)
-class TopicPartition:
-    topic: str
-    partition: int
 
 
 # -- classic group protocol ---------------------------------------------------------

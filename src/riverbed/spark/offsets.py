@@ -16,21 +16,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from riverbed.errors import ConfigError
+from riverbed.protocol.topic_partition import TopicPartition
 
 EARLIEST = -2
 """Offset sentinel in user-supplied JSON: the partition's log start offset."""
 LATEST = -1
 """Offset sentinel in user-supplied JSON: the partition's high watermark."""
-
-
-class TopicPartition(NamedTuple):
-    """One Kafka log partition (hashable, orderable, picklable)."""
-
-    topic: str
-    partition: int
 
 
 PartitionOffsets = dict[TopicPartition, int]

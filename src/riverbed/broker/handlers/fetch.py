@@ -32,6 +32,7 @@ from riverbed.errors import UnknownTopicIdError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import FetchRequest, FetchResponse
+from riverbed.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from riverbed.broker.server import Broker
@@ -90,8 +91,12 @@ def _complete(broker: Broker, request: FetchRequest, total: int, errors: bool) -
     )
 
 
-def _tps(broker: Broker, request: FetchRequest, uses_ids: bool) -> list[tuple[str, int]]:
-    return [(_name(broker, t, uses_ids), p.partition) for t in request.topics for p in t.partitions]
+def _tps(broker: Broker, request: FetchRequest, uses_ids: bool) -> list[TopicPartition]:
+    return [
+        TopicPartition(_name(broker, t, uses_ids), p.partition)
+        for t in request.topics
+        for p in t.partitions
+    ]
 
 
 async def _fetch(

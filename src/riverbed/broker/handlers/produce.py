@@ -30,6 +30,7 @@ from riverbed.errors import (
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import ProduceRequest, ProduceResponse
+from riverbed.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from riverbed.broker.server import Broker
@@ -107,7 +108,7 @@ def _append(
         if error_code_for(exc) == ErrorCode.UNKNOWN_SERVER_ERROR:
             log.exception("append to %s-%d failed", name, index)
         return _error(index, exc)
-    broker.purgatory.notify((name, index))
+    broker.purgatory.notify(TopicPartition(name, index))
     if flushes is not None and not result.duplicate:
         flushes.append(plog.flush_future(result.last_offset))
     return PartitionResponse(
