@@ -47,7 +47,7 @@ import struct
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +105,22 @@ class FetchResult:
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
+
+
+def _settle(fut: Future[None], exc: BaseException | None = None) -> None:
+    """Resolve ``fut`` (or fail it with ``exc``) unless its waiter has cancelled it.
+
+    A waiter cancels when it stops caring, e.g. a client disconnects while its acks=-1
+    produce waits (``asyncio.wrap_future`` cancels the underlying future).  Never raises,
+    so a cancelled future never stops a loop over the other waiters.
+    """
+    try:
+        if exc is None:
+            fut.set_result(None)
+        else:
+            fut.set_exception(exc)
+    except InvalidStateError:
+        pass  # cancelled (or, impossibly, already done): nobody is waiting for it
 
 
 def _set_log_append_time(buf: bytearray, pos: int, header: BatchHeader, now_ms: int) -> None:
@@ -377,7 +393,7 @@ class PartitionLog:
                     self._reset_unflushed()
                 ready = self._pop_waiters(self._flushed_offset)
         for fut in ready:
-            fut.set_result(None)
+            _settle(fut)
         return target
 
     def flush_due(self, monotonic_ms: int) -> int | None:
@@ -402,13 +418,13 @@ class PartitionLog:
 
     def _resolve_waiters(self, flushed: int) -> None:
         for fut in self._pop_waiters(flushed):
-            fut.set_result(None)
+            _settle(fut)
 
     def _fail_waiters(self, exc: BaseException) -> None:
         with self._lock:
             waiters, self._waiters = self._waiters, []
         for _o, _s, fut in waiters:
-            fut.set_exception(exc)
+            _settle(fut, exc)
 
     def checkpoint(self) -> None:
         """Persist recovery point, log start and cleaner offsets if they changed."""
@@ -561,8 +577,8 @@ class PartitionLog:
             stale = [w for w in self._waiters if w[0] >= end]
             self._waiters = [w for w in self._waiters if w[0] < end]
             heapq.heapify(self._waiters)
-        for _o, _s, fut in stale:
-            fut.set_exception(OffsetOutOfRangeError(f"offset {_o} was truncated"))
+        for o, _s, fut in stale:
+            _settle(fut, OffsetOutOfRangeError(f"offset {o} was truncated"))
 
     # -- compaction hooks (riverbed.storage.cleaner) -----------------------------------
 
@@ -639,9 +655,9 @@ class PartitionLog:
             ready = self._pop_waiters(end)
             stale, self._waiters = self._waiters, []
         for fut in ready:
-            fut.set_result(None)
+            _settle(fut)
         for _o, _s, fut in stale:
-            fut.set_exception(LogClosedError("log closed"))
+            _settle(fut, LogClosedError("log closed"))
 
     def close_unclean(self) -> None:
         """Close the files without any of the clean-shutdown steps (tests: simulate a crash)."""

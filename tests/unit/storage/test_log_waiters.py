@@ -1,0 +1,122 @@
+"""PartitionLog flush waiters: a cancelled waiter (a client that went away) is skipped and
+never strands the others, whichever path resolves or fails them (issue 15.1)."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+from _batches import batch
+
+from riverbed.clock import ManualClock
+from riverbed.errors import LogClosedError, OffsetOutOfRangeError
+from riverbed.storage import LogConfig, PartitionLog
+
+# Interval policy without a flusher thread: flush_future queues a waiter and nothing
+# resolves it until an explicit flush / roll / truncate / close.
+INTERVAL = LogConfig(flush_messages=1_000_000, flush_ms=3_600_000)
+
+
+def open_log(tmp_path: Path, config: LogConfig = INTERVAL) -> PartitionLog:
+    return PartitionLog.open(tmp_path / "t-0", config, clock=ManualClock())
+
+
+def waiters(log: PartitionLog, n: int) -> list[Future[None]]:
+    futures = []
+    for i in range(n):
+        result = log.append(batch(b"v%d" % i))
+        futures.append(log.flush_future(result.last_offset))
+    assert not any(f.done() for f in futures)
+    return futures
+
+
+def test_flush_skips_a_cancelled_waiter_and_resolves_the_others(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    futures = waiters(log, 5)
+    assert futures[0].cancel() and futures[2].cancel()
+    assert log.flush() == 5  # used to raise InvalidStateError: CANCELLED
+    for i in (1, 3, 4):
+        assert futures[i].result(timeout=0) is None
+    # nothing is left queued: a later flush has no stale waiter to trip on
+    later = log.flush_future(log.append(batch(b"x")).last_offset)
+    later.cancel()
+    log.flush()
+    log.close()
+
+
+def test_a_waiter_cancelled_after_queueing_does_not_block_later_flushes(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    first = waiters(log, 1)[0]
+    first.cancel()
+    second = waiters(log, 1)[0]
+    log.flush()
+    assert second.result(timeout=0) is None
+    log.close()
+
+
+def test_roll_skips_a_cancelled_waiter(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    futures = waiters(log, 3)
+    futures[1].cancel()
+    log.roll()  # the rolled segment is made durable; its waiters resolve once it is
+    log.flush()
+    assert futures[0].result(timeout=5) is None and futures[2].result(timeout=5) is None
+    log.close()
+
+
+def test_close_with_a_cancelled_waiter_completes(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    futures = waiters(log, 3)
+    futures[0].cancel()
+    log.close()  # used to raise InvalidStateError half-way (DeleteTopics)
+    assert futures[1].result(timeout=0) is None and futures[2].result(timeout=0) is None
+    reopened = open_log(tmp_path)  # the close was complete: clean shutdown, nothing lost
+    assert reopened.log_end_offset == 3 and reopened.flushed_offset == 3
+    reopened.close()
+
+
+def test_close_fails_pending_waiters_past_a_cancelled_one(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    futures = waiters(log, 2)
+    # waiters for offsets the close does not cover (never appended) are failed
+    beyond = [log.flush_future(10 + i) for i in range(3)]
+    beyond[0].cancel()
+    log.close()
+    assert all(f.result(timeout=0) is None for f in futures)
+    for f in beyond[1:]:
+        with pytest.raises(LogClosedError):
+            f.result(timeout=0)
+
+
+def test_truncate_fails_cancelled_and_live_waiters_alike(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    futures = waiters(log, 4)
+    futures[2].cancel()
+    log.truncate_to(1)
+    for f in (futures[1], futures[3]):
+        with pytest.raises(OffsetOutOfRangeError):
+            f.result(timeout=0)
+    log.flush()
+    assert futures[0].result(timeout=0) is None
+    log.close()
+
+
+def test_failed_fsync_fails_the_others_past_a_cancelled_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = open_log(tmp_path)
+    futures = waiters(log, 3)
+    futures[0].cancel()
+    segment = log.segments()[-1]
+
+    def broken_fsync() -> None:
+        raise OSError(5, "injected EIO")
+
+    monkeypatch.setattr(segment, "fsync", broken_fsync)
+    with pytest.raises(OSError):
+        log.flush()
+    for f in futures[1:]:
+        assert isinstance(f.exception(timeout=0), Exception)
+    monkeypatch.undo()
+    log.close()
