@@ -4,9 +4,10 @@
 (latest) answers the high watermark (also for read_committed: there are no open
 transactions, so the last stable offset equals it); -3 (max timestamp, KIP-734) answers
 the first record carrying the log's largest timestamp, found as Kafka finds it (see
-:mod:`riverbed.broker.max_timestamp`), or offset -1 on an empty log; -5 (earliest pending
-upload, tiered storage) answers offset -1; a timestamp >= 0 answers the first offset whose
-batch's max timestamp is >= it, or offset -1 when there is none (Kafka's behaviour).
+:func:`riverbed.storage.timestamps.offset_of_max_timestamp`), or offset -1 on an empty
+log; -5 (earliest pending upload, tiered storage) answers offset -1; a timestamp >= 0
+answers the first offset whose batch's max timestamp is >= it, or offset -1 when there is
+none (Kafka's behaviour).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from riverbed.broker.max_timestamp import offset_of_max_timestamp
 from riverbed.errors import error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
+from riverbed.storage.timestamps import offset_of_max_timestamp
 
 if TYPE_CHECKING:
     from riverbed.broker.server import Broker
@@ -59,7 +60,7 @@ def _offset(
         elif ts == LATEST:
             offset = plog.high_watermark
         elif ts == MAX_TIMESTAMP:
-            found = offset_of_max_timestamp(plog)
+            found = offset_of_max_timestamp(plog.segments())
             if found is not None:
                 offset, found_ts = found
         elif ts >= 0:

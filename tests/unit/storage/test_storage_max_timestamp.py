@@ -8,9 +8,9 @@ from tempfile import TemporaryDirectory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from riverbed.broker.max_timestamp import offset_of_max_timestamp
 from riverbed.protocol.records import SimpleRecord, build_batch
 from riverbed.storage import LogConfig, PartitionLog
+from riverbed.storage.timestamps import offset_of_max_timestamp
 
 # A log is a list of batches; a batch is (codec, record timestamps).
 batches_st = st.lists(
@@ -41,12 +41,12 @@ def test_first_record_with_the_largest_timestamp(
             if stamps:
                 top = max(stamps)
                 expected = (stamps.index(top), top)
-            assert offset_of_max_timestamp(plog) == expected
+            assert offset_of_max_timestamp(plog.segments()) == expected
         finally:
             plog.close()
         # Reopened: segment maxima are rebuilt from the time index, a coarser hint.
         plog = PartitionLog.open(directory, config)
         try:
-            assert offset_of_max_timestamp(plog) == expected
+            assert offset_of_max_timestamp(plog.segments()) == expected
         finally:
             plog.close()
