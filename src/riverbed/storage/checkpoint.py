@@ -9,7 +9,8 @@
 
 Writes are atomic: write ``.tmp``, fsync, rename over, fsync the directory, so a crash
 leaves either the old or the new checkpoint.  A missing or unreadable file reads as
-"nothing known" (recovery point 0: everything is re-checked).
+"nothing known" (recovery point 0: everything is re-checked); an unreadable one is
+logged as a WARNING naming the file.
 
 ``.clean_shutdown`` is created, fsynced, by a clean close and deleted at open; its
 presence means the indexes and the end of the log can be trusted without CRC checks.
@@ -17,9 +18,12 @@ presence means the indexes and the end of the log can be trusted without CRC che
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "partition.checkpoint"
 CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
@@ -51,16 +55,22 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 
 def read_checkpoint(directory: Path) -> PartitionCheckpoint:
+    path = directory / CHECKPOINT_FILE
     try:
-        text = (directory / CHECKPOINT_FILE).read_text()
-    except (FileNotFoundError, UnicodeDecodeError):
+        text = path.read_text()
+    except FileNotFoundError:
         return PartitionCheckpoint()
+    except UnicodeDecodeError:
+        text = ""
     values: dict[str, int] = {}
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[1].lstrip("-").isdigit():
             values[parts[0]] = int(parts[1])
-    if values.get("version") != 1:
+    if values.get("version") != 1 or "recovery_point" not in values:
+        log.warning("ignoring unreadable %s: every segment is CRC-checked "
+                    "(full recovery) and the log start offset falls back to the first "
+                    "segment's base offset", path)
         return PartitionCheckpoint()
     return PartitionCheckpoint(
         recovery_point=max(values.get("recovery_point", 0), 0),

@@ -93,6 +93,12 @@ class _SparseIndex:
         self.path.write_bytes(b"")
         self.flush()
 
+    def clear(self) -> None:
+        """Forget every entry in memory; the file is left alone until :meth:`rewrite`."""
+        del self.keys[:]
+        del self.values[:]
+        self._written = 0
+
     def reset(self) -> None:
         self._truncate_entries(0)
         self.path.write_bytes(b"")

@@ -42,6 +42,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import logging
 import os
 import struct
 import threading
@@ -53,6 +54,7 @@ from pathlib import Path
 
 from riverbed.clock import SYSTEM_CLOCK, Clock
 from riverbed.errors import (
+    CorruptSegmentError,
     InvalidRecordError,
     LogClosedError,
     MessageTooLargeError,
@@ -78,12 +80,14 @@ from riverbed.storage.checkpoint import (
 )
 from riverbed.storage.config import DAY_MS, FlushPolicy, LogConfig
 from riverbed.storage.deletion import DeletionQueue
+from riverbed.storage.flush_mark import FlushMark, reset_flush_mark, write_flush_mark
 from riverbed.storage.flusher import GroupCommitFlusher
 from riverbed.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from riverbed.storage.recovery import SWAP_SUFFIX, load_segments
 from riverbed.storage.segment import LOG_SUFFIX, LogSegment, segment_name
 from riverbed.storage.validation import validate_batches
 
+_logger = logging.getLogger(__name__)
 _MAX_RELATIVE = 0x7FFFFFFF
 _ATTRS = struct.Struct(">h")
 _TS = struct.Struct(">q")
@@ -156,6 +160,7 @@ class PartitionLog:
         self._first_unflushed_mono_ms = -1
         self._closed = False
         self._deletions = DeletionQueue()
+        self._offline: CorruptSegmentError | None = None
         self.producers = ProducerStateManager(directory, producer_id_expiration_ms)
 
     # -- opening ----------------------------------------------------------------------
@@ -170,9 +175,13 @@ class PartitionLog:
                    producer_id_expiration_ms)
         clean = consume_clean_shutdown(directory)
         cp = read_checkpoint(directory)
-        self._segments = load_segments(directory, cp, clean=clean,
-                                       index_interval_bytes=config.index_interval_bytes,
-                                       now_ms=clock.now_ms())
+        try:
+            self._segments = load_segments(directory, cp, clean=clean,
+                                           index_interval_bytes=config.index_interval_bytes,
+                                           now_ms=clock.now_ms())
+        except CorruptSegmentError as exc:
+            self._take_offline(cp, exc)
+            return self
         self._bases = [s.base_offset for s in self._segments]
         end = self._segments[-1].next_offset
         self._log_start_offset = min(max(cp.log_start_offset, self._segments[0].base_offset), end)
@@ -183,6 +192,29 @@ class PartitionLog:
         if flusher is not None:
             flusher.register(self)
         return self
+
+    def _take_offline(self, cp: PartitionCheckpoint, exc: CorruptSegmentError) -> None:
+        """Recovery found damaged acknowledged data: serve nothing, touch nothing.
+
+        The files stay exactly as found (no truncation, no checkpoint, no clean-shutdown
+        marker, so the next start checks them again); every operation raises ``exc``
+        (KAFKA_STORAGE_ERROR); other partitions are unaffected.
+        """
+        _logger.error("partition %s is OFFLINE: %s. Its files are left untouched; see "
+                      "docs/storage.md (Corruption) to inspect or accept the loss",
+                      self.directory, exc)
+        self._offline = exc
+        self._closed = True
+        base = cp.log_start_offset
+        self._segments = [LogSegment(self.directory, base, -1, 0,
+                                     self._config.index_interval_bytes, self._clock.now_ms())]
+        self._bases = [base]
+        self._log_start_offset = self._flushed_offset = base
+
+    @property
+    def offline_error(self) -> CorruptSegmentError | None:
+        """Why the partition is offline (recovery refused its files), or None."""
+        return self._offline
 
     def _rebuild_producer_state(self) -> None:
         end = self._segments[-1].next_offset
@@ -303,6 +335,8 @@ class PartitionLog:
         )
 
     def _check_open(self) -> None:
+        if self._offline is not None:
+            raise self._offline
         if self._closed:
             raise LogClosedError(f"log {self.directory.name} is closed")
 
@@ -382,11 +416,13 @@ class PartitionLog:
                     self._resolve_waiters(self._flushed_offset)
                     return self._flushed_offset
                 active.flush_indexes()
+                mark = FlushMark(active.base_offset, target, active.size)
             try:
                 active.fsync()
             except OSError as exc:
                 self._fail_waiters(StorageError(f"fsync of {active.log_path} failed: {exc}"))
                 raise
+            self._write_flush_mark(mark)
             with self._lock:
                 self._flushed_offset = max(self._flushed_offset, target)
                 if self._segments[-1].next_offset == target:
@@ -395,6 +431,14 @@ class PartitionLog:
         for fut in ready:
             _settle(fut)
         return target
+
+    def _write_flush_mark(self, mark: FlushMark) -> None:
+        """Record the fsynced position for recovery (see :mod:`~riverbed.storage.flush_mark`);
+        a failure only weakens corruption detection, so it is logged, not raised."""
+        try:
+            write_flush_mark(self.directory, mark)
+        except OSError as exc:
+            _logger.warning("cannot write the flushed position of %s: %s", self.directory, exc)
 
     def flush_due(self, monotonic_ms: int) -> int | None:
         """For the flusher: 0 when an interval flush is due, else ms to wait, or None."""
@@ -552,6 +596,12 @@ class PartitionLog:
             self._check_open()
             if offset >= self._segments[-1].next_offset:
                 return
+            # Lower the durable claims (flushed mark, recovery point) before cutting, so a
+            # crash in between never reads as lost acknowledged data.
+            reset_flush_mark(self.directory)
+            floor = max([b for b in self._bases if b < offset] or [max(offset, 0)])
+            self._flushed_offset = min(self._flushed_offset, floor)
+            self._write_checkpoint_locked()
             if offset <= self._segments[0].base_offset:
                 for seg in self._segments:
                     self._retire(seg)

@@ -15,15 +15,23 @@ Steps, in order:
    deleted.
 3. After a clean shutdown every segment is trusted: indexes are loaded if consistent
    (else rebuilt).  After an unclean stop every segment that may hold offsets at or above
-   the recovery point is CRC-checked batch by batch and its indexes rebuilt:
+   the recovery point is CRC-checked batch by batch and its indexes rebuilt.
 
-   * a torn or corrupt tail of the **last** segment is truncated to the last valid batch
-     (only data never covered by an fsync can be there);
-   * a bad batch in an earlier segment raises CorruptSegmentError naming the file and
-     byte position: sealed segments are fsynced at roll, so this is real corruption and
-     is never silently cut.
+   The *acknowledged bound* is the larger of ``partition.checkpoint``'s recovery point
+   and the offset of ``flushed.mark`` (:mod:`riverbed.storage.flush_mark`), plus the
+   mark's byte position when it names the last segment.  Everything below it was
+   fsynced, so:
 
-The result is a list of loaded segments (never empty).
+   * an invalid batch of the **last** segment at or after the bound is a torn write: it
+     and everything after it are truncated (WARNING);
+   * an invalid batch *below* the bound, a bad batch in an earlier (sealed, fsynced)
+     segment, or a log that ends below the bound is corruption of acknowledged data:
+     CorruptSegmentError naming the file and byte position.  Nothing is cut; the caller
+     (:meth:`PartitionLog.open`) takes the partition offline.
+
+The result is a list of loaded segments (never empty).  Segments loaded as trusted are
+not CRC-checked here: their batches are verified before they are first served
+(:meth:`LogSegment.locate_verified`).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from pathlib import Path
 from riverbed.errors import CorruptRecordError, CorruptSegmentError
 from riverbed.protocol.batch import HEADER_SIZE, BatchHeader
 from riverbed.storage.checkpoint import PartitionCheckpoint, fsync_dir
+from riverbed.storage.flush_mark import FlushMark, read_flush_mark
 from riverbed.storage.segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -123,7 +132,13 @@ def load_segments(directory: Path, checkpoint: PartitionCheckpoint, *, clean: bo
     finish_interrupted_operations(directory)
     bases = segment_bases(directory)
     _delete_orphan_indexes(directory, bases)
+    mark = read_flush_mark(directory)
+    bound = max(checkpoint.recovery_point, mark.offset if mark is not None else 0)
     if not bases:
+        if bound > checkpoint.log_start_offset:
+            raise CorruptSegmentError(
+                f"{directory} has no segment but offsets below {bound} were acknowledged "
+                "(fsynced): the log files are missing")
         bases = [checkpoint.log_start_offset]
     segments: list[LogSegment] = []
     try:
@@ -132,25 +147,46 @@ def load_segments(directory: Path, checkpoint: PartitionCheckpoint, *, clean: bo
                                   created_ms=now_ms)
             segments.append(seg)
             next_base = bases[i + 1] if i + 1 < len(bases) else None
-            last = next_base is None
             unflushed = next_base is None or next_base > checkpoint.recovery_point
             if clean or not unflushed:
                 seg.load_trusted(next_base)
+            elif next_base is not None:
+                seg.rebuild(sealed=True)
             else:
-                valid = seg.rebuild(sealed=not last)
-                if valid != seg.size:
-                    log.warning("truncating torn tail of %s: %d bytes after byte %d",
-                                seg.log_path, seg.size - valid, valid)
-                    seg.truncate_bytes(valid)
-                    seg.fsync()
+                _recover_last(seg, bound, mark)
             if next_base is not None and seg.next_offset > next_base:
                 raise CorruptSegmentError(
                     f"segment {seg.log_path} holds offsets up to {seg.next_offset - 1}, "
                     f"overlapping the next segment at {next_base}"
                 )
+        end = segments[-1].next_offset
+        if end < bound:
+            raise CorruptSegmentError(
+                f"log {directory} ends at offset {end} (segment {segments[-1].log_path}, "
+                f"{segments[-1].size} bytes) but offsets below {bound} were acknowledged "
+                "(fsynced): acknowledged data is missing")
     except BaseException:
         for seg in segments:
             seg.close()
         raise
     fsync_dir(directory)
     return segments
+
+
+def _recover_last(seg: LogSegment, bound: int, mark: FlushMark | None) -> None:
+    """CRC-check the last segment; cut a torn tail, refuse damage below the bound."""
+    valid = seg.rebuild(sealed=False)
+    if valid == seg.size:
+        return
+    position = mark.position if mark is not None and mark.segment_base == seg.base_offset else 0
+    if valid < position or seg.next_offset < bound:
+        raise CorruptSegmentError(
+            f"corrupt record batch in {seg.log_path} at byte {valid} ({seg.describe_end()}), "
+            f"below the flushed position (offset {bound}, byte "
+            f"{position}): acknowledged, fsynced data is damaged; refusing to truncate it"
+        )
+    log.warning("truncating torn tail of %s: %d bytes after byte %d (beyond the flushed "
+                "position: offset %d, byte %d)", seg.log_path, seg.size - valid, valid,
+                bound, position)
+    seg.truncate_bytes(valid)
+    seg.fsync()

@@ -125,15 +125,21 @@ class LogSegment:
         if valid_end != self.size and sealed:
             raise CorruptSegmentError(
                 f"corrupt record batch in sealed segment {self.log_path} at byte {valid_end} "
-                f"(after offset {self.next_offset - 1}); refusing to truncate it"
+                f"({self.describe_end()}); refusing to truncate it"
             )
         self.offset_index.rewrite()
         self.time_index.rewrite()
         return valid_end
 
+    def describe_end(self) -> str:
+        """Where the valid batches end, for error messages."""
+        if self.next_offset == self.base_offset:
+            return "the segment's first batch"
+        return f"after offset {self.next_offset - 1}"
+
     def _reset_state(self) -> None:
-        self.offset_index.reset()
-        self.time_index.reset()
+        self.offset_index.clear()
+        self.time_index.clear()
         self.next_offset = self.base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1

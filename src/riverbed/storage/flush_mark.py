@@ -1,0 +1,90 @@
+"""The flushed position of a partition: a lower bound of its acknowledged prefix.
+
+``flushed.mark`` (binary, exactly 32 bytes, big-endian, rewritten in place)::
+
+    magic        4 bytes   b"RBFM"
+    segment_base int64     base offset of the segment the position is in
+    offset       int64     every batch below this offset was fsynced (flushed_offset)
+    position     int64     byte length of that segment's fsynced prefix
+    crc          uint32    CRC-32C of the 28 bytes before it
+
+Written by :meth:`PartitionLog.flush` *after* each fsync of the active segment, with one
+``pwrite`` and no fsync of its own: it reaches the disk with the kernel's write-back or
+the next checkpoint, so after a process crash (SIGKILL) it is exact and after a power
+loss it may be older (a lower bound, still true).  Its content is only ever a position
+that *was* fsynced when it was written, so it never claims too much; the one operation
+that makes an old mark false, :meth:`PartitionLog.truncate_to`, resets it durably
+(:func:`reset_flush_mark`) before cutting the log.
+
+A torn or garbage mark fails its CRC and reads as "nothing known" (``None``) with a
+WARNING; recovery then falls back to ``partition.checkpoint``'s recovery point.
+
+Recovery (:mod:`riverbed.storage.recovery`) treats an invalid batch *below* the mark as
+corruption of acknowledged data, and only one *above* it as a torn write.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from riverbed.protocol.batch import crc32c
+from riverbed.storage.checkpoint import fsync_dir
+
+log = logging.getLogger(__name__)
+
+FLUSH_MARK_FILE = "flushed.mark"
+_MAGIC = b"RBFM"
+_BODY = struct.Struct(">4sqqq")
+_CRC = struct.Struct(">I")
+MARK_SIZE = _BODY.size + _CRC.size
+
+
+@dataclass(frozen=True, slots=True)
+class FlushMark:
+    segment_base: int
+    offset: int
+    position: int
+
+
+def encode(mark: FlushMark) -> bytes:
+    body = _BODY.pack(_MAGIC, mark.segment_base, mark.offset, mark.position)
+    return body + _CRC.pack(crc32c(body))
+
+
+def write_flush_mark(directory: Path, mark: FlushMark) -> None:
+    """Overwrite the mark in place (no fsync, see the module docstring)."""
+    fd = os.open(directory / FLUSH_MARK_FILE, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.pwrite(fd, encode(mark), 0)
+    finally:
+        os.close(fd)
+
+
+def reset_flush_mark(directory: Path) -> None:
+    """Remove the mark durably (before an operation that cuts fsynced data)."""
+    path = directory / FLUSH_MARK_FILE
+    if path.exists():
+        path.unlink()
+        fsync_dir(directory)
+
+
+def read_flush_mark(directory: Path) -> FlushMark | None:
+    """The mark, or None when absent or unreadable (a WARNING names the file)."""
+    path = directory / FLUSH_MARK_FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    if len(data) == MARK_SIZE:
+        body = data[: _BODY.size]
+        magic, base, offset, position = _BODY.unpack(body)
+        (crc,) = _CRC.unpack_from(data, _BODY.size)
+        if magic == _MAGIC and crc == crc32c(body) and min(base, offset, position) >= 0:
+            return FlushMark(base, offset, position)
+    log.warning("ignoring unreadable %s (%d bytes): recovery falls back to the recovery "
+                "point of partition.checkpoint", path, len(data))
+    return None

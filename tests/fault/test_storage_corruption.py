@@ -1,0 +1,172 @@
+"""Corruption of acknowledged data is detected, never mistaken for a torn tail, never
+served and never silently hides records.
+
+    acknowledged (fsynced)            flushed.mark         torn write allowed
+    [batch 0][batch 1] ... [batch k]  ^ offset/byte   [batch k+1 ...]
+    damage here: partition offline    |               damage here: truncated (WARNING)
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from riverbed.clock import ManualClock
+from riverbed.errors import CorruptSegmentError
+from riverbed.protocol.records import build_batch, iter_batches_with_records
+from riverbed.storage import LogConfig, LogManager, PartitionLog
+from riverbed.storage.config import LONG_MAX
+from riverbed.storage.flush_mark import FLUSH_MARK_FILE
+
+DURABLE = LogConfig(segment_bytes=1 << 20, index_interval_bytes=256)  # fsync per append
+LAZY = LogConfig(segment_bytes=1 << 20, index_interval_bytes=256, flush_messages=LONG_MAX)
+
+
+def fill(directory: Path, config: LogConfig, n: int, *, flush_after: int | None = None) -> None:
+    """n one-record batches; with ``flush_after`` only that many are fsynced (the rest
+    stay in the page cache), then a crash-like close."""
+    log = PartitionLog.open(directory, config, clock=ManualClock())
+    for i in range(n):
+        if flush_after is not None and i == flush_after:
+            log.flush()
+        log.append(build_batch([(None, f"value-{i}".encode(), 1000 + i)]))
+    log.close_unclean()
+
+
+def batch_positions(path: Path) -> list[int]:
+    data = path.read_bytes()
+    pos, out = 0, []
+    while pos < len(data):
+        out.append(pos)
+        pos += int.from_bytes(data[pos + 8 : pos + 12], "big") + 12
+    return out
+
+
+def flip(path: Path, position: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(position)
+        b = f.read(1)[0]
+        f.seek(position)
+        f.write(bytes([b ^ 0x10]))
+
+
+def read_values(log: PartitionLog) -> list[bytes | None]:
+    out: list[bytes | None] = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20).records
+        for h, rs in iter_batches_with_records(data):
+            out.extend(r.value for r in rs if r.offset >= offset)
+            offset = h.next_offset
+    return out
+
+
+def test_flipped_byte_below_flushed_position_takes_partition_offline(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "t-0"
+    fill(d, DURABLE, 300)
+    seg = d / "00000000000000000000.log"
+    victim = batch_positions(seg)[95]
+    flip(seg, victim + 40)  # inside the CRC-covered part of batch 95 of 300
+    size = seg.stat().st_size
+    with caplog.at_level(logging.WARNING):
+        log = PartitionLog.open(d, DURABLE, clock=ManualClock())
+    assert log.offline_error is not None
+    assert "torn tail" not in caplog.text
+    assert any(r.levelno == logging.ERROR and "OFFLINE" in r.getMessage()
+               for r in caplog.records)
+    with pytest.raises(CorruptSegmentError, match=rf"{seg.name} at byte {victim}\b"):
+        log.read(0, 1 << 20)
+    with pytest.raises(CorruptSegmentError):
+        log.append(build_batch([(None, b"x", 1)]))
+    log.close()
+    assert seg.stat().st_size == size  # the 205 acknowledged records after it are kept
+    assert not (d / ".clean_shutdown").exists()  # the next start checks again
+    assert PartitionLog.open(d, DURABLE, clock=ManualClock()).offline_error is not None
+
+
+def test_torn_write_beyond_flushed_position_is_truncated(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "t-0"
+    fill(d, LAZY, 20, flush_after=12)
+    seg = d / "00000000000000000000.log"
+    flip(seg, batch_positions(seg)[15] + 40)
+    with caplog.at_level(logging.WARNING):
+        log = PartitionLog.open(d, LAZY, clock=ManualClock())
+    assert log.offline_error is None
+    assert log.log_end_offset == 15
+    assert "torn tail" in caplog.text
+    assert read_values(log) == [f"value-{i}".encode() for i in range(15)]
+    log.close()
+
+
+def test_log_cut_below_flushed_position_is_refused(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    fill(d, DURABLE, 50)
+    seg = d / "00000000000000000000.log"
+    with open(seg, "r+b") as f:
+        f.truncate(batch_positions(seg)[30] + 5)
+    log = PartitionLog.open(d, DURABLE, clock=ManualClock())
+    assert log.offline_error is not None
+    with pytest.raises(CorruptSegmentError, match="acknowledged"):
+        log.read(0, 100)
+
+
+def test_other_partitions_keep_working(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for p in (0, 1):
+        fill(data / f"t-{p}", DURABLE, 40)
+    seg = data / "t-0" / "00000000000000000000.log"
+    flip(seg, batch_positions(seg)[10] + 40)
+    mgr = LogManager(data, start_background=False, default_config=DURABLE)
+    try:
+        bad, good = mgr.get("t", 0), mgr.get("t", 1)
+        assert bad is not None and good is not None
+        with pytest.raises(CorruptSegmentError):
+            bad.read(0, 100)
+        assert read_values(good) == [f"value-{i}".encode() for i in range(40)]
+        good.append(build_batch([(None, b"more", 1)]))
+        assert good.log_end_offset == 41
+    finally:
+        mgr.close()
+
+
+def test_garbage_checkpoint_is_logged_and_fully_recovered(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "t-0"
+    fill(d, DURABLE, 10)
+    (d / "partition.checkpoint").write_bytes(b"\x00garbage\xff\n")
+    with caplog.at_level(logging.WARNING):
+        log = PartitionLog.open(d, DURABLE, clock=ManualClock())
+    assert "partition.checkpoint" in caplog.text and "full recovery" in caplog.text
+    assert read_values(log) == [f"value-{i}".encode() for i in range(10)]
+    log.close()
+
+
+def test_garbage_flush_mark_falls_back_to_checkpoint(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "t-0"
+    fill(d, LAZY, 10, flush_after=5)
+    (d / FLUSH_MARK_FILE).write_bytes(b"\xff" * 32)
+    with caplog.at_level(logging.WARNING):
+        log = PartitionLog.open(d, LAZY, clock=ManualClock())
+    assert FLUSH_MARK_FILE in caplog.text
+    assert log.log_end_offset == 10
+    log.close()
+
+
+def test_truncate_to_is_not_mistaken_for_lost_data(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    fill(d, DURABLE, 20)
+    log = PartitionLog.open(d, DURABLE, clock=ManualClock())
+    log.truncate_to(7)
+    log.append(build_batch([(None, b"after", 1)]))
+    log.close_unclean()
+    shutil.copytree(d, tmp_path / "copy")
+    log = PartitionLog.open(tmp_path / "copy", DURABLE, clock=ManualClock())
+    assert log.offline_error is None
+    assert read_values(log)[-2:] == [b"value-6", b"after"]
+    log.close()
