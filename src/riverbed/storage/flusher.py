@@ -98,7 +98,10 @@ class GroupCommitFlusher:
                 due = target.flush_due(now_ms)
                 if due == 0:
                     self._flush(target)
-                elif due is not None:
+                    # The next interval starts now: without asking again the thread
+                    # would sleep a full second and the interval would drift to ~1 s.
+                    due = target.flush_due(time.monotonic_ns() // 1_000_000)
+                if due is not None:
                     wait_ms = min(wait_ms, due)
             wait_s = max(wait_ms, 1) / 1000
             if time.monotonic() - last_checkpoint >= self._checkpoint_interval_ms / 1000:

@@ -3,6 +3,7 @@ never strands the others, whichever path resolves or fails them (issue 15.1)."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from _batches import batch
 from riverbed.clock import ManualClock
 from riverbed.errors import LogClosedError, OffsetOutOfRangeError
 from riverbed.storage import LogConfig, PartitionLog
+from riverbed.storage.flusher import GroupCommitFlusher
 
 # Interval policy without a flusher thread: flush_future queues a waiter and nothing
 # resolves it until an explicit flush / roll / truncate / close.
@@ -120,3 +122,20 @@ def test_failed_fsync_fails_the_others_past_a_cancelled_one(
         assert isinstance(f.exception(timeout=0), Exception)
     monkeypatch.undo()
     log.close()
+
+
+def test_interval_flusher_keeps_its_interval_after_a_flush(tmp_path: Path) -> None:
+    """Under flush.ms the flusher used to sleep a full second after each interval flush,
+    so an acks=-1 wait took ~1 s whatever flush.ms said."""
+    flusher = GroupCommitFlusher()
+    flusher.start()
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(flush_messages=1_000_000, flush_ms=50),
+                            clock=ManualClock(), flusher=flusher)
+    try:
+        for i in range(4):
+            started = time.monotonic()
+            log.flush_future(log.append(batch(b"v%d" % i)).last_offset).result(timeout=5)
+            assert time.monotonic() - started < 0.5, f"wait {i} took too long"
+    finally:
+        log.close()
+        flusher.stop()
