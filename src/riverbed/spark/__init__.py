@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from riverbed.spark.data_source import RiverbedDataSource
 from riverbed.spark.idempotent import IdempotentSQLiteSink
-from riverbed.spark.source import RiverbedDataSource
 
 
 def register(spark: SparkSession) -> None:

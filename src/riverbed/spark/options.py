@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from riverbed.errors import ConfigError
+from riverbed.protocol.topic_partition import TopicPartition
 from riverbed.spark.offsets import (
     EARLIEST,
     LATEST,
     PartitionOffsets,
-    TopicPartition,
     parse_offsets_json,
     parse_timestamps_json,
 )

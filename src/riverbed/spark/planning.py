@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from riverbed.spark.offsets import PartitionOffsets, TopicPartition
+from riverbed.protocol.topic_partition import TopicPartition
+from riverbed.spark.offsets import PartitionOffsets
 
 
 @dataclass(frozen=True, slots=True)

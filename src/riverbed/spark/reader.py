@@ -2,7 +2,7 @@
 
 Planning runs on the driver (in the Python process Spark starts for the data source),
 reading runs in Spark tasks: one input partition per log-partition offset range
-``[from_offset, until_offset)``, read by :func:`~riverbed.spark.fetch.read_offset_range`
+``[from_offset, until_offset)``, read by :func:`~riverbed.spark.partition_reader.read_offset_range`
 into Arrow record batches.
 
 Stream offsets are Spark's Kafka source offsets (see :mod:`riverbed.spark.offsets`), kept
@@ -15,9 +15,10 @@ retention) before the query read them -- the checkpointed offset is below the pa
 log start offset.  With ``failOnDataLoss=true`` (the default) the query fails with an
 :class:`~riverbed.errors.OffsetOutOfRangeError` naming the partition and the lost offset
 range; with ``false`` a warning naming them is logged (logger ``riverbed.spark``) and the
-query skips ahead to the log start offset.  The driver checks before planning each
-micro-batch; a task that still finds its start deleted (deleted between planning and
-reading) applies the same rule (see :mod:`riverbed.spark.fetch`).
+query skips ahead to the log start offset (the rule: :mod:`riverbed.spark.data_loss`).
+The driver checks before planning each micro-batch; a task that still finds its start
+deleted (deleted between planning and reading) applies the same rule (see
+:mod:`riverbed.spark.partition_reader`).
 
 Readers are pickled to Spark's Python workers; the driver-only Kafka admin client is
 dropped on pickling and re-created lazily.  Not thread-safe (Spark calls one method at a
@@ -26,7 +27,6 @@ time).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -39,15 +39,15 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from riverbed.errors import ConfigError, OffsetOutOfRangeError
-from riverbed.spark.admin import OffsetFetcher
-from riverbed.spark.fetch import read_offset_range
+from riverbed.errors import ConfigError
+from riverbed.protocol.topic_partition import TopicPartition
+from riverbed.spark.data_loss import deleted_records_message, handle_data_loss
+from riverbed.spark.offset_lookup import OffsetLookup
 from riverbed.spark.offsets import (
     EARLIEST,
     LATEST,
     OffsetsDict,
     PartitionOffsets,
-    TopicPartition,
     from_offsets_dict,
     to_offsets_dict,
 )
@@ -61,9 +61,8 @@ from riverbed.spark.options import (
     SpecificOffsets,
     select_partitions,
 )
+from riverbed.spark.partition_reader import read_offset_range
 from riverbed.spark.planning import OffsetRange, offset_ranges, rate_limit
-
-LOG = logging.getLogger("riverbed.spark")
 
 
 class KafkaInputPartition(InputPartition):
@@ -79,25 +78,25 @@ class _Planner:
 
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
-        self._fetcher: OffsetFetcher | None = None
+        self._lookup: OffsetLookup | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"_options": self._options, "_fetcher": None}
+        return {"_options": self._options, "_lookup": None}
 
     def __setstate__(self, state: Mapping[str, Any]) -> None:
         self._options = state["_options"]
-        self._fetcher = None
+        self._lookup = None
 
     @property
-    def fetcher(self) -> OffsetFetcher:
-        if self._fetcher is None:
-            self._fetcher = OffsetFetcher(
+    def lookup(self) -> OffsetLookup:
+        if self._lookup is None:
+            self._lookup = OffsetLookup(
                 self._options.kafka_config(), self._options.poll_timeout_ms
             )
-        return self._fetcher
+        return self._lookup
 
     def current_partitions(self) -> set[TopicPartition]:
-        return select_partitions(self._options.subscription, self.fetcher.partition_counts())
+        return select_partitions(self._options.subscription, self.lookup.partition_counts())
 
     def resolve(
         self, spec: OffsetSpec, partitions: set[TopicPartition], *, start: bool
@@ -106,14 +105,14 @@ class _Planner:
         name = "startingOffsets" if start else "endingOffsets"
         match spec:
             case Earliest():
-                return self.fetcher.earliest(partitions)
+                return self.lookup.earliest(partitions)
             case Latest():
-                return self.fetcher.latest(partitions)
+                return self.lookup.latest(partitions)
             case SpecificOffsets():
                 wanted = spec.as_dict()
                 _check_same_partitions(name, set(wanted), partitions)
-                earliest = self.fetcher.earliest(tp for tp, o in wanted.items() if o == EARLIEST)
-                latest = self.fetcher.latest(tp for tp, o in wanted.items() if o == LATEST)
+                earliest = self.lookup.earliest(tp for tp, o in wanted.items() if o == EARLIEST)
+                latest = self.lookup.latest(tp for tp, o in wanted.items() if o == LATEST)
                 return {tp: earliest.get(tp, latest.get(tp, o)) for tp, o in wanted.items()}
             case GlobalTimestamp(timestamp_ms):
                 return self._by_timestamp({tp: timestamp_ms for tp in partitions}, start=start)
@@ -125,7 +124,7 @@ class _Planner:
     def _by_timestamp(
         self, timestamps: Mapping[TopicPartition, int], *, start: bool
     ) -> PartitionOffsets:
-        found = self.fetcher.for_timestamps(timestamps)
+        found = self.lookup.for_timestamps(timestamps)
         missing = sorted(tp for tp, offset in found.items() if offset is None)
         if missing and start and self._options.timestamp_strategy == "error":
             names = ", ".join(f"{t}-{p}" for t, p in missing)
@@ -133,7 +132,7 @@ class _Planner:
                 f"no record at or after the starting timestamp in {names} "
                 "(set startingOffsetsByTimestampStrategy=latest to start at the end)"
             )
-        latest = self.fetcher.latest(missing)
+        latest = self.lookup.latest(missing)
         return {tp: (offset if offset is not None else latest[tp]) for tp, offset in found.items()}
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -150,11 +149,7 @@ class _Planner:
 
     def data_loss(self, message: str) -> None:
         """Fail with ``message`` under ``failOnDataLoss=true``; otherwise log it and go on."""
-        if self._options.fail_on_data_loss:
-            raise OffsetOutOfRangeError(
-                f"{message}; some records may have been lost. Set failOnDataLoss=false to skip"
-            )
-        LOG.warning("%s; skipping (failOnDataLoss=false)", message)
+        handle_data_loss(message, fail_on_data_loss=self._options.fail_on_data_loss)
 
     def skip_deleted(self, begin: PartitionOffsets) -> PartitionOffsets:
         """``begin`` with every offset below its partition's log start offset moved up to it.
@@ -163,21 +158,18 @@ class _Planner:
         """
         if not begin:
             return {}
-        earliest = self.fetcher.earliest(begin)
+        earliest = self.lookup.earliest(begin)
         moved = dict(begin)
         for tp in sorted(begin):
             if begin[tp] < earliest[tp]:
-                self.data_loss(
-                    f"{tp.topic}-{tp.partition}: records [{begin[tp]}, {earliest[tp]}) were "
-                    f"deleted before the query read them (log start offset is {earliest[tp]})"
-                )
+                self.data_loss(deleted_records_message(*tp, begin[tp], earliest[tp]))
                 moved[tp] = earliest[tp]
         return moved
 
     def close(self) -> None:
-        if self._fetcher is not None:
-            self._fetcher.close()
-            self._fetcher = None
+        if self._lookup is not None:
+            self._lookup.close()
+            self._lookup = None
 
 
 def _check_same_partitions(
@@ -240,7 +232,7 @@ class RiverbedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         current = self._planner.current_partitions()
-        self._available_now = self._planner.fetcher.latest(current)
+        self._available_now = self._planner.lookup.latest(current)
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> OffsetsDict:
         begin = from_offsets_dict(start, "checkpoint offsets")
@@ -253,8 +245,8 @@ class RiverbedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 planner.data_loss(f"partition {tp.topic}-{tp.partition} disappeared")
         begin = {tp: offset for tp, offset in begin.items() if tp in current}
         begin = planner.skip_deleted(begin)
-        begin.update(planner.fetcher.earliest(current - set(begin)))
-        latest = self._available_now or planner.fetcher.latest(current)
+        begin.update(planner.lookup.earliest(current - set(begin)))
+        latest = self._available_now or planner.lookup.latest(current)
         latest = {tp: latest[tp] for tp in current}
         for tp, offset in latest.items():
             if offset < begin[tp]:
@@ -277,7 +269,7 @@ class RiverbedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin.update(self._planner.skip_deleted(reading))
         new = set(until) - set(begin)
         if new:
-            begin.update(self._planner.fetcher.earliest(new))
+            begin.update(self._planner.lookup.earliest(new))
         return [KafkaInputPartition(r) for r in offset_ranges(begin, until)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

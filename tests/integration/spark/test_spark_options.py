@@ -1,4 +1,7 @@
-"""Bad options fail before a query starts, with a message naming the problem."""
+"""Bad options fail before a query starts, with a message naming the problem.
+
+Option parsing alone (no session, no broker) is tested in tests/unit/spark.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from riverbed.errors import ConfigError
-from riverbed.spark.admin import OffsetFetcher
-from riverbed.spark.offsets import TopicPartition
-from riverbed.spark.options import (
-    Earliest,
-    GlobalTimestamp,
-    SpecificOffsets,
-    Subscribe,
-    parse_source_options,
-)
+from riverbed.spark.offset_lookup import OffsetLookup
 
 
 def _load(spark: SparkSession, bootstrap: str, **options: str) -> None:
@@ -48,10 +43,10 @@ def test_unreachable_bootstrap_servers_fail_fast(spark: SparkSession) -> None:
 
 
 def test_unreachable_bootstrap_servers_probe_names_the_cause() -> None:
-    fetcher = OffsetFetcher({"bootstrap.servers": "nosuchhost.invalid:9092"}, 30_000)
+    lookup = OffsetLookup({"bootstrap.servers": "nosuchhost.invalid:9092"}, 30_000)
     started = time.monotonic()
     with pytest.raises(ConfigError, match=r"all servers down.*nosuchhost\.invalid"):
-        fetcher.check_reachable()
+        lookup.check_reachable()
     assert time.monotonic() - started < 5
 
 
@@ -71,49 +66,3 @@ def test_starting_timestamp_without_records_fails_or_starts_at_latest(
         reader.load().collect()
     lenient = reader.option("startingOffsetsByTimestampStrategy", "latest").load()
     assert lenient.count() == 0
-
-
-@pytest.mark.parametrize(
-    ("options", "message"),
-    [
-        ({"subscribe": "a", "assign": '{"a":[0]}'}, "exactly one of"),
-        ({"subscribe": "a", "endingOffsets": "latest"}, "not valid in streaming"),
-        ({"subscribe": "a", "maxOffsetsPerTrigger": "0"}, "must be >= 1"),
-        ({"subscribe": "a", "failOnDataLoss": "maybe"}, "true or false"),
-        ({"subscribe": "a", "kafka.auto.offset.reset": "earliest"}, "tracks offsets itself"),
-        ({"subscribe": "a", "startingOffsets": '{"a":{"x":1}}'}, "is not an integer"),
-        ({"subscribePattern": "("}, "is not a regex"),
-        ({"assign": '{"a":"0"}'}, "assign: expected"),
-    ],
-)
-def test_option_errors(options: dict[str, str], message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        parse_source_options({"kafka.bootstrap.servers": "x:1", **options}, streaming=True)
-
-
-def test_options_are_case_insensitive_and_parsed_like_spark() -> None:
-    parsed = parse_source_options(
-        {
-            "kafka.bootstrap.servers": "x:1",
-            "SUBSCRIBE": "a, b",
-            "startingOffsets": '{"a":{"0":23,"1":-2}}',
-            "kafka.fetch.max.bytes": "1000",
-        },
-        streaming=True,
-    )
-    assert parsed.subscription == Subscribe(("a", "b"))
-    assert parsed.starting == SpecificOffsets(
-        ((TopicPartition("a", 0), 23), (TopicPartition("a", 1), -2))
-    )
-    assert parsed.kafka_config() == {"bootstrap.servers": "x:1", "fetch.max.bytes": "1000"}
-    batch = parse_source_options(
-        {"kafka.bootstrap.servers": "x:1", "subscribe": "a", "startingTimestamp": "5"},
-        streaming=False,
-    )
-    assert batch.starting == GlobalTimestamp(5)
-    assert (
-        parse_source_options(
-            {"kafka.bootstrap.servers": "x:1", "subscribe": "a"}, streaming=False
-        ).starting
-        == Earliest()
-    )

@@ -1,7 +1,8 @@
 """``RiverbedDataSource``: the Python data source registered under the format name ``riverbed``.
 
-It only checks options and hands out readers and writers; see :mod:`riverbed.spark.reader`
-and :mod:`riverbed.spark.sink`.  Options are checked when Spark asks for the schema
+One class serves both directions, as Spark's ``DataSource`` API wants: it only checks
+options and hands out readers (the source, :mod:`riverbed.spark.reader`) and writers (the
+sink, :mod:`riverbed.spark.sink`).  Options are checked when Spark asks for the schema
 (``load()``), so a misspelt option, malformed offsets JSON or unreachable bootstrap
 servers fail before any query starts, with a :class:`~riverbed.errors.ConfigError`
 naming the problem.
@@ -19,7 +20,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from riverbed.errors import ConfigError
-from riverbed.spark.admin import OffsetFetcher
+from riverbed.spark.offset_lookup import OffsetLookup
 from riverbed.spark.options import parse_sink_options, parse_source_options
 from riverbed.spark.reader import RiverbedBatchReader, RiverbedStreamReader
 from riverbed.spark.schema import source_schema
@@ -35,11 +36,11 @@ class RiverbedDataSource(DataSource):
 
     def schema(self) -> StructType:
         options = parse_source_options(self.options, streaming=None)
-        fetcher = OffsetFetcher(options.kafka_config(), options.poll_timeout_ms)
+        lookup = OffsetLookup(options.kafka_config(), options.poll_timeout_ms)
         try:
-            fetcher.check_reachable()  # fail fast on unreachable servers
+            lookup.check_reachable()  # fail fast on unreachable servers
         finally:
-            fetcher.close()
+            lookup.close()
         return source_schema(options.include_headers)
 
     def reader(self, schema: StructType) -> DataSourceReader:

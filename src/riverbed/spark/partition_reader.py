@@ -7,8 +7,9 @@ and yields ``pyarrow.RecordBatch`` es of at most ``batch_rows`` rows in the
 
 Gaps (compacted topics, transaction markers) are fine: the read ends once the consumer's
 position reaches ``until_offset``.  Records missing at the *start* of the range (deleted by
-retention) are data loss: with ``failOnDataLoss`` the task fails naming the partition and
-offsets; without it the read skips ahead to the log start offset.  A broker that makes no
+retention) are data loss, judged by :func:`~riverbed.spark.data_loss.handle_data_loss`: with
+``failOnDataLoss`` the task fails naming the partition and offsets; without it the read
+skips ahead to the log start offset.  A broker that makes no
 progress for ``poll_timeout_ms`` fails the task (Spark retries it).
 
 Runs inside a Spark task: one consumer per call, closed on return or on error.
@@ -16,7 +17,6 @@ Runs inside a Spark task: one consumer per call, closed on return or on error.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -25,11 +25,11 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from riverbed.errors import ConfigError, OffsetOutOfRangeError
+from riverbed.errors import ConfigError
+from riverbed.spark.data_loss import deleted_records_message, handle_data_loss
 from riverbed.spark.planning import OffsetRange
 from riverbed.spark.schema import arrow_schema
 
-LOG = logging.getLogger("riverbed.spark")
 DEFAULT_BATCH_ROWS = 10_000
 _DATA_LOSS = (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
 # librdkafka timestamp types -> Kafka's TimestampType ids (what Spark shows).
@@ -167,17 +167,10 @@ def _on_data_loss(
     """Handle an out-of-range fetch at ``position``; returns where to read next."""
     ktp = KafkaTopicPartition(offset_range.topic, offset_range.partition)
     low, high = consumer.get_watermark_offsets(ktp, timeout=poll_timeout_ms / 1000)
-    where = f"{offset_range.topic}-{offset_range.partition}"
-    lost = f"[{position}, {low})" if low > position else f"from offset {position}"
-    message = (
-        f"{where}: records {lost} were deleted before the query read them (log start offset "
-        f"{low}, end {high})"
+    handle_data_loss(
+        deleted_records_message(offset_range.topic, offset_range.partition, position, low, high),
+        fail_on_data_loss=fail_on_data_loss,
     )
-    if fail_on_data_loss:
-        raise OffsetOutOfRangeError(
-            f"{message}; some records may have been lost. Set failOnDataLoss=false to skip"
-        )
-    LOG.warning("%s; skipping (failOnDataLoss=false)", message)
     target = max(position, low)
     if target >= offset_range.until_offset or target >= high:
         return offset_range.until_offset

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from riverbed.spark.offsets import TopicPartition, from_offsets_dict, to_offsets_dict
+from riverbed.protocol.topic_partition import TopicPartition
+from riverbed.spark.offsets import from_offsets_dict, to_offsets_dict
 from riverbed.spark.options import PartitionTimestamps, parse_source_options
 from riverbed.spark.planning import offset_ranges, rate_limit
 from riverbed.spark.reader import _Planner
@@ -49,7 +50,7 @@ def test_offsets_dict_round_trips(offsets: dict[TopicPartition, int]) -> None:
     assert from_offsets_dict(to_offsets_dict(offsets)) == offsets
 
 
-class FakeFetcher:
+class FakeLookup:
     """Offsets of one partition holding records with timestamps 100, 200, 300 at 0..2."""
 
     def partition_counts(self) -> dict[str, int]:
@@ -76,7 +77,7 @@ def test_starting_timestamp_resolves_to_first_offset_at_or_after_it() -> None:
         streaming=True,
     )
     planner = _Planner(options)
-    planner._fetcher = FakeFetcher()  # type: ignore[assignment]
+    planner._lookup = FakeLookup()  # type: ignore[assignment]
     tp = TopicPartition("t", 0)
     assert planner.resolve(options.starting, {tp}, start=True) == {tp: 1}
     by_partition = PartitionTimestamps(((tp, 300),))

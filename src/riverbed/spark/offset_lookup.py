@@ -1,11 +1,11 @@
 """Driver-side offset and metadata look-ups, over the wire with a Kafka client.
 
-:class:`OffsetFetcher` wraps one confluent-kafka ``AdminClient`` (librdkafka) and answers
+:class:`OffsetLookup` wraps one confluent-kafka ``AdminClient`` (librdkafka) and answers
 the questions the source's planner asks: which partitions exist, and each one's log start
 offset, high watermark, or first offset at/after a timestamp (ListOffsets).  It knows
 nothing of Riverbed's broker: any Kafka-protocol cluster works.
 
-:meth:`OffsetFetcher.check_reachable` is the fail-fast probe ``load()`` runs: it gives up
+:meth:`OffsetLookup.check_reachable` is the fail-fast probe ``load()`` runs: it gives up
 as soon as librdkafka reports every bootstrap server down (connection refused, name not
 resolved -- typically well under a second), and after at most
 :data:`REACHABILITY_TIMEOUT_S` when servers accept no connection at all.
@@ -27,14 +27,15 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin import OffsetSpec as KafkaOffsetSpec  # type: ignore[attr-defined]
 
 from riverbed.errors import ConfigError, UnknownTopicOrPartitionError
-from riverbed.spark.offsets import PartitionOffsets, TopicPartition
+from riverbed.protocol.topic_partition import TopicPartition
+from riverbed.spark.offsets import PartitionOffsets
 
 REACHABILITY_TIMEOUT_S = 10.0
 """Longest the ``load()`` probe waits for a cluster that neither answers nor refuses."""
 _UNREACHABLE = (KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE, KafkaError._AUTHENTICATION)
 
 
-class OffsetFetcher:
+class OffsetLookup:
     """Partition counts and ListOffsets answers for one cluster."""
 
     def __init__(self, kafka_config: Mapping[str, str], timeout_ms: int) -> None:
