@@ -31,7 +31,9 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
         ├── InvalidTopicError
         ├── UnknownTopicIdError
         ├── InvalidPartitionsError
-        └── InvalidReplicationFactorError
+        ├── InvalidReplicationFactorError
+        ├── TopicPolicyViolationError    refused by a broker rule (internal topic, partition cap)
+        └── TopicDeletionDisabledError   delete.topic.enable=false
 
 Each class carries the Kafka :class:`~riverbed.protocol.error_codes.ErrorCode` it maps
 to and whether a client may retry.  :func:`error_code_for` is the single mapping from
@@ -169,6 +171,14 @@ class InvalidPartitionsError(TopicError):
 
 class InvalidReplicationFactorError(TopicError):
     error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+class TopicPolicyViolationError(TopicError):
+    error_code = ErrorCode.POLICY_VIOLATION
+
+
+class TopicDeletionDisabledError(TopicError):
+    error_code = ErrorCode.TOPIC_DELETION_DISABLED
 
 
 def error_code_for(exc: BaseException) -> ErrorCode:

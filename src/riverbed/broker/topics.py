@@ -46,11 +46,12 @@ from riverbed.broker.state_file import read_json, write_json_atomic
 from riverbed.broker.topic_configs import storage_props
 from riverbed.config import BrokerConfig
 from riverbed.errors import (
-    ConfigError,
     InvalidPartitionsError,
     InvalidReplicationFactorError,
     InvalidTopicError,
     TopicAlreadyExistsError,
+    TopicDeletionDisabledError,
+    TopicPolicyViolationError,
     UnknownTopicOrPartitionError,
 )
 from riverbed.storage.config import LogConfig
@@ -63,7 +64,14 @@ TOPICS_FILE = "topics.json"
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_PARTITIONS = 10_000
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+"""Kafka's internal topics (``Topic.INTERNAL_TOPICS``): Metadata lists them with
+``is_internal``; they cannot be deleted, grown, or have records deleted."""
 T = TypeVar("T")
+
+
+def is_internal_topic(name: str) -> bool:
+    return name in INTERNAL_TOPICS
 
 
 @dataclass(slots=True)
@@ -322,6 +330,12 @@ class TopicManager:
         intended = self._intended.get(name)
         if topic is None or intended is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if is_internal_topic(name):
+            # Kafka allows it, but group and transaction coordinators map ids to
+            # partitions by hashing modulo the count: growing it moves their state.
+            raise TopicPolicyViolationError(
+                f"topic {name!r} is internal; its partition count cannot be changed"
+            )
         if count <= intended.partitions:
             raise InvalidPartitionsError(
                 f"topic {name!r} has {intended.partitions} partition(s); "
@@ -332,11 +346,17 @@ class TopicManager:
         return topic, intended.partitions
 
     def _unpublish(self, name: str) -> Topic:
+        if not self._config.delete_topic_enable:
+            raise TopicDeletionDisabledError(
+                "topic deletion is disabled on this broker (delete.topic.enable=false)"
+            )
         topic = self._topics.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        if not self._config.delete_topic_enable:
-            raise ConfigError("topic deletion is disabled (delete.topic.enable=false)")
+        if is_internal_topic(name):
+            raise TopicPolicyViolationError(
+                f"topic {name!r} is internal (the broker's own state) and cannot be deleted"
+            )
         del self._topics[name]
         self._by_id.pop(topic.topic_id, None)
         intended = self._intended.pop(name, None)
@@ -383,10 +403,12 @@ class TopicManager:
         ]
 
     def _delete_on_disk(self, snapshot: dict[str, Any], topic: Topic) -> None:
-        """Save ``snapshot`` (without ``topic``), then delete its partitions; any thread."""
+        """Save ``snapshot`` (without ``topic``), rename all its partition directories out
+        of the way (a later re-create of the name starts empty, even after a crash), then
+        release and remove them; an error on one partition does not stop the others."""
         write_json_atomic(self._path, snapshot)
-        for p in range(topic.partitions):
-            self._logs.delete_partition(topic.name, p)
+        detached = self._logs.detach_partitions(topic.name, range(topic.partitions))
+        self._logs.remove_detached(detached)
 
     def _inline(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` now, on this thread -- or, once the worker exists, behind the

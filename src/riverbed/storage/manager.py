@@ -3,9 +3,16 @@
 Layout: ``<data_dir>/<topic>-<partition>/`` per partition (the partition number is what
 follows the last ``-``), each holding a :class:`~riverbed.storage.log.PartitionLog` and
 ``topic.properties`` (the log's settings as Kafka ``name=value`` lines, rewritten
-atomically by :meth:`LogManager.update_config`).  A deleted partition's directory is
-first renamed to ``<topic>-<partition>.<hex>-delete`` (atomic), then removed; a crash in
-between leaves a ``-delete`` directory that the next start removes.
+atomically by :meth:`LogManager.update_config`).
+
+Deletion, as in Kafka, in two steps: :meth:`LogManager.detach_partitions` takes the logs
+out of the manager and renames each directory to ``<topic>-<partition>.<hex>-delete``
+(one atomic rename each, then one fsync of the data dir), so from then on no reader,
+no re-created partition of the same name and no restart ever sees the old records;
+:meth:`LogManager.remove_detached` then releases each log's descriptors and removes the
+renamed directory.  An error on one partition never stops the others.  A crash in
+between leaves ``-delete`` directories, which the next start removes before opening
+anything.
 
 Threads (``start_background=True``): the group-commit flusher
 (:mod:`riverbed.storage.flusher`) and one maintenance thread that every
@@ -27,10 +34,12 @@ import logging
 import shutil
 import threading
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from riverbed.clock import SYSTEM_CLOCK, Clock
-from riverbed.errors import ConfigError
+from riverbed.errors import ConfigError, LogClosedError
 from riverbed.storage.checkpoint import fsync_dir, write_atomically
 from riverbed.storage.cleaner import CleanerStatus, CleanResult, LogCleaner
 from riverbed.storage.config import DAY_MS, LogConfig
@@ -74,6 +83,29 @@ def _write_properties(directory: Path, config: LogConfig) -> None:
     write_atomically(directory / PROPERTIES_FILE, text.encode())
 
 
+@dataclass(frozen=True, slots=True)
+class DetachedPartition:
+    """A partition taken out of the manager by :meth:`LogManager.detach_partitions`:
+    its directory already renamed to ``doomed``; ``plog`` (None if it was not open)
+    still holds descriptors until :meth:`LogManager.remove_detached`."""
+
+    topic: str
+    partition: int
+    doomed: Path
+    plog: PartitionLog | None
+
+
+def _release_for_deletion(plog: PartitionLog) -> None:
+    """Close a detached log's descriptors without the clean-shutdown writes (its
+    directory has moved: they would fail, or land in a re-created partition's directory)
+    and fail the flush waiters still pending on it."""
+    try:
+        plog.close_unclean()
+    finally:
+        # Produce requests waiting for an fsync of this log get an error, not silence.
+        plog._fail_waiters(LogClosedError(f"{plog.directory.name} was deleted"))
+
+
 class LogManager:
     """Owns the :class:`PartitionLog` of every partition under ``data_dir``."""
 
@@ -112,7 +144,8 @@ class LogManager:
         for path in sorted(self.data_dir.iterdir()):
             if not path.is_dir():
                 continue
-            if path.name.endswith(DELETE_SUFFIX):
+            if path.name.endswith(DELETE_SUFFIX):  # a deletion cut short by a crash
+                log.info("finishing the deletion of %s", path.name)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
             parsed = parse_partition_dir(path.name)
@@ -147,16 +180,47 @@ class LogManager:
             return dict(self._logs)
 
     def delete_partition(self, topic: str, partition: int) -> None:
+        """Both steps of a deletion for one partition (start-up orphans, tests)."""
+        self.remove_detached(self.detach_partitions(topic, [partition]))
+
+    def detach_partitions(self, topic: str, partitions: Iterable[int]) -> list[DetachedPartition]:
+        """Step 1 of a deletion: take ``topic``'s ``partitions`` out of the manager and
+        rename their directories out of the way (then one fsync of the data dir).  A
+        partition with neither a log nor a directory is skipped.  Should a rename fail
+        (it should not: same file system), that directory is removed where it is, so
+        the old records never stay under the partition's name."""
+        detached: list[DetachedPartition] = []
         with self._lock:
-            plog = self._logs.pop((topic, partition), None)
-        if plog is None:
-            return
-        plog.close()
-        doomed = plog.directory.with_name(
-            f"{plog.directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
-        plog.directory.rename(doomed)
-        fsync_dir(self.data_dir)
-        shutil.rmtree(doomed, ignore_errors=True)
+            for p in partitions:
+                plog = self._logs.pop((topic, p), None)
+                directory = self.data_dir / f"{topic}-{p}"
+                if plog is None and not directory.is_dir():
+                    continue
+                doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+                try:
+                    directory.rename(doomed)
+                except OSError:
+                    log.exception("renaming %s failed; removing it in place", directory)
+                    doomed = directory
+                detached.append(DetachedPartition(topic, p, doomed, plog))
+        if detached:
+            fsync_dir(self.data_dir)
+        return detached
+
+    def remove_detached(self, detached: Iterable[DetachedPartition]) -> None:
+        """Step 2: release each detached log and remove its renamed directory.  Never
+        raises: an error on one partition is logged and the others go on (whatever is
+        left on disk ends in ``-delete`` and goes at the next start)."""
+        for d in detached:
+            if d.plog is not None:
+                try:
+                    _release_for_deletion(d.plog)
+                except Exception:
+                    log.exception("closing deleted partition %s-%d failed", d.topic, d.partition)
+            try:
+                shutil.rmtree(d.doomed)
+            except OSError:
+                log.exception("removing %s failed; the next start removes it", d.doomed)
 
     def update_config(self, topic: str, config: LogConfig) -> None:
         for (t, _p), plog in self.logs().items():

@@ -2,7 +2,8 @@
 
 ``offset`` -1 means the high watermark; an offset above the high watermark is
 OFFSET_OUT_OF_RANGE (raised by the storage layer).  The response's ``low_watermark`` is
-the new log start offset.
+the new log start offset.  Records of an internal topic (``__consumer_offsets``...)
+cannot be deleted: INVALID_TOPIC_EXCEPTION, as Kafka answers.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from riverbed.errors import error_code_for
+from riverbed.broker.topics import is_internal_topic
+from riverbed.errors import InvalidTopicError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
@@ -33,6 +35,8 @@ def handle(
         parts = []
         for p in topic.partitions:
             try:
+                if is_internal_topic(topic.name):
+                    raise InvalidTopicError(f"cannot delete records of internal topic {topic.name}")
                 plog = broker.topics.partition_log(topic.name, p.partition_index)
                 offset = plog.high_watermark if p.offset == -1 else p.offset
                 low = plog.delete_records_before(offset)

@@ -1,7 +1,10 @@
 """DeleteTopics (key 20): delete topics by name (v0-5) or by name or id (v6+).
 
 Each topic is independent; an unknown one is UNKNOWN_TOPIC_OR_PARTITION (or
-UNKNOWN_TOPIC_ID).  Long-poll fetches waiting on a deleted topic are woken so they answer
+UNKNOWN_TOPIC_ID).  An internal topic is refused with POLICY_VIOLATION (Kafka itself
+allows it, and every consumer group then fails until a restart).  With
+``delete.topic.enable=false`` every topic answers TOPIC_DELETION_DISABLED (INVALID_REQUEST
+before v3, as in Kafka).  Long-poll fetches waiting on a deleted topic are woken so they answer
 with the error instead of waiting out their timeout.  A deleted topic is gone for every
 request at once; its files are removed on the topic manager's worker thread (a
 :class:`Barrier`), and the response is sent once they are.
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from riverbed.broker.topics import Topic
 
 API_KEY = 20
+DELETION_DISABLED_VERSION = 3
 TOPIC_STATES_VERSION = 6
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -42,6 +46,8 @@ async def _handle(
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
     begun = [_begin(broker, name, topic_id) for name, topic_id in wanted]
+    if header.api_version < DELETION_DISABLED_VERSION:
+        begun = [_old_deletion_disabled(r) if isinstance(r, Result) else r for r in begun]
     broker.purgatory.notify_all()  # the topics are already gone for every request
     results = [r if isinstance(r, Result) else await _finish(*r) for r in begun]
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
@@ -62,6 +68,13 @@ def _begin(
         return Result(
             name=name, topic_id=topic_id, error_code=error_code_for(exc), error_message=str(exc)
         )
+
+
+def _old_deletion_disabled(result: Result) -> Result:
+    """Before v3 the TOPIC_DELETION_DISABLED code did not exist: INVALID_REQUEST."""
+    if result.error_code == ErrorCode.TOPIC_DELETION_DISABLED:
+        result.error_code = ErrorCode.INVALID_REQUEST
+    return result
 
 
 async def _finish(deletion: Awaitable[Topic], name: str, topic_id: uuid.UUID) -> Result:

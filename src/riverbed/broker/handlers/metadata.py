@@ -7,7 +7,8 @@ INVALID_TOPIC_EXCEPTION for a name Kafka would refuse (illegal characters, too l
 From v10 topics carry their persisted id; from v12 a topic may be asked for by id alone.  Every
 partition's leader, replica and ISR is this node (leader epoch 0).  Auto-creation runs
 on the topic manager's worker thread (a :class:`Barrier`); the answer comes once the
-topics exist, as before.
+topics exist, as before.  ``is_internal`` is true for Kafka's internal topics
+(:data:`~riverbed.broker.topics.INTERNAL_TOPICS`), not for any ``__`` name.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from riverbed.broker.barrier import Barrier
-from riverbed.broker.topics import Topic, validate_topic_name
+from riverbed.broker.topics import Topic, is_internal_topic, validate_topic_name
 from riverbed.errors import (
     RiverbedError,
     UnknownTopicIdError,
@@ -111,7 +112,7 @@ def _lookup(
             error_code=error_code_for(exc),
             name=name,
             topic_id=topic_id if topic_id is not None else ZERO_UUID,
-            is_internal=False,
+            is_internal=name is not None and is_internal_topic(name),
             partitions=[],
             topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
         )
@@ -123,7 +124,7 @@ def _topic(broker: Broker, topic: Topic) -> MetadataResponse.MetadataResponseTop
         error_code=ErrorCode.NONE,
         name=topic.name,
         topic_id=topic.topic_id,
-        is_internal=topic.name.startswith("__"),
+        is_internal=is_internal_topic(topic.name),
         partitions=[
             MetadataResponse.MetadataResponsePartition(
                 error_code=ErrorCode.NONE,
