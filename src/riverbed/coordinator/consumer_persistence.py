@@ -103,7 +103,7 @@ class ConsumerGroupPersistence:
             if topic_id is not None:
                 topics.append(TopicMetadataEntry(topic_id, name, count))
         values.append((ConsumerGroupRecordKey(CONSUMER_GROUP_PARTITION_METADATA, gid),
-                       ConsumerGroupPartitionMetadataValue(group.group_epoch, tuple(topics))))
+                       ConsumerGroupPartitionMetadataValue(tuple(topics))))
         for m in group.members.values():
             values.append((
                 ConsumerGroupRecordKey(CONSUMER_GROUP_MEMBER_METADATA, gid, m.member_id),

@@ -1,9 +1,12 @@
 """KIP-848 consumer group records of ``__consumer_offsets``, in Kafka's formats.
 
 A consumer group (``group.protocol=consumer``) is persisted as six record types, Kafka's
-own (``group-coordinator/src/main/resources/common/message/ConsumerGroup*.json``), so
-that after a restart members keep their epochs and assignments.  Keys are non-flexible:
-an int16 *key version* naming the type, then ``string`` fields (int16 length + UTF-8)::
+own: the classes are generated from Kafka 4.4's schemas
+(``kafka-4.4/records/group-coordinator/ConsumerGroup*.json``, see
+:mod:`riverbed.protocol.messages.generated_records`), so that after a restart members keep
+their epochs and assignments and a Kafka tool can read what we wrote.  Keys are
+non-flexible: an int16 *record type* (the "key version" here), then ``string`` fields
+(int16 length + UTF-8)::
 
     3 ConsumerGroupMetadataKey                 group
     4 ConsumerGroupPartitionMetadataKey        group
@@ -14,10 +17,10 @@ an int16 *key version* naming the type, then ``string`` fields (int16 length + U
 
 Values start with an int16 value version (0) and are *flexible*: compact strings and
 arrays (uvarint N+1, 0 = null), 16-byte uuids, and a tagged-fields section (uvarint
-count) after every struct; we write no tagged fields and skip any we read::
+count) after every struct; we write no tagged fields and ignore any we read::
 
     3 ConsumerGroupMetadataValue     epoch int32
-    4 PartitionMetadataValue         epoch int32, topics [topic_id uuid, topic_name string,
+    4 PartitionMetadataValue         topics [topic_id uuid, topic_name string,
                                      num_partitions int32, partition_racks [partition
                                      int32, racks [string]]]
     5 MemberMetadataValue            instance_id string?, rack_id string?, client_id
@@ -32,6 +35,11 @@ count) after every struct; we write no tagged fields and skip any we read::
                                      [topic_id uuid, partitions [int32]],
                                      partitions_pending_revocation (same)
 
+Riverbed before the generated codec wrote PartitionMetadataValue with an int32 group epoch
+before ``topics``, a field Kafka's schema does not have; those records still decode (the
+epoch's first byte reads as a null ``topics`` array, which Kafka's layout never holds, so
+the two layouts cannot be confused), and new ones are written in Kafka's layout.
+
 Partitions travel by topic *id*, as in Kafka; :class:`TopicPartitionsById` keeps them so
 and the coordinator maps ids to names with the broker's topics (partitions of a topic
 that no longer exists are dropped on load).  A ``None`` value is a tombstone.  Pure
@@ -40,23 +48,17 @@ functions; thread-safe.
 
 from __future__ import annotations
 
-import struct
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, cast
 
 from riverbed.errors import DecodeError
-from riverbed.protocol.primitives import (
-    read_compact_array_length,
-    read_compact_nullable_string,
-    read_compact_string,
-    read_tag,
-    read_tag_header,
-    read_uuid,
-    write_compact_array_length,
-    write_compact_nullable_string,
-    write_compact_string,
+from riverbed.protocol.messages import generated_records as gen
+from riverbed.protocol.messages.base import Message
+from riverbed.protocol.messages.coordinator_serde import (
+    decode_record_value,
+    encode_record_key,
+    encode_record_value,
 )
 
 CONSUMER_GROUP_METADATA = 3
@@ -71,8 +73,6 @@ VALUE_VERSION = 0
 
 TopicPartitionsById = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
 """``(topic id, sorted partitions)`` pairs, sorted by topic id's bytes."""
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,6 @@ class TopicMetadataEntry:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupPartitionMetadataValue:
-    epoch: int
     topics: tuple[TopicMetadataEntry, ...]
 
 
@@ -156,13 +155,13 @@ def key_version_of(value: ConsumerGroupValue) -> int:
     return _VERSION_OF[type(value)]
 
 
+class _GroupKey(Protocol):
+    """What the six generated key classes have in common."""
+
+    group_id: str
+
+
 # -- keys ------------------------------------------------------------------------------
-
-
-def _string16(out: bytearray, s: str) -> None:
-    raw = s.encode()
-    out += struct.pack(">h", len(raw))
-    out += raw
 
 
 def encode_key(key: ConsumerGroupRecordKey) -> bytes:
@@ -170,178 +169,108 @@ def encode_key(key: ConsumerGroupRecordKey) -> bytes:
         raise ValueError(f"not a consumer group key version: {key.version}")
     if (key.member_id is not None) != (key.version in MEMBER_KEY_VERSIONS):
         raise ValueError(f"key version {key.version}: member id {key.member_id!r}")
-    out = bytearray(struct.pack(">h", key.version))
-    _string16(out, key.group)
-    if key.member_id is not None:
-        _string16(out, key.member_id)
-    return bytes(out)
+    cls = gen.GROUP_COORDINATOR_RECORDS[key.version][0]
+    if key.member_id is None:
+        return encode_record_key(cls(group_id=key.group))  # type: ignore[call-arg]
+    return encode_record_key(
+        cls(group_id=key.group, member_id=key.member_id))  # type: ignore[call-arg]
 
 
 def decode_key_body(version: int, buf: bytes, pos: int) -> ConsumerGroupRecordKey:
     """The fields after the int16 version (already read, ``pos`` points past it)."""
-    names = []
-    for _ in range(2 if version in MEMBER_KEY_VERSIONS else 1):
-        if pos + 2 > len(buf):
-            raise DecodeError("truncated consumer group key")
-        (n,) = struct.unpack_from(">h", buf, pos)
-        pos += 2
-        if n < 0 or pos + n > len(buf):
-            raise DecodeError("bad string length in a consumer group key")
-        try:
-            names.append(buf[pos : pos + n].decode())
-        except UnicodeDecodeError as exc:
-            raise DecodeError("consumer group key is not UTF-8") from exc
-        pos += n
-    return ConsumerGroupRecordKey(version, names[0], names[1] if len(names) > 1 else None)
+    if version not in CONSUMER_GROUP_KEY_VERSIONS:
+        raise DecodeError(f"not a consumer group key version: {version}")
+    key, _ = gen.GROUP_COORDINATOR_RECORDS[version][0].decode_from(memoryview(buf), pos, 0)
+    member_id: str | None = getattr(key, "member_id", None)
+    return ConsumerGroupRecordKey(version, cast(_GroupKey, key).group_id, member_id)
 
 
 # -- values: writing -------------------------------------------------------------------
 
 
-def _array(out: bytearray, items: tuple[T, ...] | list[T],
-           write: Callable[[bytearray, T], None]) -> None:
-    write_compact_array_length(out, len(items))
-    for item in items:
-        write(out, item)
+def _topic_partitions(
+    partitions: TopicPartitionsById,
+) -> list[gen.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]:
+    return [gen.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions(
+        topic_id=topic_id, partitions=list(ps)) for topic_id, ps in partitions]
 
 
-def _int32s(out: bytearray, values: tuple[int, ...]) -> None:
-    write_compact_array_length(out, len(values))
-    out += struct.pack(f">{len(values)}i", *values)
-
-
-def _topic_partitions(out: bytearray, item: tuple[uuid.UUID, tuple[int, ...]]) -> None:
-    out += item[0].bytes
-    _int32s(out, item[1])
-    out.append(0)  # tagged fields
-
-
-def _topic_metadata(out: bytearray, t: TopicMetadataEntry) -> None:
-    out += t.topic_id.bytes
-    write_compact_string(out, t.topic_name)
-    out += struct.pack(">i", t.num_partitions)
-    write_compact_array_length(out, 0)  # partition racks: we know of none
-    out.append(0)
+def _to_message(value: ConsumerGroupValue) -> Message:
+    if isinstance(value, ConsumerGroupMetadataValue):
+        return gen.ConsumerGroupMetadataValue(epoch=value.epoch)
+    if isinstance(value, ConsumerGroupPartitionMetadataValue):
+        topic = gen.ConsumerGroupPartitionMetadataValue.TopicMetadata
+        return gen.ConsumerGroupPartitionMetadataValue(topics=[
+            topic(topic_id=t.topic_id, topic_name=t.topic_name, num_partitions=t.num_partitions)
+            for t in value.topics])
+    if isinstance(value, ConsumerGroupMemberMetadataValue):
+        return gen.ConsumerGroupMemberMetadataValue(
+            instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+            client_host=value.client_host,
+            subscribed_topic_names=list(value.subscribed_topic_names),
+            subscribed_topic_regex=value.subscribed_topic_regex,
+            rebalance_timeout_ms=value.rebalance_timeout_ms,
+            server_assignor=value.server_assignor)
+    if isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
+        return gen.ConsumerGroupTargetAssignmentMetadataValue(
+            assignment_epoch=value.assignment_epoch)
+    if isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
+        member = gen.ConsumerGroupTargetAssignmentMemberValue
+        return member(topic_partitions=[
+            member.TopicPartition(topic_id=topic_id, partitions=list(ps))
+            for topic_id, ps in value.partitions])
+    return gen.ConsumerGroupCurrentMemberAssignmentValue(
+        member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
+        state=value.state, assigned_partitions=_topic_partitions(value.assigned),
+        partitions_pending_revocation=_topic_partitions(value.pending_revocation))
 
 
 def encode_value(value: ConsumerGroupValue) -> bytes:
-    out = bytearray(struct.pack(">h", VALUE_VERSION))
-    if isinstance(value, ConsumerGroupMetadataValue):
-        out += struct.pack(">i", value.epoch)
-    elif isinstance(value, ConsumerGroupPartitionMetadataValue):
-        out += struct.pack(">i", value.epoch)
-        _array(out, value.topics, _topic_metadata)
-    elif isinstance(value, ConsumerGroupMemberMetadataValue):
-        write_compact_nullable_string(out, value.instance_id)
-        write_compact_nullable_string(out, value.rack_id)
-        write_compact_string(out, value.client_id)
-        write_compact_string(out, value.client_host)
-        _array(out, value.subscribed_topic_names, write_compact_string)
-        write_compact_nullable_string(out, value.subscribed_topic_regex)
-        out += struct.pack(">i", value.rebalance_timeout_ms)
-        write_compact_nullable_string(out, value.server_assignor)
-    elif isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
-        out += struct.pack(">i", value.assignment_epoch)
-    elif isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
-        _array(out, value.partitions, _topic_partitions)
-    else:
-        out += struct.pack(">iib", value.member_epoch, value.previous_member_epoch,
-                           value.state)
-        _array(out, value.assigned, _topic_partitions)
-        _array(out, value.pending_revocation, _topic_partitions)
-    out.append(0)  # tagged fields
-    return bytes(out)
+    return encode_record_value(_to_message(value), VALUE_VERSION)
 
 
 # -- values: reading -------------------------------------------------------------------
 
 
-class _Reader:
-    __slots__ = ("buf", "pos")
+def _by_id(
+    items: list[gen.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]
+    | list[gen.ConsumerGroupTargetAssignmentMemberValue.TopicPartition],
+) -> TopicPartitionsById:
+    return tuple((item.topic_id, tuple(item.partitions)) for item in items)
 
-    def __init__(self, buf: bytes) -> None:
-        self.buf = memoryview(buf)
-        self.pos = 0
 
-    def fixed(self, fmt: str) -> tuple[int, ...]:
-        size = struct.calcsize(fmt)
-        if self.pos + size > len(self.buf):
-            raise DecodeError("truncated consumer group value")
-        values = struct.unpack_from(fmt, self.buf, self.pos)
-        self.pos += size
-        return tuple(int(v) for v in values)
-
-    def int32(self) -> int:
-        return self.fixed(">i")[0]
-
-    def string(self) -> str:
-        s, self.pos = read_compact_string(self.buf, self.pos)
-        return s
-
-    def nullable_string(self) -> str | None:
-        s, self.pos = read_compact_nullable_string(self.buf, self.pos)
-        return s
-
-    def topic_id(self) -> uuid.UUID:
-        u, self.pos = read_uuid(self.buf, self.pos)
-        return u
-
-    def array(self, read: Callable[[], T], min_size: int) -> tuple[T, ...]:
-        n, self.pos = read_compact_array_length(self.buf, self.pos, min_size)
-        return tuple(read() for _ in range(max(n, 0)))
-
-    def skip_tags(self) -> None:
-        n, self.pos = read_tag_header(self.buf, self.pos)
-        for _ in range(n):
-            _, _, self.pos = read_tag(self.buf, self.pos)
-
-    def topic_partitions(self) -> tuple[uuid.UUID, tuple[int, ...]]:
-        topic_id = self.topic_id()
-        partitions = self.array(self.int32, 4)
-        self.skip_tags()
-        return topic_id, partitions
-
-    def topic_metadata(self) -> TopicMetadataEntry:
-        entry = TopicMetadataEntry(self.topic_id(), self.string(), self.int32())
-        self.array(self.partition_racks, 2)
-        self.skip_tags()
-        return entry
-
-    def partition_racks(self) -> None:
-        self.int32()
-        self.array(self.string, 1)
-        self.skip_tags()
+def _partition_metadata(value: bytes) -> ConsumerGroupPartitionMetadataValue:
+    cls = gen.ConsumerGroupPartitionMetadataValue
+    try:
+        _, v = decode_record_value(cls, value)
+    except DecodeError:
+        # our own older layout: an int32 group epoch before Kafka's fields (module doc)
+        if len(value) < 6 or value[:2] != b"\0\0":
+            raise
+        v, _ = cls.decode_from(memoryview(value), 6, VALUE_VERSION)
+    return ConsumerGroupPartitionMetadataValue(tuple(
+        TopicMetadataEntry(t.topic_id, t.topic_name, t.num_partitions) for t in v.topics))
 
 
 def decode_value(key_version: int, value: bytes) -> ConsumerGroupValue:
     """Decode the value of a record whose key has ``key_version`` (3-8)."""
-    r = _Reader(value)
-    try:
-        version = r.fixed(">h")[0]
-        if version != VALUE_VERSION:
-            raise DecodeError(f"unknown value version {version} for key version {key_version}")
-        decoded: ConsumerGroupValue
-        if key_version == CONSUMER_GROUP_METADATA:
-            decoded = ConsumerGroupMetadataValue(r.int32())
-        elif key_version == CONSUMER_GROUP_PARTITION_METADATA:
-            decoded = ConsumerGroupPartitionMetadataValue(r.int32(),
-                                                          r.array(r.topic_metadata, 22))
-        elif key_version == CONSUMER_GROUP_MEMBER_METADATA:
-            decoded = ConsumerGroupMemberMetadataValue(
-                r.nullable_string(), r.nullable_string(), r.string(), r.string(),
-                r.array(r.string, 1), r.nullable_string(), r.int32(), r.nullable_string())
-        elif key_version == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
-            decoded = ConsumerGroupTargetAssignmentMetadataValue(r.int32())
-        elif key_version == CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER:
-            decoded = ConsumerGroupTargetAssignmentMemberValue(r.array(r.topic_partitions, 18))
-        elif key_version == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
-            epoch, previous, state = r.fixed(">iib")
-            decoded = ConsumerGroupCurrentMemberAssignmentValue(
-                epoch, previous, state, r.array(r.topic_partitions, 18),
-                r.array(r.topic_partitions, 18))
-        else:
-            raise DecodeError(f"not a consumer group key version: {key_version}")
-        r.skip_tags()
-    except (struct.error, IndexError) as exc:
-        raise DecodeError(f"truncated consumer group value: {exc}") from None
-    return decoded
+    if key_version == CONSUMER_GROUP_PARTITION_METADATA:
+        return _partition_metadata(value)
+    if key_version not in CONSUMER_GROUP_KEY_VERSIONS:
+        raise DecodeError(f"not a consumer group key version: {key_version}")
+    _, v = decode_record_value(gen.GROUP_COORDINATOR_RECORDS[key_version][1], value)
+    if isinstance(v, gen.ConsumerGroupMetadataValue):
+        return ConsumerGroupMetadataValue(v.epoch)
+    if isinstance(v, gen.ConsumerGroupMemberMetadataValue):
+        return ConsumerGroupMemberMetadataValue(
+            v.instance_id, v.rack_id, v.client_id, v.client_host,
+            tuple(v.subscribed_topic_names), v.subscribed_topic_regex, v.rebalance_timeout_ms,
+            v.server_assignor)
+    if isinstance(v, gen.ConsumerGroupTargetAssignmentMetadataValue):
+        return ConsumerGroupTargetAssignmentMetadataValue(v.assignment_epoch)
+    if isinstance(v, gen.ConsumerGroupTargetAssignmentMemberValue):
+        return ConsumerGroupTargetAssignmentMemberValue(_by_id(v.topic_partitions))
+    assert isinstance(v, gen.ConsumerGroupCurrentMemberAssignmentValue)
+    return ConsumerGroupCurrentMemberAssignmentValue(
+        v.member_epoch, v.previous_member_epoch, v.state, _by_id(v.assigned_partitions),
+        _by_id(v.partitions_pending_revocation))

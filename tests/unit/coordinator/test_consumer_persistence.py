@@ -69,7 +69,7 @@ _parts = st.lists(st.tuples(_ids, st.lists(st.integers(0, 2**31 - 1), max_size=4
                             .map(lambda ps: tuple(sorted(set(ps))))), max_size=3).map(tuple)
 _values: st.SearchStrategy[ConsumerGroupValue] = st.one_of(
     st.builds(ConsumerGroupMetadataValue, st.integers(-1, 2**31 - 1)),
-    st.builds(ConsumerGroupPartitionMetadataValue, st.integers(0, 2**31 - 1),
+    st.builds(ConsumerGroupPartitionMetadataValue,
               st.lists(st.builds(TopicMetadataEntry, _ids, _names, st.integers(0, 10**6)),
                        max_size=3).map(tuple)),
     st.builds(ConsumerGroupMemberMetadataValue, st.none() | _names, st.none() | _names,

@@ -513,24 +513,65 @@ def module_name(msg: MessageDef) -> str:
     return snake_case(msg.name).rstrip("_")
 
 
-def emit_index(messages: list[MessageDef]) -> str:
+MESSAGES_PACKAGE = "riverbed.protocol.messages.generated"
+RECORDS_PACKAGE = "riverbed.protocol.messages.generated_records"
+
+
+def emit_index(messages: list[MessageDef], package: str = MESSAGES_PACKAGE) -> str:
     """``generated/__init__.py``: imports every class and lists them in ``ALL_MESSAGES``."""
     lines = [HEADER.format(source="every schema"), '"""Every generated message class."""\n']
     lines.append("from __future__ import annotations\n")
     lines.append("from riverbed.protocol.messages.base import Message")
-    for msg in messages:
-        lines.append(
-            f"from riverbed.protocol.messages.generated.{module_name(msg)} import {msg.name}"
-        )
+    lines.extend(_imports(messages, package))
     lines.append("")
-    lines.append("ALL_MESSAGES: tuple[type[Message], ...] = (")
-    for msg in messages:
-        lines.append(f"    {msg.name},")
-    lines.append(")")
+    lines.extend(_tuple("ALL_MESSAGES", messages))
     lines.append("")
-    lines.append("__all__ = [")
-    lines.append('    "ALL_MESSAGES",')
-    for msg in messages:
-        lines.append(f'    "{msg.name}",')
-    lines.append("]")
+    lines.extend(_dunder_all(["ALL_MESSAGES"], messages))
     return "\n".join(lines) + "\n"
+
+
+def emit_records_index(records: list[MessageDef], package: str = RECORDS_PACKAGE) -> str:
+    """``generated_records/__init__.py``: every internal record class in ``ALL_RECORDS``,
+    and per coordinator folder (``group-coordinator/`` -> ``GROUP_COORDINATOR_RECORDS``)
+    a table record type (the schemas' ``apiKey``) -> ``(key class, value class)``."""
+    lines = [
+        HEADER.format(source="every internal record schema"),
+        '"""Every generated internal record class, and the record types of each coordinator."""\n',
+    ]
+    lines.append("from __future__ import annotations\n")
+    lines.append("from riverbed.protocol.messages.base import Message")
+    lines.extend(_imports(records, package))
+    lines.append("")
+    lines.extend(_tuple("ALL_RECORDS", records))
+    tables: list[str] = []
+    for folder in sorted({m.source.split("/")[0] for m in records}):
+        in_folder = [m for m in records if m.source.split("/")[0] == folder]
+        keys = {m.api_key: m for m in in_folder if m.type == "coordinator-key"}
+        values = {m.api_key: m for m in in_folder if m.type == "coordinator-value"}
+        if not keys:
+            continue
+        table = folder.replace("-", "_").upper() + "_RECORDS"
+        tables.append(table)
+        lines.append("")
+        lines.append(f"{table}: dict[int, tuple[type[Message], type[Message]]] = {{")
+        for api_key in sorted(k for k in keys if k is not None):
+            value = values[api_key]
+            lines.append(f"    {api_key}: ({keys[api_key].name}, {value.name}),")
+        lines.append("}")
+        lines.append(f'"""Record type -> (key, value) classes of ``{folder}/``."""')
+    lines.append("")
+    lines.extend(_dunder_all(["ALL_RECORDS", *tables], records))
+    return "\n".join(lines) + "\n"
+
+
+def _imports(messages: list[MessageDef], package: str) -> list[str]:
+    return [f"from {package}.{module_name(m)} import {m.name}" for m in messages]
+
+
+def _tuple(name: str, messages: list[MessageDef]) -> list[str]:
+    return [f"{name}: tuple[type[Message], ...] = (", *(f"    {m.name}," for m in messages), ")"]
+
+
+def _dunder_all(extra: list[str], messages: list[MessageDef]) -> list[str]:
+    names = [*extra, *(m.name for m in messages)]
+    return ["__all__ = [", *(f'    "{n}",' for n in names), "]"]

@@ -107,16 +107,17 @@ class MessageDef:
     flexible_versions: VersionRange | None
     fields: list[Field]
     structs: list[StructDef]  # every nested struct, in first-seen order
-    source: str  # schema file name
+    source: str  # schema file name, or <folder>/<file> for the internal record schemas
 
 
 def strip_comments(text: str) -> str:
     return _COMMENT.sub("", text)
 
 
-def load_schema(path: Path) -> MessageDef:
+def load_schema(path: Path, source: str | None = None) -> MessageDef:
+    """Parse one schema file; ``source`` (default: the file name) names it in the output."""
     raw = json.loads(strip_comments(path.read_text(encoding="utf-8")))
-    return build_message(raw, path.name)
+    return build_message(raw, source or path.name)
 
 
 def build_message(raw: dict[str, Any], source: str) -> MessageDef:
@@ -155,14 +156,15 @@ def _build_field(
         name=raw["name"],
         attr=snake_case(raw["name"]),
         type=ftype,
-        versions=parse_versions(raw.get("versions")),
+        # Kafka: a tagged field may leave out "versions"; its tagged versions then apply
+        versions=parse_versions(raw.get("versions", raw.get("taggedVersions"))),
         nullable_versions=parse_versions(raw.get("nullableVersions")),
         tag=raw.get("tag"),
         tagged_versions=parse_versions(raw.get("taggedVersions")),
         flexible_versions=parse_versions(raw["flexibleVersions"])
         if "flexibleVersions" in raw
         else None,
-        default=None if raw.get("default") is None else str(raw["default"]).strip(),
+        default=_default_text(raw),
     )
     if "flexibleVersions" in raw and fld.flexible_versions is None:
         fld.flexible_versions = (-1, -1)  # explicitly never flexible
@@ -184,6 +186,22 @@ def _build_field(
     return fld
 
 
+def _default_text(raw: dict[str, Any]) -> str | None:
+    """The field's default as text; a JSON ``null`` default means "null" (Kafka reads
+    ``"default": null`` on a nullable field as a null default)."""
+    if "default" not in raw:
+        return None
+    value = raw["default"]
+    return "null" if value is None else str(value).strip()
+
+
 def load_all(schema_dir: Path) -> list[MessageDef]:
     """Every ``*.json`` schema in ``schema_dir``, sorted by file name (deterministic)."""
     return [load_schema(p) for p in sorted(schema_dir.glob("*.json"))]
+
+
+def load_tree(schema_dir: Path) -> list[MessageDef]:
+    """Every ``*.json`` one folder down (``records/<owner>/<Name>.json``), sorted by
+    relative path; each :attr:`MessageDef.source` is that ``<owner>/<Name>.json`` path."""
+    paths = sorted(schema_dir.glob("*/*.json"), key=lambda p: p.relative_to(schema_dir).as_posix())
+    return [load_schema(p, p.relative_to(schema_dir).as_posix()) for p in paths]
