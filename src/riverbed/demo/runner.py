@@ -66,7 +66,7 @@ from riverbed.demo.table import UserHour, format_user_hours, sqlite_hint, user_h
 from riverbed.errors import RiverbedError
 
 if TYPE_CHECKING:
-    from riverbed.spark.pageviews import BatchStats
+    from riverbed.pipelines.pageviews import BatchStats
 
 INPUT_TOPIC = "pageviews"
 OUTPUT_TOPIC = "pageviews-per-user-hour"
@@ -238,7 +238,7 @@ class _Demo:
             f"{duration(options.allowed_delay_ms)}"
         )
         self.say("spark      starting local[2] (about 10 s)...")
-        from riverbed.spark.pageviews import PageviewConfig, local_spark, start_pageviews_query
+        from riverbed.pipelines.pageviews import PageviewConfig, local_spark, start_pageviews_query
 
         with stdout_to(log):  # the JVM and its Python workers inherit descriptor 1
             spark = local_spark("riverbed-demo", spark_log_options())

@@ -11,7 +11,7 @@ a short table shows the rows with the largest counts, in that order::
 ``tumbling`` counts the hour [hh:00, hh+1:00); ``+15`` is the hopping window
 [hh:15, hh+1:15), and so on every ``slide_ms`` (so ``+00`` always equals ``tumbling``);
 ``late`` counts that hour's stragglers, which are in neither.  Pure formatting of
-:class:`~riverbed.spark.pageviews_store.WindowCount`-like rows (no I/O, no pyspark).
+:class:`~riverbed.pipelines.pageviews_store.WindowCount`-like rows (no I/O, no pyspark).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Spark Structured Streaming on Kafka topics: the only Riverbed package that imports pyspark.
+"""Spark Structured Streaming on Kafka topics.
+
+Only this package and :mod:`riverbed.pipelines` (pipelines built on it) import pyspark.
 
 Public API::
 

@@ -33,7 +33,7 @@ def bootstrap(broker: EmbeddedBroker) -> str:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    from riverbed.spark.pageviews import local_spark
+    from riverbed.pipelines.pageviews import local_spark
 
     session = local_spark("riverbed-tests")
     yield session

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from riverbed.spark.pageviews import local_spark
+from riverbed.pipelines.pageviews import local_spark
 
 
 def main() -> None:

@@ -31,13 +31,13 @@ from riverbed.demo.clickstream import (
     create_topics,
     produce_pageviews,
 )
-from riverbed.spark.pageviews import (
+from riverbed.pipelines.pageviews import (
     REASON_HEADER,
     PageviewConfig,
     batch_window_counts,
     start_pageviews_query,
 )
-from riverbed.spark.pageviews_store import PageviewStore, WindowCount
+from riverbed.pipelines.pageviews_store import PageviewStore, WindowCount
 
 from .topics import read_topic
 
@@ -152,7 +152,7 @@ def test_output_topic_holds_the_table_as_upserts(clean_run: Run) -> None:
 
 def _driver(config: PageviewConfig, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "riverbed.spark.pageviews",
+        [sys.executable, "-m", "riverbed.pipelines.pageviews",
          "--bootstrap-servers", config.bootstrap_servers,
          "--database", str(config.database), "--checkpoint", str(config.checkpoint),
          "--input-topic", config.input_topic, "--output-topic", config.output_topic,

@@ -31,7 +31,7 @@ from riverbed.demo.progress import (
     format_summary,
 )
 from riverbed.demo.table import format_user_hours, sqlite_hint, user_hours
-from riverbed.spark.pageviews_store import (
+from riverbed.pipelines.pageviews_store import (
     FACTS_SCHEMA,
     PageviewStore,
     WindowCount,

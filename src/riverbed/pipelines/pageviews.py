@@ -17,7 +17,7 @@ Per micro-batch, inside ``foreachBatch`` (see docs/pipeline.md for the timeline)
   without a trace; here they are counted (``late`` facts) and written to ``late_topic``
   with a header saying why.  A row is counted in all its windows or in none.
 * Facts (window count deltas, straggler counts, progress) go to SQLite in one transaction
-  keyed by (query id, batch id) -- :class:`~riverbed.spark.pageviews_store.PageviewStore`;
+  keyed by (query id, batch id) -- :class:`~riverbed.pipelines.pageviews_store.PageviewStore`;
   the per-user-per-hour table is a view summing them.  Exactly-once in the table.
 * Then the new totals of every window the batch touched go to ``output_topic`` (key
   user_id, value JSON with ``window``, ``window_start``, ``window_end``, ``count``): an
@@ -29,7 +29,7 @@ same ``riverbed.source`` header ``topic/partition/offset`` to deduplicate on).
 
 The pipeline reaches brokers only through the ``riverbed`` Spark format and
 confluent-kafka, so it runs unchanged against any Kafka cluster.  ``python -m
-riverbed.spark.pageviews --help`` runs it as a standalone driver.
+riverbed.pipelines.pageviews --help`` runs it as a standalone driver.
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from riverbed.pipelines.pageviews_store import FACTS_SCHEMA, PageviewStore, WindowCount
 from riverbed.spark.idempotent import streaming_query_id
 from riverbed.spark.options import parse_sink_options
-from riverbed.spark.pageviews_store import FACTS_SCHEMA, PageviewStore, WindowCount
 from riverbed.spark.schema import HEADERS_TYPE
 from riverbed.spark.sink import produce_batches
 
@@ -354,7 +354,7 @@ def local_spark(
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m riverbed.spark.pageviews",
+        prog="python -m riverbed.pipelines.pageviews",
         description="Run the page-views-per-user-per-hour pipeline until the topic is drained.",
     )
     parser.add_argument("--bootstrap-servers", required=True)
