@@ -1,5 +1,8 @@
 """Executor-side reading of one offset range into Arrow record batches.
 
+Spark's *partition reader* role (one input partition, in a task).  It reads with a Kafka
+consumer; the broker's Fetch API handler is :mod:`riverbed.broker.handlers.fetch`.
+
 :func:`read_offset_range` opens a confluent-kafka ``Consumer`` (no group membership, no
 offset commits: ``assign`` only), reads ``[from_offset, until_offset)`` of one partition
 and yields ``pyarrow.RecordBatch`` es of at most ``batch_rows`` rows in the
