@@ -115,6 +115,7 @@ IGNORED_KEYS: frozenset[str] = frozenset(
 
 DEFAULT_MESSAGE_MAX_BYTES = 1_048_588
 DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104_857_600
+DEFAULT_MAX_BROKER_PARTITIONS = 10_000  # max.broker.partitions; see docs/broker.md
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +130,7 @@ class BrokerConfig:
     message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES  # message.max.bytes
     advertised_host: str | None = None  # advertised.host.name (None: the bound host)
     max_in_flight_requests_per_connection: int = 100  # riverbed: pipelining window
+    max_broker_partitions: int = DEFAULT_MAX_BROKER_PARTITIONS  # max.broker.partitions
     topic_defaults: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     source: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -155,6 +157,8 @@ class BrokerConfig:
                 values["advertised_host"] = value or None
             elif key == "riverbed.max.in.flight.requests.per.connection":
                 values["max_in_flight_requests_per_connection"] = _int(key, value, minimum=1)
+            elif key == "max.broker.partitions":
+                values["max_broker_partitions"] = _int(key, value, minimum=1)
             elif key == "message.max.bytes":
                 values["message_max_bytes"] = _int(key, value, minimum=0)
                 topic.setdefault("max.message.bytes", value)

@@ -169,6 +169,7 @@ _BROKER_SETTINGS: dict[str, tuple[Callable[[BrokerConfig], str], int]] = {
     "delete.topic.enable": (lambda c: str(c.delete_topic_enable).lower(), BOOLEAN),
     "message.max.bytes": (lambda c: str(c.message_max_bytes), INT),
     "socket.request.max.bytes": (lambda c: str(c.socket_request_max_bytes), INT),
+    "max.broker.partitions": (lambda c: str(c.max_broker_partitions), INT),
 }
 
 

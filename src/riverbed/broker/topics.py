@@ -63,7 +63,6 @@ log = logging.getLogger(__name__)
 TOPICS_FILE = "topics.json"
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_PARTITIONS = 10_000
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 """Kafka's internal topics (``Topic.INTERNAL_TOPICS``): Metadata lists them with
 ``is_internal``; they cannot be deleted, grown, or have records deleted."""
@@ -315,15 +314,36 @@ class TopicManager:
         if name in self._intended:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists")
         partitions = self._config.num_partitions if num_partitions == -1 else num_partitions
-        if not 1 <= partitions <= MAX_PARTITIONS:
-            raise InvalidPartitionsError(f"number of partitions must be >= 1, got {partitions}")
-        if replication_factor not in (-1, 1):
+        if partitions < 1:
+            raise InvalidPartitionsError(
+                f"number of partitions must be at least 1 (or -1 for the broker's "
+                f"num.partitions), got {partitions}"
+            )
+        if replication_factor == 0 or replication_factor < -1:
+            raise InvalidReplicationFactorError(
+                f"replication factor must be at least 1 (or -1 for the default), "
+                f"got {replication_factor}"
+            )
+        if replication_factor > 1:
             raise InvalidReplicationFactorError(
                 f"replication factor {replication_factor} is larger than the 1 available broker"
             )
+        self._check_partition_cap(partitions, f"creating topic {name!r}")
         overrides = dict(configs or {})
         log_config = self.log_config(overrides)  # ConfigError names the bad key
         return Topic(name, uuid.uuid4(), partitions, overrides), log_config
+
+    def _check_partition_cap(self, adding: int, doing: str) -> None:
+        """Refuse ``adding`` partitions past ``max.broker.partitions`` (counting the
+        ones being created): POLICY_VIOLATION with the numbers, as Kafka's own
+        partitions-per-request limit answers."""
+        cap = self._config.max_broker_partitions
+        hosted = sum(t.partitions for t in self._intended.values())
+        if hosted + adding > cap:
+            raise TopicPolicyViolationError(
+                f"{doing} adds {adding} partition(s) to the {hosted} this broker hosts, "
+                f"over its limit of {cap} (max.broker.partitions)"
+            )
 
     def _check_partitions(self, name: str, count: int) -> tuple[Topic, int]:
         topic = self._topics.get(name)
@@ -341,8 +361,7 @@ class TopicManager:
                 f"topic {name!r} has {intended.partitions} partition(s); "
                 f"the new count {count} must be larger"
             )
-        if count > MAX_PARTITIONS:
-            raise InvalidPartitionsError(f"{count} partitions is over the {MAX_PARTITIONS} limit")
+        self._check_partition_cap(count - intended.partitions, f"growing topic {name!r}")
         return topic, intended.partitions
 
     def _unpublish(self, name: str) -> Topic:

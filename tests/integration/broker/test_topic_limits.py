@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from riverbed.coordinator import OFFSETS_TOPIC_NAME
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.messages import DeleteTopicsRequest, MetadataRequest
+from riverbed.protocol.messages import CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest
 from riverbed.testing.embedded import EmbeddedBroker
 
 TIMEOUT_S = 30.0
@@ -103,3 +103,70 @@ def test_deletion_disabled_says_so(tmp_path: Path, connect: Any) -> None:
         answer = connect(broker.bootstrap_servers).call(DELETE_TOPICS, 2, old)
         assert answer.responses[0].error_code == ErrorCode.INVALID_REQUEST  # no code 73 < v3
         assert broker.broker.topics.get("kept") is not None
+
+
+CREATE_TOPICS = 19
+
+
+def _create_wire(wire: Any, name: str, partitions: int, replication_factor: int = 1) -> Any:
+    request = CreateTopicsRequest(
+        topics=[
+            CreateTopicsRequest.CreatableTopic(
+                name=name, num_partitions=partitions, replication_factor=replication_factor
+            )
+        ],
+        timeout_ms=5000,
+    )
+    return wire.call(CREATE_TOPICS, 7, request).topics[0]
+
+
+@pytest.mark.parametrize(
+    ("partitions", "replication_factor", "code", "says"),
+    [
+        (100_000, 1, ErrorCode.POLICY_VIOLATION, "over its limit of 10000 (max.broker.partitions)"),
+        (0, 1, ErrorCode.INVALID_PARTITIONS, "must be at least 1"),
+        (-7, 1, ErrorCode.INVALID_PARTITIONS, "got -7"),
+        (1, 0, ErrorCode.INVALID_REPLICATION_FACTOR, "must be at least 1"),
+        (1, -5, ErrorCode.INVALID_REPLICATION_FACTOR, "got -5"),
+        (1, 3, ErrorCode.INVALID_REPLICATION_FACTOR, "larger than the 1 available broker"),
+    ],
+)
+def test_create_refusals_say_what_is_wrong(
+    broker: EmbeddedBroker,
+    connect: Any,
+    partitions: int,
+    replication_factor: int,
+    code: ErrorCode,
+    says: str,
+) -> None:
+    name = f"bad-{partitions}-{replication_factor}".replace("-", "_")
+    result = _create_wire(connect(broker.bootstrap_servers), name, partitions, replication_factor)
+    assert result.error_code == code
+    assert says in result.error_message
+    assert broker.broker.topics.get(name) is None
+
+
+def test_partition_cap_covers_create_grow_and_auto_create(tmp_path: Path, connect: Any) -> None:
+    config = {"max.broker.partitions": "60", "num.partitions": "5"}  # 50 for __consumer_offsets
+    with EmbeddedBroker(tmp_path, config) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic("fits", 6)])["fits"].result(TIMEOUT_S)  # 56 hosted
+        code, message = _error(admin.create_topics([NewTopic("over", 5)])["over"])
+        assert code == KafkaError.POLICY_VIOLATION
+        assert "over its limit of 60" in message
+        code, message = _error(admin.create_partitions([NewPartitions("fits", 11)])["fits"])
+        assert code == KafkaError.POLICY_VIOLATION
+        assert "over its limit of 60" in message
+        wire = connect(broker.bootstrap_servers)
+        answer = wire.call(
+            METADATA,
+            12,
+            MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name="auto")],
+                allow_auto_topic_creation=True,
+            ),
+        )
+        assert answer.topics[0].error_code == ErrorCode.POLICY_VIOLATION
+        admin.create_partitions([NewPartitions("fits", 10)])["fits"].result(TIMEOUT_S)  # 60
+        assert broker.broker.topics.get("fits").partitions == 10  # type: ignore[union-attr]
+        assert {"over", "auto"}.isdisjoint(t.name for t in broker.broker.topics.topics())

@@ -1,7 +1,9 @@
 """CreatePartitions (key 37): grow a topic's partition count (``validate_only`` too).
 
-A count not above the current one is INVALID_PARTITIONS; explicit assignments are
-refused (INVALID_REQUEST); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.  The new
+A count not above the current one is INVALID_PARTITIONS; one past
+``max.broker.partitions``, or any change to an internal topic, is POLICY_VIOLATION;
+explicit assignments are refused (INVALID_REQUEST); an unknown topic is
+UNKNOWN_TOPIC_OR_PARTITION.  The new
 partitions are created on the topic manager's worker thread (a :class:`Barrier`) and
 become visible to every client at once, before the response is sent.
 """

@@ -1,10 +1,12 @@
 """CreateTopics (key 19): create topics, or only validate them (``validate_only``).
 
 Each topic is independent: a bad name (INVALID_TOPIC_EXCEPTION), an existing topic
-(TOPIC_ALREADY_EXISTS), a replication factor over 1 (INVALID_REPLICATION_FACTOR), a bad
-partition count (INVALID_PARTITIONS), explicit replica assignments (INVALID_REQUEST: a
-single node has none to choose) or a bad config (INVALID_CONFIG, naming the key) fail
-that topic only.  v5+ responses carry the created topic's effective configs.
+(TOPIC_ALREADY_EXISTS), a replication factor other than 1 or -1
+(INVALID_REPLICATION_FACTOR), a partition count below 1 (INVALID_PARTITIONS) or past
+``max.broker.partitions`` (POLICY_VIOLATION), explicit replica assignments
+(INVALID_REQUEST: a single node has none to choose) or a bad config (INVALID_CONFIG,
+naming the key) fail that topic only, with a message saying what is wrong.  v5+
+responses carry the created topic's effective configs.
 
 The partitions are created on the topic manager's worker thread (a :class:`Barrier`:
 requests after this one on the connection wait for it); the topics are visible to every
