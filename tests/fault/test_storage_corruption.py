@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,132 @@ def test_truncate_to_is_not_mistaken_for_lost_data(tmp_path: Path) -> None:
     assert log.offline_error is None
     assert read_values(log)[-2:] == [b"value-6", b"after"]
     log.close()
+
+
+# -- serving: sealed segments below the recovery point are verified before being served
+
+SMALL = LogConfig(segment_bytes=2000, index_interval_bytes=256)
+
+
+def sealed_log(d: Path, n: int = 100) -> Path:
+    """n batches over several segments, closed cleanly: every segment is trusted at the
+    next open (no CRC check at start-up).  Returns the first segment's path."""
+    log = PartitionLog.open(d, SMALL, clock=ManualClock())
+    for i in range(n):
+        log.append(build_batch([(None, f"value-{i}".encode(), 1000 + i)]))
+    log.close()
+    segments = sorted(d.glob("*.log"))
+    assert len(segments) > 3
+    return segments[0]
+
+
+def consume(log: PartitionLog) -> tuple[list[bytes | None], CorruptSegmentError | None]:
+    """Read like a consumer from the start; stops at the first error."""
+    out: list[bytes | None] = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        try:
+            data = log.read(offset, 1 << 20).records
+        except CorruptSegmentError as exc:
+            return out, exc
+        for h, rs in iter_batches_with_records(data):
+            out.extend(r.value for r in rs if r.offset >= offset)
+            offset = h.next_offset
+    return out, None
+
+
+@pytest.mark.parametrize("field", ["batch_length", "base_offset", "crc_covered"])
+def test_corrupt_sealed_batch_is_never_served_and_hides_nothing(
+        tmp_path: Path, field: str, caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "t-0"
+    seg = sealed_log(d)
+    victim = batch_positions(seg)[3]  # before the segment's last index entry
+    where = {"batch_length": victim + 10, "base_offset": victim + 7,
+             "crc_covered": victim + 61}[field]
+    flip(seg, where)
+    log = PartitionLog.open(d, SMALL, clock=ManualClock())
+    assert log.offline_error is None  # a trusted segment is not checked at start-up
+    with caplog.at_level(logging.ERROR):
+        values, error = consume(log)
+    assert values == [f"value-{i}".encode() for i in range(3)]  # served up to the damage
+    assert error is not None and f"{seg.name} at byte {victim}:" in str(error)
+    assert "corrupt record batch" in caplog.text
+    with pytest.raises(CorruptSegmentError):  # and on every later try
+        log.read(3, 1 << 20)
+    assert read_values_from(log, 30)[0] == b"value-30"  # later segments still served
+    log.close()
+
+
+def read_values_from(log: PartitionLog, offset: int) -> list[bytes | None]:
+    data = log.read(offset, 1 << 20).records
+    return [r.value for _h, rs in iter_batches_with_records(data) for r in rs
+            if r.offset >= offset]
+
+
+def test_bad_index_entry_does_not_skip_records(tmp_path: Path) -> None:
+    d = tmp_path / "t-0"
+    seg = sealed_log(d)
+    index = seg.with_suffix(".index")
+    data = bytearray(index.read_bytes())
+    assert len(data) >= 16
+    data[8:12] = (int.from_bytes(data[8:12], "big") - 1).to_bytes(4, "big")  # key - 1
+    index.write_bytes(bytes(data))
+    log = PartitionLog.open(d, SMALL, clock=ManualClock())
+    values, error = consume(log)
+    assert error is None
+    assert values == [f"value-{i}".encode() for i in range(100)]
+    log.close()
+
+
+# -- through the broker, with a real client
+
+
+def test_broker_never_serves_a_corrupt_batch_and_keeps_other_partitions(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from riverbed.testing.embedded import EmbeddedBroker
+
+    broker = EmbeddedBroker(tmp_path / "data").start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("bad", "good")]).values():
+            f.result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        for i in range(100):
+            for topic in ("bad", "good"):
+                producer.produce(topic, value=f"{topic}-{i}".encode())
+            if i % 10 == 9:
+                assert producer.flush(30) == 0  # one batch of 10 per flush
+        del producer
+        broker.stop()  # clean: at the next start no segment is CRC-checked
+        seg = next((tmp_path / "data").rglob("bad-0/00000000000000000000.log"))
+        positions = batch_positions(seg)
+        assert len(positions) >= 5
+        flip(seg, positions[4] + 61)
+        broker.start()
+
+        def consume(topic: str, want: int, wait_s: float) -> list[bytes]:
+            consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
+                                 "group.id": "g", "enable.auto.commit": False})
+            consumer.assign([TopicPartition(topic, 0, 0)])
+            got: list[bytes] = []
+            deadline = time.monotonic() + wait_s
+            while len(got) < want and time.monotonic() < deadline:
+                msg = consumer.poll(0.2)
+                if msg is not None and msg.error() is None:
+                    got.append(msg.value())
+            consumer.close()
+            return got
+
+        assert consume("good", 100, 30) == [f"good-{i}".encode() for i in range(100)]
+        intact = seg.read_bytes()[: positions[4]]
+        before_damage = sum(len(rs) for _h, rs in iter_batches_with_records(intact))
+        with caplog.at_level(logging.ERROR):
+            got = consume("bad", 100, 5)
+        # everything before the damaged batch, nothing from it or after it
+        assert got == [f"bad-{i}".encode() for i in range(before_damage)]
+        assert f"{seg.name} at byte {positions[4]}:" in caplog.text
+    finally:
+        broker.stop()

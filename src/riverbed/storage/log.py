@@ -484,7 +484,12 @@ class PartitionLog:
 
     def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> FetchResult:
         """Whole batches from the one containing ``offset`` (it may start below ``offset``),
-        up to ``max_bytes`` (at least one batch with ``min_one_batch``), from one segment."""
+        up to ``max_bytes`` (at least one batch with ``min_one_batch``), from one segment.
+
+        Every batch returned was verified (CRC-32C, header sanity) since this process
+        opened its segment; one that fails raises CorruptSegmentError (KAFKA_STORAGE_ERROR)
+        naming the file and byte, and is never served (:meth:`LogSegment.verify_through`).
+        """
         with self._lock:
             self._check_open()
             end = self._segments[-1].next_offset
@@ -496,9 +501,9 @@ class PartitionLog:
             data = b""
             i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
             for seg in self._segments[i:]:
-                found = seg.locate(offset)
+                found = seg.locate_verified(offset)
                 if found is not None:
-                    data = seg.read(found[0], max_bytes, min_one_batch=min_one_batch)
+                    data = seg.read_verified(found[0], max_bytes, min_one_batch=min_one_batch)
                     break
             return FetchResult(data, end, start, end)
 
