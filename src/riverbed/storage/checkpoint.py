@@ -23,6 +23,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from riverbed.storage import faults
+
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "partition.checkpoint"
@@ -37,6 +39,7 @@ class PartitionCheckpoint:
 
 
 def fsync_dir(directory: Path) -> None:
+    faults.point("dir.fsync", directory)
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -49,7 +52,9 @@ def write_atomically(path: Path, data: bytes) -> None:
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
+        faults.point("file.fsync", path)
         os.fsync(f.fileno())
+    faults.point("file.rename", tmp)
     os.replace(tmp, path)
     fsync_dir(path.parent)
 

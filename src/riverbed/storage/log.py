@@ -69,7 +69,7 @@ from riverbed.protocol.batch import (
     iter_batches,
     set_base_offset,
 )
-from riverbed.storage import retention
+from riverbed.storage import faults, retention
 from riverbed.storage.checkpoint import (
     PartitionCheckpoint,
     consume_clean_shutdown,
@@ -359,6 +359,7 @@ class PartitionLog:
                 self._roll_locked(self._clock.now_ms())
 
     def _roll_locked(self, now_ms: int) -> None:
+        faults.point("log.roll", self.directory)
         old = self._segments[-1]
         base = old.next_offset
         old.seal()
@@ -665,10 +666,12 @@ class PartitionLog:
             first = old[0]
             target = self.directory / (segment_name(first.base_offset) + LOG_SUFFIX)
             swap = target.with_name(target.name + SWAP_SUFFIX)
+            faults.point("file.rename", cleaned)
             os.replace(cleaned, swap)
             fsync_dir(self.directory)
             for seg in old:
                 self._retire(seg)
+            faults.point("file.rename", swap)
             os.replace(swap, target)
             seg = LogSegment.open(self.directory, first.base_offset,
                                   index_interval_bytes=self._config.index_interval_bytes,

@@ -33,6 +33,7 @@ from typing import Literal, NoReturn
 
 from riverbed.errors import CorruptRecordError, CorruptSegmentError, StorageError
 from riverbed.protocol.batch import HEADER_SIZE, BatchHeader, validate_batch
+from riverbed.storage import faults
 from riverbed.storage.index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 def _rename_deleted(path: Path) -> Path:
     target = path.with_name(path.name + DELETED_SUFFIX)
     if path.exists():
+        faults.point("file.rename", path)
         os.replace(path, target)
     return target
 

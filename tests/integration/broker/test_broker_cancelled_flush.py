@@ -1,4 +1,6 @@
-"""A client that disconnects while its acks=-1 produces wait for an fsync must not stall
+"""acks=-1 flush waits on the wire.
+
+A client that disconnects while its acks=-1 produces wait for an fsync must not stall
 the others (issue 15.1).
 
 Closing a connection cancels its pending flush waits (``asyncio.wrap_future`` cancels
@@ -12,6 +14,10 @@ Two flush policies: the default per-append one (the issue's scenario; whether A'
 are still pending when its reset lands depends on the disk) and an interval policy
 (``flush.ms``), under which every acks=-1 wait lasts until the next interval flush, so
 A's cancelled waits are certainly queued ahead of B's and the old code fails every round.
+
+A retried acks=-1 batch (a duplicate of one the log holds) is answered only once the
+fsync covering the original is done (issue 17.1), shown by holding that fsync at the
+``segment.fsync`` failure point.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader, encode_request
 from riverbed.protocol.messages import CreateTopicsRequest, ProduceRequest
 from riverbed.protocol.records import build_batch
+from riverbed.storage import faults
 from riverbed.testing.embedded import EmbeddedBroker
 
 Connect = Callable[[str], Any]
@@ -38,7 +45,27 @@ PIPELINED = 30
 ANSWER_DEADLINE_S = 10.0
 
 
-def produce_request(topic: str, value: bytes) -> ProduceRequest:
+def create_topic(wire: Any, name: str, configs: dict[str, str] | None = None) -> None:
+    resp = wire.call(
+        CREATE_TOPICS,
+        7,
+        CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequest.CreatableTopic(
+                    name=name, num_partitions=1, replication_factor=1,
+                    configs=[
+                        CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+                        for k, v in (configs or {}).items()
+                    ],
+                )
+            ],
+            timeout_ms=1000,
+        ),
+    )
+    assert resp.topics[0].error_code == ErrorCode.NONE, resp
+
+
+def produce_request(topic: str, value: bytes, records: bytes | None = None) -> ProduceRequest:
     return ProduceRequest(
         acks=-1,
         timeout_ms=5000,
@@ -47,7 +74,7 @@ def produce_request(topic: str, value: bytes) -> ProduceRequest:
                 name=topic,
                 partition_data=[
                     ProduceRequest.PartitionProduceData(
-                        index=0, records=build_batch([(None, value)])
+                        index=0, records=records or build_batch([(None, value)])
                     )
                 ],
             )
@@ -83,22 +110,7 @@ def test_reset_client_does_not_stall_others(
 ) -> None:
     bootstrap = broker.bootstrap_servers
     b = connect(bootstrap)
-    topic_configs = [
-        CreateTopicsRequest.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()
-    ]
-    resp = b.call(
-        CREATE_TOPICS,
-        7,
-        CreateTopicsRequest(
-            topics=[
-                CreateTopicsRequest.CreatableTopic(
-                    name="shared", num_partitions=1, replication_factor=1, configs=topic_configs
-                )
-            ],
-            timeout_ms=1000,
-        ),
-    )
-    assert resp.topics[0].error_code == ErrorCode.NONE, resp
+    create_topic(b, "shared", configs)
     b.sock.settimeout(ANSWER_DEADLINE_S)
     for round_no in range(ROUNDS):
         reset_after_pipelining(bootstrap, "shared", round_no)
@@ -115,3 +127,37 @@ def test_reset_client_does_not_stall_others(
             part = answer.responses[0].partition_responses[0]
             assert part.error_code == ErrorCode.NONE, part
             assert time.monotonic() - started < ANSWER_DEADLINE_S
+
+
+def test_duplicate_batch_waits_for_the_originals_fsync(
+    broker: EmbeddedBroker, connect: Connect
+) -> None:
+    """Issue 17.1: the retry of an acks=-1 batch whose original is not yet fsynced must
+    not be acknowledged before that fsync (it used to be answered at once)."""
+    original, retry = connect(broker.bootstrap_servers), connect(broker.bootstrap_servers)
+    create_topic(original, "idem")
+    records = build_batch([(None, b"once")], producer_id=4242, producer_epoch=0,
+                          base_sequence=0)
+    request = produce_request("idem", b"", records)
+    with faults.inject("segment.fsync", block=True, match="idem-0") as fsync:
+        cid = original.send(PRODUCE, 9, request)
+        assert fsync.wait_reached(10), "the original's fsync never started"
+        retry_cid = retry.send(PRODUCE, 9, request)  # the client's retry, on a new connection
+        retry.sock.settimeout(1.0)
+        try:
+            early = retry.recv(PRODUCE, 9)
+        except TimeoutError:
+            early = None
+        assert early is None, "duplicate acknowledged before the original's fsync completed"
+        fsync.release()
+        retry.sock.settimeout(ANSWER_DEADLINE_S)
+        got, dup = retry.recv(PRODUCE, 9)
+        got_original, first = original.recv(PRODUCE, 9)
+    assert (got, got_original) == (retry_cid, cid)
+    first_part = first.responses[0].partition_responses[0]
+    dup_part = dup.responses[0].partition_responses[0]
+    assert first_part.error_code == dup_part.error_code == ErrorCode.NONE
+    assert dup_part.base_offset == first_part.base_offset == 0
+    # written once
+    again = original.call(PRODUCE, 9, produce_request("idem", b"next"))
+    assert again.responses[0].partition_responses[0].base_offset == 1

@@ -3,6 +3,7 @@ never strands the others, whichever path resolves or fails them (issue 15.1)."""
 
 from __future__ import annotations
 
+import errno
 import time
 from concurrent.futures import Future
 from pathlib import Path
@@ -11,8 +12,8 @@ import pytest
 from _batches import batch
 
 from riverbed.clock import ManualClock
-from riverbed.errors import LogClosedError, OffsetOutOfRangeError
-from riverbed.storage import LogConfig, PartitionLog
+from riverbed.errors import LogClosedError, OffsetOutOfRangeError, StorageError
+from riverbed.storage import LogConfig, PartitionLog, faults
 from riverbed.storage.flusher import GroupCommitFlusher
 
 # Interval policy without a flusher thread: flush_future queues a waiter and nothing
@@ -104,23 +105,14 @@ def test_truncate_fails_cancelled_and_live_waiters_alike(tmp_path: Path) -> None
     log.close()
 
 
-def test_failed_fsync_fails_the_others_past_a_cancelled_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_fsync_fails_the_others_past_a_cancelled_one(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     futures = waiters(log, 3)
     futures[0].cancel()
-    segment = log.segments()[-1]
-
-    def broken_fsync() -> None:
-        raise OSError(5, "injected EIO")
-
-    monkeypatch.setattr(segment, "fsync", broken_fsync)
-    with pytest.raises(OSError):
+    with faults.inject("segment.fsync", error=errno.EIO), pytest.raises(OSError):
         log.flush()
     for f in futures[1:]:
-        assert isinstance(f.exception(timeout=0), Exception)
-    monkeypatch.undo()
+        assert isinstance(f.exception(timeout=0), StorageError)
     log.close()
 
 

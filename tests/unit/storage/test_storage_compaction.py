@@ -3,7 +3,7 @@ group swaps."""
 
 from __future__ import annotations
 
-import os
+import errno
 import tracemalloc
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from test_storage_maintenance import all_records
 
 from riverbed.clock import ManualClock
 from riverbed.protocol.records import build_batch
-from riverbed.storage import LogConfig, LogManager, PartitionLog
+from riverbed.storage import LogConfig, LogManager, PartitionLog, faults
 from riverbed.storage.cleaner import LogCleaner, group_segments_by_size
 from riverbed.storage.config import LONG_MAX
 from riverbed.storage.offset_map import ENTRY_BYTES, OffsetMap
@@ -199,26 +199,23 @@ def test_manager_runs_cleaner_only_when_needed_and_reports_status(tmp_path: Path
 
 
 @pytest.mark.parametrize("crash_after", ["swap", "retire"])
-def test_crash_during_group_swap_recovers_the_new_group(tmp_path: Path, crash_after: str,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_crash_during_group_swap_recovers_the_new_group(tmp_path: Path,
+                                                        crash_after: str) -> None:
     clock = ManualClock(T0)
     reference = keyed_log(tmp_path / "ref-0", clock, 40, 4, 4, segment_bytes=100_000)
     LogCleaner(clock).clean(reference)
     expected = all_records(reference)
     log = keyed_log(tmp_path / "c-0", clock, 40, 4, 4, segment_bytes=100_000)
 
-    def crashing_replace(self: PartitionLog, old: list, sizes: list, cleaned: Path) -> bool:
-        first = old[0]
-        swap = first.log_path.with_name(first.log_path.name + SWAP_SUFFIX)
-        os.replace(cleaned, swap)
-        if crash_after == "retire":
-            for seg in old:
-                seg.rename_for_deletion()
-        raise OSError("simulated crash")
-
-    monkeypatch.setattr(PartitionLog, "replace_segments", crashing_replace)
-    assert LogCleaner(clock).clean(log) is None
-    monkeypatch.undo()
+    # The real swap, stopped by a failed rename (the failure point passes the source):
+    # "swap" - right after the swap is committed, before any old segment is retired
+    # (the first retire renames a .log); "retire" - after every old segment is retired,
+    # before the swap is renamed to .log.
+    suffix = ".log" if crash_after == "swap" else SWAP_SUFFIX
+    with faults.inject("file.rename", error=errno.EIO,
+                       match=lambda path: path.endswith(suffix)) as crash:
+        assert LogCleaner(clock).clean(log) is None
+    assert crash.hits == 1
     log.close_unclean()
     reopened = PartitionLog.open(tmp_path / "c-0", log.config, clock=clock)
     assert all_records(reopened) == expected

@@ -6,7 +6,8 @@ base offset and checks idempotent sequences — and wake long-poll fetches on th
 partition.  ``acks``: 0 sends no response at all; 1 answers once the batch is in the
 log; -1 (all) also waits for the log's flush future, i.e. durable under the topic's flush
 policy (group commit: concurrent requests share an fsync; the event loop never blocks on
-it).  Any other value fails every existing partition with INVALID_REQUIRED_ACKS (unknown
+it).  A retry the log recognises as a duplicate waits for the flush covering the
+original batch too, so it is never acknowledged before the original is durable.  Any other value fails every existing partition with INVALID_REQUIRED_ACKS (unknown
 ones answer UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID first, as in Kafka).  Errors are per
 partition and mapped only through :func:`riverbed.errors.error_code_for`; one bad
 partition never affects another.  Versions 0-2 are advertised but refused
@@ -109,7 +110,9 @@ def _append(
             log.exception("append to %s-%d failed", name, index)
         return _error(index, exc)
     broker.purgatory.notify(TopicPartition(name, index))
-    if flushes is not None and not result.duplicate:
+    if flushes is not None:
+        # A retried batch (duplicate) answers with the original's offsets, so it must
+        # also wait for the fsync covering the original: that may still be in flight.
         flushes.append(plog.flush_future(result.last_offset))
     return PartitionResponse(
         index=index,
