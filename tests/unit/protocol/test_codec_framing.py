@@ -127,3 +127,15 @@ def test_registry_pairs_requests_with_responses() -> None:
         assert spec.request_class.API_KEY == key == spec.response_class.API_KEY
         assert spec.request_class.MESSAGE_TYPE == "request"
         assert spec.response_class.MESSAGE_TYPE == "response"
+
+
+def test_served_ranges_stop_before_the_versions_kafka_4_4_added() -> None:
+    """The codec speaks Kafka 4.4's versions; the broker advertises only those its handlers
+    implement (a client could otherwise pick e.g. ApiVersions v5 and expect KIP-1242)."""
+    from riverbed.protocol.api import SERVED_MAX_VERSIONS
+
+    for name, served in SERVED_MAX_VERSIONS.items():
+        spec = API_BY_NAME[name]
+        assert spec.max_version == served < spec.codec_max_version
+    assert API_BY_NAME["ApiVersions"].max_version == 4
+    assert API_BY_NAME["Produce"].max_version == API_BY_NAME["Produce"].codec_max_version

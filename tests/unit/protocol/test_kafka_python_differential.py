@@ -81,14 +81,23 @@ def _as_dict(obj: Any, version: int) -> Any:
     return obj
 
 
+RENAMED_SINCE_4_3 = {"generation_id_or_member_epoch": "generation_id"}  # TxnOffsetCommit
+"""Our field names (Kafka 4.4's schemas) -> kafka-python 3.0.12's (Kafka 4.3's)."""
+
+
 def _normalise(value: Any) -> Any:
     """Undo kafka-python's presentation choices in ``to_dict`` (the bytes are still compared).
 
     It shows the zero UUID as None and turns ``*authorized_operations`` bit fields into
-    sets under other names; both are dropped or mapped here.
+    sets under other names; both are dropped or mapped here, as are the fields Kafka 4.4
+    renamed.
     """
     if isinstance(value, dict):
-        return {k: _normalise(v) for k, v in value.items() if "authorized_operations" not in k}
+        return {
+            RENAMED_SINCE_4_3.get(k, k): _normalise(v)
+            for k, v in value.items()
+            if "authorized_operations" not in k
+        }
     if isinstance(value, list):
         return [_normalise(v) for v in value]
     if isinstance(value, (bytearray, memoryview)):

@@ -2,10 +2,10 @@
 
 Run ``python -m riverbed.protocol.codegen`` from the repository root.  Two outputs:
 
-* :mod:`riverbed.protocol.messages.generated`, the wire codec, from
-  ``../shared/kafka-protocol/messages`` (relative to the repository root), falling back to
-  the copy inside the kafka-python wheel (``kafka/protocol/schemas/resources``), which
-  lacks a few newer schemas;
+* :mod:`riverbed.protocol.messages.generated`, the wire codec, from Kafka 4.4's
+  ``../shared/kafka-protocol/kafka-4.4/messages`` (relative to the repository root),
+  falling back to the Kafka 4.3 copy inside the kafka-python wheel
+  (``kafka/protocol/schemas/resources``), which lacks a few newer schemas;
 * :mod:`riverbed.protocol.messages.generated_records`, the records Kafka writes into its
   internal topics and files, from ``../shared/kafka-protocol/kafka-4.4/records/*/``.
 

@@ -109,6 +109,14 @@ class _Emitter:
             return [f"{ind}{target}, pos = {h(name + element)}(buf, pos)"]
         if element == "records":
             reader = h("read_compact_records" if flex else "read_records")
+            if not fld.nullable_anywhere():  # the attribute's type has no None
+                raw = f"r_{fld.attr}"
+                return [
+                    f"{ind}{raw}, pos = {reader}(buf, pos)",
+                    f"{ind}if {raw} is None:",
+                    f"{ind}    raise DecodeError('null records in {fld.name}')",
+                    f"{ind}{target} = {raw}",
+                ]
             lines = [f"{ind}{target}, pos = {reader}(buf, pos)"]
             if not nullable:
                 lines.append(f"{ind}if {target} is None:")
@@ -281,7 +289,7 @@ class _Emitter:
         expr = f"o.{fld.attr}"
         lines: list[str] = []
         maybe_none = py_type(fld, self.owner).endswith("| None")
-        if maybe_none and not nullable and fld.type != "records":
+        if maybe_none and not nullable:
             lines.append(f"{ind}if {expr} is None:")
             lines.append(
                 f"{ind}    raise ValueError('{fld.attr} is not nullable in version {version}')"

@@ -25,13 +25,13 @@ GENERATED_DIR = Path(__file__).resolve().parents[1] / "messages" / "generated"
 RECORDS_GENERATED_DIR = Path(__file__).resolve().parents[1] / "messages" / "generated_records"
 REPO_ROOT = Path(__file__).resolve().parents[4]
 KAFKA_PROTOCOL = REPO_ROOT.parent / "shared" / "kafka-protocol" / "kafka-4.4"
-SHARED_MESSAGES = REPO_ROOT.parent / "shared" / "kafka-protocol" / "messages"
+SHARED_MESSAGES = KAFKA_PROTOCOL / "messages"
 SHARED_RECORDS = KAFKA_PROTOCOL / "records"
 
 
 def default_schema_dir() -> Path | None:
-    """``../shared/kafka-protocol/messages`` beside the repo, else the (older, partial)
-    copy inside the kafka-python wheel."""
+    """``../shared/kafka-protocol/kafka-4.4/messages`` beside the repo, else the (older,
+    partial) copy inside the kafka-python wheel."""
     if SHARED_MESSAGES.is_dir():
         return SHARED_MESSAGES
     spec = importlib.util.find_spec("kafka")

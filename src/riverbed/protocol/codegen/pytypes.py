@@ -31,13 +31,15 @@ def py_type(fld: Field, owner: str) -> str:
     base = element_py_type(fld, owner)
     if fld.is_array:
         base = f"list[{base}]"
-    if fld.nullable_anywhere() or fld.type == "records" or default_is_null(fld):
+    if fld.nullable_anywhere() or default_is_null(fld):
         base = f"{base} | None"
     return base
 
 
 def default_is_null(fld: Field) -> bool:
-    return fld.default == "null" or (fld.type == "records")
+    """Null by default: a "null" schema default, or records that may be null (records
+    that never may, as in FetchSnapshotResponse, default to empty)."""
+    return fld.default == "null" or (fld.type == "records" and fld.nullable_anywhere())
 
 
 def default_expr(fld: Field, owner: str) -> str:
@@ -58,7 +60,7 @@ def default_expr(fld: Field, owner: str) -> str:
         return str(int(d, 0)) if d else "0"
     if t == "string":
         return repr(d or "")
-    if t == "bytes":
+    if t in ("bytes", "records"):
         return 'b""'
     if t == "uuid":
         return "ZERO_UUID"

@@ -4,13 +4,15 @@ The schema files are JSON with ``//`` line comments (``SCHEMA-FORMAT.md`` beside
 describes the format).  Loading resolves ``commonStructs`` and struct types declared once
 and referenced again by name, converts version strings ("0+", "3-7", "none") into
 inclusive ranges and applies :data:`~riverbed.protocol.codegen.overrides.MIN_VERSION_OVERRIDES`
-(the ranges we extend downward, e.g. Produce v0-2 for librdkafka, KAFKA-18659).
+(the ranges we extend downward, e.g. Produce v0-2 for librdkafka, KAFKA-18659) and
+:data:`~riverbed.protocol.codegen.overrides.LEGACY_FIELDS` (the fields those need).
 
 Pure functions over files; no state.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import keyword
 import re
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from riverbed.protocol.codegen.overrides import MIN_VERSION_OVERRIDES
+from riverbed.protocol.codegen.overrides import LEGACY_FIELDS, MIN_VERSION_OVERRIDES
 
 OPEN_END = 0x7FFF
 VersionRange = tuple[int, int]
@@ -114,13 +116,35 @@ def strip_comments(text: str) -> str:
     return _COMMENT.sub("", text)
 
 
-def load_schema(path: Path, source: str | None = None) -> MessageDef:
-    """Parse one schema file; ``source`` (default: the file name) names it in the output."""
+def load_schema(path: Path, source: str | None = None) -> MessageDef | None:
+    """Parse one schema file; ``source`` (default: the file name) names it in the output.
+
+    None for a schema whose ``validVersions`` is "none": an API Kafka removed (4.x keeps
+    LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown so), nothing to generate.
+    """
     raw = json.loads(strip_comments(path.read_text(encoding="utf-8")))
+    if parse_versions(raw["validVersions"]) is None:
+        return None
     return build_message(raw, source or path.name)
 
 
+def with_legacy_fields(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with the fields :data:`LEGACY_FIELDS` puts back (a copy; ``raw`` is kept)."""
+    legacy = LEGACY_FIELDS.get(raw["name"], ())
+    if not legacy:
+        return raw
+    raw = copy.deepcopy(raw)
+    for path, after, extra in legacy:
+        fields: list[dict[str, Any]] = raw["fields"]
+        for step in path:
+            fields = next(f for f in fields if f["name"] == step)["fields"]
+        index = next(i for i, f in enumerate(fields) if f["name"] == after)
+        fields.insert(index + 1, dict(extra))
+    return raw
+
+
 def build_message(raw: dict[str, Any], source: str) -> MessageDef:
+    raw = with_legacy_fields(raw)
     name: str = raw["name"]
     valid = parse_versions(raw["validVersions"])
     assert valid is not None
@@ -196,12 +220,15 @@ def _default_text(raw: dict[str, Any]) -> str | None:
 
 
 def load_all(schema_dir: Path) -> list[MessageDef]:
-    """Every ``*.json`` schema in ``schema_dir``, sorted by file name (deterministic)."""
-    return [load_schema(p) for p in sorted(schema_dir.glob("*.json"))]
+    """Every ``*.json`` schema in ``schema_dir`` with versions, sorted by file name
+    (deterministic)."""
+    loaded = (load_schema(p) for p in sorted(schema_dir.glob("*.json")))
+    return [m for m in loaded if m is not None]
 
 
 def load_tree(schema_dir: Path) -> list[MessageDef]:
     """Every ``*.json`` one folder down (``records/<owner>/<Name>.json``), sorted by
     relative path; each :attr:`MessageDef.source` is that ``<owner>/<Name>.json`` path."""
     paths = sorted(schema_dir.glob("*/*.json"), key=lambda p: p.relative_to(schema_dir).as_posix())
-    return [load_schema(p, p.relative_to(schema_dir).as_posix()) for p in paths]
+    loaded = (load_schema(p, p.relative_to(schema_dir).as_posix()) for p in paths)
+    return [m for m in loaded if m is not None]

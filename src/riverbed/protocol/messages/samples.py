@@ -74,7 +74,7 @@ def build(draw: Draw, cls: type[Struct], owner: type[Message], version: int) -> 
 
 
 def _value(draw: Draw, spec: FieldSpec, owner: type[Message], version: int) -> Any:
-    nullable = in_range(version, spec.nullable_versions) or spec.type == "records"
+    nullable = in_range(version, spec.nullable_versions)
     if nullable and draw.integer(0, 4) == 0:
         return None
     if spec.type.startswith("[]"):
