@@ -5,40 +5,67 @@
 from __future__ import annotations
 
 from riverbed.protocol.messages.base import Message
+from riverbed.protocol.messages.generated.aborted_txn import AbortedTxn
 from riverbed.protocol.messages.generated.add_offsets_to_txn_request import AddOffsetsToTxnRequest
 from riverbed.protocol.messages.generated.add_offsets_to_txn_response import AddOffsetsToTxnResponse
 from riverbed.protocol.messages.generated.add_partitions_to_txn_request import AddPartitionsToTxnRequest
 from riverbed.protocol.messages.generated.add_partitions_to_txn_response import AddPartitionsToTxnResponse
+from riverbed.protocol.messages.generated.add_raft_voter_request import AddRaftVoterRequest
+from riverbed.protocol.messages.generated.add_raft_voter_response import AddRaftVoterResponse
+from riverbed.protocol.messages.generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from riverbed.protocol.messages.generated.allocate_producer_ids_response import AllocateProducerIdsResponse
 from riverbed.protocol.messages.generated.alter_client_quotas_request import AlterClientQuotasRequest
 from riverbed.protocol.messages.generated.alter_client_quotas_response import AlterClientQuotasResponse
 from riverbed.protocol.messages.generated.alter_configs_request import AlterConfigsRequest
 from riverbed.protocol.messages.generated.alter_configs_response import AlterConfigsResponse
 from riverbed.protocol.messages.generated.alter_partition_reassignments_request import AlterPartitionReassignmentsRequest
 from riverbed.protocol.messages.generated.alter_partition_reassignments_response import AlterPartitionReassignmentsResponse
+from riverbed.protocol.messages.generated.alter_partition_request import AlterPartitionRequest
+from riverbed.protocol.messages.generated.alter_partition_response import AlterPartitionResponse
 from riverbed.protocol.messages.generated.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
 from riverbed.protocol.messages.generated.alter_replica_log_dirs_response import AlterReplicaLogDirsResponse
+from riverbed.protocol.messages.generated.alter_share_group_offsets_request import AlterShareGroupOffsetsRequest
+from riverbed.protocol.messages.generated.alter_share_group_offsets_response import AlterShareGroupOffsetsResponse
 from riverbed.protocol.messages.generated.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
 from riverbed.protocol.messages.generated.alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
 from riverbed.protocol.messages.generated.api_versions_request import ApiVersionsRequest
 from riverbed.protocol.messages.generated.api_versions_response import ApiVersionsResponse
+from riverbed.protocol.messages.generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
+from riverbed.protocol.messages.generated.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
+from riverbed.protocol.messages.generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
+from riverbed.protocol.messages.generated.begin_quorum_epoch_response import BeginQuorumEpochResponse
+from riverbed.protocol.messages.generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from riverbed.protocol.messages.generated.broker_heartbeat_response import BrokerHeartbeatResponse
+from riverbed.protocol.messages.generated.broker_registration_request import BrokerRegistrationRequest
+from riverbed.protocol.messages.generated.broker_registration_response import BrokerRegistrationResponse
 from riverbed.protocol.messages.generated.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from riverbed.protocol.messages.generated.consumer_group_describe_response import ConsumerGroupDescribeResponse
 from riverbed.protocol.messages.generated.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from riverbed.protocol.messages.generated.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from riverbed.protocol.messages.generated.consumer_protocol_assignment import ConsumerProtocolAssignment
 from riverbed.protocol.messages.generated.consumer_protocol_subscription import ConsumerProtocolSubscription
+from riverbed.protocol.messages.generated.control_record_type_schema import ControlRecordTypeSchema
+from riverbed.protocol.messages.generated.controller_registration_request import ControllerRegistrationRequest
+from riverbed.protocol.messages.generated.controller_registration_response import ControllerRegistrationResponse
 from riverbed.protocol.messages.generated.create_acls_request import CreateAclsRequest
 from riverbed.protocol.messages.generated.create_acls_response import CreateAclsResponse
+from riverbed.protocol.messages.generated.create_delegation_token_request import CreateDelegationTokenRequest
+from riverbed.protocol.messages.generated.create_delegation_token_response import CreateDelegationTokenResponse
 from riverbed.protocol.messages.generated.create_partitions_request import CreatePartitionsRequest
 from riverbed.protocol.messages.generated.create_partitions_response import CreatePartitionsResponse
 from riverbed.protocol.messages.generated.create_topics_request import CreateTopicsRequest
 from riverbed.protocol.messages.generated.create_topics_response import CreateTopicsResponse
+from riverbed.protocol.messages.generated.default_principal_data import DefaultPrincipalData
 from riverbed.protocol.messages.generated.delete_acls_request import DeleteAclsRequest
 from riverbed.protocol.messages.generated.delete_acls_response import DeleteAclsResponse
 from riverbed.protocol.messages.generated.delete_groups_request import DeleteGroupsRequest
 from riverbed.protocol.messages.generated.delete_groups_response import DeleteGroupsResponse
 from riverbed.protocol.messages.generated.delete_records_request import DeleteRecordsRequest
 from riverbed.protocol.messages.generated.delete_records_response import DeleteRecordsResponse
+from riverbed.protocol.messages.generated.delete_share_group_offsets_request import DeleteShareGroupOffsetsRequest
+from riverbed.protocol.messages.generated.delete_share_group_offsets_response import DeleteShareGroupOffsetsResponse
+from riverbed.protocol.messages.generated.delete_share_group_state_request import DeleteShareGroupStateRequest
+from riverbed.protocol.messages.generated.delete_share_group_state_response import DeleteShareGroupStateResponse
 from riverbed.protocol.messages.generated.delete_topics_request import DeleteTopicsRequest
 from riverbed.protocol.messages.generated.delete_topics_response import DeleteTopicsResponse
 from riverbed.protocol.messages.generated.describe_acls_request import DescribeAclsRequest
@@ -49,6 +76,8 @@ from riverbed.protocol.messages.generated.describe_cluster_request import Descri
 from riverbed.protocol.messages.generated.describe_cluster_response import DescribeClusterResponse
 from riverbed.protocol.messages.generated.describe_configs_request import DescribeConfigsRequest
 from riverbed.protocol.messages.generated.describe_configs_response import DescribeConfigsResponse
+from riverbed.protocol.messages.generated.describe_delegation_token_request import DescribeDelegationTokenRequest
+from riverbed.protocol.messages.generated.describe_delegation_token_response import DescribeDelegationTokenResponse
 from riverbed.protocol.messages.generated.describe_groups_request import DescribeGroupsRequest
 from riverbed.protocol.messages.generated.describe_groups_response import DescribeGroupsResponse
 from riverbed.protocol.messages.generated.describe_log_dirs_request import DescribeLogDirsRequest
@@ -57,6 +86,8 @@ from riverbed.protocol.messages.generated.describe_producers_request import Desc
 from riverbed.protocol.messages.generated.describe_producers_response import DescribeProducersResponse
 from riverbed.protocol.messages.generated.describe_quorum_request import DescribeQuorumRequest
 from riverbed.protocol.messages.generated.describe_quorum_response import DescribeQuorumResponse
+from riverbed.protocol.messages.generated.describe_share_group_offsets_request import DescribeShareGroupOffsetsRequest
+from riverbed.protocol.messages.generated.describe_share_group_offsets_response import DescribeShareGroupOffsetsResponse
 from riverbed.protocol.messages.generated.describe_topic_partitions_request import DescribeTopicPartitionsRequest
 from riverbed.protocol.messages.generated.describe_topic_partitions_response import DescribeTopicPartitionsResponse
 from riverbed.protocol.messages.generated.describe_transactions_request import DescribeTransactionsRequest
@@ -65,10 +96,19 @@ from riverbed.protocol.messages.generated.describe_user_scram_credentials_reques
 from riverbed.protocol.messages.generated.describe_user_scram_credentials_response import DescribeUserScramCredentialsResponse
 from riverbed.protocol.messages.generated.elect_leaders_request import ElectLeadersRequest
 from riverbed.protocol.messages.generated.elect_leaders_response import ElectLeadersResponse
+from riverbed.protocol.messages.generated.end_quorum_epoch_request import EndQuorumEpochRequest
+from riverbed.protocol.messages.generated.end_quorum_epoch_response import EndQuorumEpochResponse
+from riverbed.protocol.messages.generated.end_txn_marker import EndTxnMarker
 from riverbed.protocol.messages.generated.end_txn_request import EndTxnRequest
 from riverbed.protocol.messages.generated.end_txn_response import EndTxnResponse
+from riverbed.protocol.messages.generated.envelope_request import EnvelopeRequest
+from riverbed.protocol.messages.generated.envelope_response import EnvelopeResponse
+from riverbed.protocol.messages.generated.expire_delegation_token_request import ExpireDelegationTokenRequest
+from riverbed.protocol.messages.generated.expire_delegation_token_response import ExpireDelegationTokenResponse
 from riverbed.protocol.messages.generated.fetch_request import FetchRequest
 from riverbed.protocol.messages.generated.fetch_response import FetchResponse
+from riverbed.protocol.messages.generated.fetch_snapshot_request import FetchSnapshotRequest
+from riverbed.protocol.messages.generated.fetch_snapshot_response import FetchSnapshotResponse
 from riverbed.protocol.messages.generated.find_coordinator_request import FindCoordinatorRequest
 from riverbed.protocol.messages.generated.find_coordinator_response import FindCoordinatorResponse
 from riverbed.protocol.messages.generated.get_telemetry_subscriptions_request import GetTelemetrySubscriptionsRequest
@@ -79,8 +119,12 @@ from riverbed.protocol.messages.generated.incremental_alter_configs_request impo
 from riverbed.protocol.messages.generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from riverbed.protocol.messages.generated.init_producer_id_request import InitProducerIdRequest
 from riverbed.protocol.messages.generated.init_producer_id_response import InitProducerIdResponse
+from riverbed.protocol.messages.generated.initialize_share_group_state_request import InitializeShareGroupStateRequest
+from riverbed.protocol.messages.generated.initialize_share_group_state_response import InitializeShareGroupStateResponse
 from riverbed.protocol.messages.generated.join_group_request import JoinGroupRequest
 from riverbed.protocol.messages.generated.join_group_response import JoinGroupResponse
+from riverbed.protocol.messages.generated.k_raft_version_record import KRaftVersionRecord
+from riverbed.protocol.messages.generated.leader_change_message import LeaderChangeMessage
 from riverbed.protocol.messages.generated.leave_group_request import LeaveGroupRequest
 from riverbed.protocol.messages.generated.leave_group_response import LeaveGroupResponse
 from riverbed.protocol.messages.generated.list_config_resources_request import ListConfigResourcesRequest
@@ -107,6 +151,14 @@ from riverbed.protocol.messages.generated.produce_request import ProduceRequest
 from riverbed.protocol.messages.generated.produce_response import ProduceResponse
 from riverbed.protocol.messages.generated.push_telemetry_request import PushTelemetryRequest
 from riverbed.protocol.messages.generated.push_telemetry_response import PushTelemetryResponse
+from riverbed.protocol.messages.generated.read_share_group_state_request import ReadShareGroupStateRequest
+from riverbed.protocol.messages.generated.read_share_group_state_response import ReadShareGroupStateResponse
+from riverbed.protocol.messages.generated.read_share_group_state_summary_request import ReadShareGroupStateSummaryRequest
+from riverbed.protocol.messages.generated.read_share_group_state_summary_response import ReadShareGroupStateSummaryResponse
+from riverbed.protocol.messages.generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from riverbed.protocol.messages.generated.remove_raft_voter_response import RemoveRaftVoterResponse
+from riverbed.protocol.messages.generated.renew_delegation_token_request import RenewDelegationTokenRequest
+from riverbed.protocol.messages.generated.renew_delegation_token_response import RenewDelegationTokenResponse
 from riverbed.protocol.messages.generated.request_header import RequestHeader
 from riverbed.protocol.messages.generated.response_header import ResponseHeader
 from riverbed.protocol.messages.generated.sasl_authenticate_request import SaslAuthenticateRequest
@@ -121,50 +173,96 @@ from riverbed.protocol.messages.generated.share_group_describe_request import Sh
 from riverbed.protocol.messages.generated.share_group_describe_response import ShareGroupDescribeResponse
 from riverbed.protocol.messages.generated.share_group_heartbeat_request import ShareGroupHeartbeatRequest
 from riverbed.protocol.messages.generated.share_group_heartbeat_response import ShareGroupHeartbeatResponse
+from riverbed.protocol.messages.generated.snapshot_footer_record import SnapshotFooterRecord
+from riverbed.protocol.messages.generated.snapshot_header_record import SnapshotHeaderRecord
+from riverbed.protocol.messages.generated.streams_group_describe_request import StreamsGroupDescribeRequest
+from riverbed.protocol.messages.generated.streams_group_describe_response import StreamsGroupDescribeResponse
+from riverbed.protocol.messages.generated.streams_group_heartbeat_request import StreamsGroupHeartbeatRequest
+from riverbed.protocol.messages.generated.streams_group_heartbeat_response import StreamsGroupHeartbeatResponse
+from riverbed.protocol.messages.generated.streams_group_topology_description_update_request import StreamsGroupTopologyDescriptionUpdateRequest
+from riverbed.protocol.messages.generated.streams_group_topology_description_update_response import StreamsGroupTopologyDescriptionUpdateResponse
 from riverbed.protocol.messages.generated.sync_group_request import SyncGroupRequest
 from riverbed.protocol.messages.generated.sync_group_response import SyncGroupResponse
 from riverbed.protocol.messages.generated.txn_offset_commit_request import TxnOffsetCommitRequest
 from riverbed.protocol.messages.generated.txn_offset_commit_response import TxnOffsetCommitResponse
+from riverbed.protocol.messages.generated.unregister_broker_request import UnregisterBrokerRequest
+from riverbed.protocol.messages.generated.unregister_broker_response import UnregisterBrokerResponse
+from riverbed.protocol.messages.generated.unregister_controller_request import UnregisterControllerRequest
+from riverbed.protocol.messages.generated.unregister_controller_response import UnregisterControllerResponse
 from riverbed.protocol.messages.generated.update_features_request import UpdateFeaturesRequest
 from riverbed.protocol.messages.generated.update_features_response import UpdateFeaturesResponse
+from riverbed.protocol.messages.generated.update_raft_voter_request import UpdateRaftVoterRequest
+from riverbed.protocol.messages.generated.update_raft_voter_response import UpdateRaftVoterResponse
+from riverbed.protocol.messages.generated.vote_request import VoteRequest
+from riverbed.protocol.messages.generated.vote_response import VoteResponse
+from riverbed.protocol.messages.generated.voters_record import VotersRecord
+from riverbed.protocol.messages.generated.write_share_group_state_request import WriteShareGroupStateRequest
+from riverbed.protocol.messages.generated.write_share_group_state_response import WriteShareGroupStateResponse
 from riverbed.protocol.messages.generated.write_txn_markers_request import WriteTxnMarkersRequest
 from riverbed.protocol.messages.generated.write_txn_markers_response import WriteTxnMarkersResponse
 
 ALL_MESSAGES: tuple[type[Message], ...] = (
+    AbortedTxn,
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    AddRaftVoterRequest,
+    AddRaftVoterResponse,
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
     AlterClientQuotasRequest,
     AlterClientQuotasResponse,
     AlterConfigsRequest,
     AlterConfigsResponse,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     AlterReplicaLogDirsRequest,
     AlterReplicaLogDirsResponse,
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
+    ControlRecordTypeSchema,
+    ControllerRegistrationRequest,
+    ControllerRegistrationResponse,
     CreateAclsRequest,
     CreateAclsResponse,
+    CreateDelegationTokenRequest,
+    CreateDelegationTokenResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DefaultPrincipalData,
     DeleteAclsRequest,
     DeleteAclsResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DeleteRecordsRequest,
     DeleteRecordsResponse,
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+    DeleteShareGroupStateRequest,
+    DeleteShareGroupStateResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeAclsRequest,
@@ -175,6 +273,8 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     DescribeClusterResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeDelegationTokenRequest,
+    DescribeDelegationTokenResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     DescribeLogDirsRequest,
@@ -183,6 +283,8 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     DescribeProducersResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
     DescribeTransactionsRequest,
@@ -191,10 +293,19 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     DescribeUserScramCredentialsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    EndTxnMarker,
     EndTxnRequest,
     EndTxnResponse,
+    EnvelopeRequest,
+    EnvelopeResponse,
+    ExpireDelegationTokenRequest,
+    ExpireDelegationTokenResponse,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     GetTelemetrySubscriptionsRequest,
@@ -205,8 +316,12 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     IncrementalAlterConfigsResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
+    InitializeShareGroupStateRequest,
+    InitializeShareGroupStateResponse,
     JoinGroupRequest,
     JoinGroupResponse,
+    KRaftVersionRecord,
+    LeaderChangeMessage,
     LeaveGroupRequest,
     LeaveGroupResponse,
     ListConfigResourcesRequest,
@@ -233,6 +348,14 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     ProduceResponse,
     PushTelemetryRequest,
     PushTelemetryResponse,
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateResponse,
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryResponse,
+    RemoveRaftVoterRequest,
+    RemoveRaftVoterResponse,
+    RenewDelegationTokenRequest,
+    RenewDelegationTokenResponse,
     RequestHeader,
     ResponseHeader,
     SaslAuthenticateRequest,
@@ -247,52 +370,98 @@ ALL_MESSAGES: tuple[type[Message], ...] = (
     ShareGroupDescribeResponse,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
+    StreamsGroupDescribeRequest,
+    StreamsGroupDescribeResponse,
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    StreamsGroupTopologyDescriptionUpdateResponse,
     SyncGroupRequest,
     SyncGroupResponse,
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+    UnregisterControllerRequest,
+    UnregisterControllerResponse,
     UpdateFeaturesRequest,
     UpdateFeaturesResponse,
+    UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse,
+    VoteRequest,
+    VoteResponse,
+    VotersRecord,
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
 
 __all__ = [
     "ALL_MESSAGES",
+    "AbortedTxn",
     "AddOffsetsToTxnRequest",
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "AddRaftVoterRequest",
+    "AddRaftVoterResponse",
+    "AllocateProducerIdsRequest",
+    "AllocateProducerIdsResponse",
     "AlterClientQuotasRequest",
     "AlterClientQuotasResponse",
     "AlterConfigsRequest",
     "AlterConfigsResponse",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",
+    "AlterPartitionRequest",
+    "AlterPartitionResponse",
     "AlterReplicaLogDirsRequest",
     "AlterReplicaLogDirsResponse",
+    "AlterShareGroupOffsetsRequest",
+    "AlterShareGroupOffsetsResponse",
     "AlterUserScramCredentialsRequest",
     "AlterUserScramCredentialsResponse",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "AssignReplicasToDirsRequest",
+    "AssignReplicasToDirsResponse",
+    "BeginQuorumEpochRequest",
+    "BeginQuorumEpochResponse",
+    "BrokerHeartbeatRequest",
+    "BrokerHeartbeatResponse",
+    "BrokerRegistrationRequest",
+    "BrokerRegistrationResponse",
     "ConsumerGroupDescribeRequest",
     "ConsumerGroupDescribeResponse",
     "ConsumerGroupHeartbeatRequest",
     "ConsumerGroupHeartbeatResponse",
     "ConsumerProtocolAssignment",
     "ConsumerProtocolSubscription",
+    "ControlRecordTypeSchema",
+    "ControllerRegistrationRequest",
+    "ControllerRegistrationResponse",
     "CreateAclsRequest",
     "CreateAclsResponse",
+    "CreateDelegationTokenRequest",
+    "CreateDelegationTokenResponse",
     "CreatePartitionsRequest",
     "CreatePartitionsResponse",
     "CreateTopicsRequest",
     "CreateTopicsResponse",
+    "DefaultPrincipalData",
     "DeleteAclsRequest",
     "DeleteAclsResponse",
     "DeleteGroupsRequest",
     "DeleteGroupsResponse",
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
+    "DeleteShareGroupOffsetsRequest",
+    "DeleteShareGroupOffsetsResponse",
+    "DeleteShareGroupStateRequest",
+    "DeleteShareGroupStateResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
     "DescribeAclsRequest",
@@ -303,6 +472,8 @@ __all__ = [
     "DescribeClusterResponse",
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
+    "DescribeDelegationTokenRequest",
+    "DescribeDelegationTokenResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
     "DescribeLogDirsRequest",
@@ -311,6 +482,8 @@ __all__ = [
     "DescribeProducersResponse",
     "DescribeQuorumRequest",
     "DescribeQuorumResponse",
+    "DescribeShareGroupOffsetsRequest",
+    "DescribeShareGroupOffsetsResponse",
     "DescribeTopicPartitionsRequest",
     "DescribeTopicPartitionsResponse",
     "DescribeTransactionsRequest",
@@ -319,10 +492,19 @@ __all__ = [
     "DescribeUserScramCredentialsResponse",
     "ElectLeadersRequest",
     "ElectLeadersResponse",
+    "EndQuorumEpochRequest",
+    "EndQuorumEpochResponse",
+    "EndTxnMarker",
     "EndTxnRequest",
     "EndTxnResponse",
+    "EnvelopeRequest",
+    "EnvelopeResponse",
+    "ExpireDelegationTokenRequest",
+    "ExpireDelegationTokenResponse",
     "FetchRequest",
     "FetchResponse",
+    "FetchSnapshotRequest",
+    "FetchSnapshotResponse",
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
     "GetTelemetrySubscriptionsRequest",
@@ -333,8 +515,12 @@ __all__ = [
     "IncrementalAlterConfigsResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
+    "InitializeShareGroupStateRequest",
+    "InitializeShareGroupStateResponse",
     "JoinGroupRequest",
     "JoinGroupResponse",
+    "KRaftVersionRecord",
+    "LeaderChangeMessage",
     "LeaveGroupRequest",
     "LeaveGroupResponse",
     "ListConfigResourcesRequest",
@@ -361,6 +547,14 @@ __all__ = [
     "ProduceResponse",
     "PushTelemetryRequest",
     "PushTelemetryResponse",
+    "ReadShareGroupStateRequest",
+    "ReadShareGroupStateResponse",
+    "ReadShareGroupStateSummaryRequest",
+    "ReadShareGroupStateSummaryResponse",
+    "RemoveRaftVoterRequest",
+    "RemoveRaftVoterResponse",
+    "RenewDelegationTokenRequest",
+    "RenewDelegationTokenResponse",
     "RequestHeader",
     "ResponseHeader",
     "SaslAuthenticateRequest",
@@ -375,12 +569,31 @@ __all__ = [
     "ShareGroupDescribeResponse",
     "ShareGroupHeartbeatRequest",
     "ShareGroupHeartbeatResponse",
+    "SnapshotFooterRecord",
+    "SnapshotHeaderRecord",
+    "StreamsGroupDescribeRequest",
+    "StreamsGroupDescribeResponse",
+    "StreamsGroupHeartbeatRequest",
+    "StreamsGroupHeartbeatResponse",
+    "StreamsGroupTopologyDescriptionUpdateRequest",
+    "StreamsGroupTopologyDescriptionUpdateResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
     "TxnOffsetCommitRequest",
     "TxnOffsetCommitResponse",
+    "UnregisterBrokerRequest",
+    "UnregisterBrokerResponse",
+    "UnregisterControllerRequest",
+    "UnregisterControllerResponse",
     "UpdateFeaturesRequest",
     "UpdateFeaturesResponse",
+    "UpdateRaftVoterRequest",
+    "UpdateRaftVoterResponse",
+    "VoteRequest",
+    "VoteResponse",
+    "VotersRecord",
+    "WriteShareGroupStateRequest",
+    "WriteShareGroupStateResponse",
     "WriteTxnMarkersRequest",
     "WriteTxnMarkersResponse",
 ]
