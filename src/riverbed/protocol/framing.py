@@ -70,8 +70,16 @@ def _spec_for(header: RequestHeader) -> ApiSpec:
     return spec
 
 
-def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, Message]:
-    """Decode one request; ``frame`` is the bytes after the 4-byte size prefix."""
+def decode_request(
+    frame: bytes | bytearray | memoryview, *, ignore_trailing_bytes: bool = False
+) -> tuple[RequestHeader, Message]:
+    """Decode one request; ``frame`` is the bytes after the 4-byte size prefix.
+
+    Bytes left over after the body are a :class:`DecodeError`, unless
+    ``ignore_trailing_bytes``: Kafka's broker does not check for them
+    (``AbstractRequest.parseRequest`` reads the fields it knows and ignores the rest), and
+    librdkafka 2.16 sends Metadata v13 with three such bytes, so a broker passes True.
+    """
     buf = frame if isinstance(frame, memoryview) else memoryview(frame)
     if len(buf) < _HEADER_PREFIX.size + 2:
         raise DecodeError(f"request frame of {len(buf)} bytes is too short for a header")
@@ -87,7 +95,10 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
             _, pos = read_unknown_tagged_fields(buf, pos)
         except (IndexError, struct.error) as exc:
             raise DecodeError(f"malformed request header tagged fields: {exc}") from exc
-    request = spec.request_class.decode(buf[pos:], api_version)
+    if ignore_trailing_bytes:
+        request, _end = spec.request_class.decode_from(buf, pos, api_version)
+    else:
+        request = spec.request_class.decode(buf[pos:], api_version)
     return header, request
 
 

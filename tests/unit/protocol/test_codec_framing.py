@@ -122,6 +122,19 @@ def test_trailing_bytes_are_refused() -> None:
         decode_request(frame[4:] + b"\x00")
 
 
+def test_trailing_bytes_are_ignored_when_asked_as_by_the_broker() -> None:
+    """librdkafka 2.16 sends Metadata v13 with three extra bytes; Kafka ignores them."""
+    from riverbed.broker.request_decoding import decode_request as broker_decode_request
+
+    req = ApiVersionsRequest(client_software_name="rdkafka", client_software_version="2")
+    frame = memoryview(encode_request(RequestHeader(18, 3, 7, "x"), req)[4:] + b"\x00\x01\x02")
+    header, decoded = decode_request(frame, ignore_trailing_bytes=True)
+    assert header == RequestHeader(18, 3, 7, "x") and decoded == req
+    assert broker_decode_request(frame) == (header, decoded)
+    with pytest.raises(DecodeError):  # a truncated body is still an error
+        decode_request(frame[:-6], ignore_trailing_bytes=True)
+
+
 def test_registry_pairs_requests_with_responses() -> None:
     for key, spec in API_BY_KEY.items():
         assert spec.request_class.API_KEY == key == spec.response_class.API_KEY
