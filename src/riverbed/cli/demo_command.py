@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from riverbed.errors import ConfigError
+from riverbed.cli.extras import require_extra
 
 
 @click.command("demo")
@@ -57,10 +57,7 @@ def demo_command(
     a Spark Structured Streaming query on local Spark, shows live progress and ends with
     a summary and the per-user-per-hour table.  Ctrl-C stops everything cleanly.
     """
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        raise ConfigError("the demo needs Spark: pip install 'riverbed[spark]'") from None
+    require_extra("spark", "the demo")  # pyspark, pandas, pyarrow: one line, exit 2
     from riverbed.demo.logs import log_path, tail
     from riverbed.demo.runner import DemoOptions, run_demo
 

@@ -27,6 +27,14 @@ class _Group(click.Group):
         except RiverbedError as exc:
             click.echo(f"riverbed: error: {exc}", err=True)
             sys.exit(1)
+        except ModuleNotFoundError as exc:  # an optional extra (pyspark, ...) not installed
+            from riverbed.cli.extras import missing_extra
+
+            missing = missing_extra(exc.name or "")
+            if missing is None:
+                raise
+            click.echo(f"riverbed: error: {missing}", err=True)
+            sys.exit(2)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,11 +46,17 @@ def cli() -> None:
 def main() -> None:
     """Console-script entry point."""
     from riverbed.cli import commands  # noqa: F401  (registers subcommands)
+    from riverbed.cli.completion_command import completion_command
+    from riverbed.cli.consume_command import consume_command
     from riverbed.cli.demo_command import demo_command
     from riverbed.cli.groups_command import groups
+    from riverbed.cli.produce_command import produce_command
     from riverbed.cli.topics_command import topics
 
     cli.add_command(groups)
     cli.add_command(topics)
+    cli.add_command(produce_command)
+    cli.add_command(consume_command)
+    cli.add_command(completion_command)
     cli.add_command(demo_command)
-    cli()
+    cli(prog_name="riverbed")  # also names click's completion variable: _RIVERBED_COMPLETE

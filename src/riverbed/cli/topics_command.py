@@ -13,6 +13,11 @@ per line, columns separated by spaces:
   ``key=value SOURCE`` (Kafka's ConfigSource name) for the configs that are not at their default.
 - ``create``/``alter``/``add-partitions``/``delete``: one confirmation line.
 
+``list`` and ``describe`` take ``--output json`` for one JSON document instead:
+``[{"name", "partitions", "internal"}]`` (same filtering as the text), and ``{"name",
+"internal", "partitions": [{"partition", "leader", "log_start_offset", "log_end_offset"}],
+"configs": {KEY: {"value", "source", "is_default"}}}`` with *every* config.
+
 ``alter`` is incremental (IncrementalAlterConfigs SET and DELETE): configs not named stay
 as they are.  ``delete`` asks for confirmation unless ``--yes`` is given, and refuses when
 stdin is not a terminal (a script must say ``--yes``).  Metadata is read without asking
@@ -34,7 +39,7 @@ from typing import Any
 
 import click
 
-from riverbed.cli.kafka_admin import TIMEOUT_S, bootstrap_option
+from riverbed.cli.kafka_admin import TIMEOUT_S, bootstrap_option, echo_json, output_option
 from riverbed.cli.kafka_admin import admin_client as _admin
 from riverbed.errors import ConfigError, RiverbedError
 
@@ -87,15 +92,21 @@ def topics() -> None:
 
 @topics.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Include internal topics.")
+@output_option
 @bootstrap_option
-def list_topics(show_all: bool, bootstrap: str) -> None:
+def list_topics(show_all: bool, output: str, bootstrap: str) -> None:
     """List topics with their partition counts."""
     admin = _admin(bootstrap)  # keep the client alive until the results are in
     metadata = admin.list_topics(timeout=TIMEOUT_S)
     names = sorted(n for n, t in metadata.topics.items() if t.error is None)
-    for name, desc in sorted(_describe_topics(admin, names).items()):
-        if show_all or not desc.is_internal:
-            click.echo(f"{name} {len(desc.partitions)}")
+    shown = [(name, desc) for name, desc in sorted(_describe_topics(admin, names).items())
+             if show_all or not desc.is_internal]
+    if output == "json":
+        echo_json([{"name": name, "partitions": len(desc.partitions),
+                    "internal": bool(desc.is_internal)} for name, desc in shown])
+        return
+    for name, desc in shown:
+        click.echo(f"{name} {len(desc.partitions)}")
 
 
 @topics.command("create")
@@ -122,8 +133,9 @@ def create(name: str, partitions: int, replication_factor: int | None,
 
 @topics.command("describe")
 @click.argument("name")
+@output_option
 @bootstrap_option
-def describe(name: str, bootstrap: str) -> None:
+def describe(name: str, output: str, bootstrap: str) -> None:
     """Partitions (leader, log start and end offsets) and non-default configs of NAME."""
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
@@ -148,6 +160,16 @@ def describe(name: str, bootstrap: str) -> None:
     resource = ConfigResource(ConfigResource.Type.TOPIC, name)
     configs = _wait(admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource],
                     f"describing configs of {name}")
+    if output == "json":
+        echo_json({
+            "name": name, "internal": bool(desc.is_internal),
+            "partitions": [{"partition": p, "leader": leaders[p], "log_start_offset": start[p],
+                            "log_end_offset": end[p]} for p in partitions],
+            "configs": {key: {"value": entry.value, "source": ConfigSource(entry.source).name,
+                              "is_default": bool(entry.is_default)}
+                        for key, entry in sorted(configs.items())},
+        })
+        return
     internal = str(bool(desc.is_internal)).lower()
     click.echo(f"TOPIC {name} PARTITIONS {len(partitions)} INTERNAL {internal}")
     click.echo("PARTITION LEADER LOG-START-OFFSET LOG-END-OFFSET")
