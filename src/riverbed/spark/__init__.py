@@ -4,7 +4,10 @@ Only this package and :mod:`riverbed.pipelines` (pipelines built on it) import p
 
 Public API::
 
-    register(spark)                      make format "riverbed" available in a session
+    register(spark)                      check the workers import riverbed, then make
+                                         format "riverbed" available in the session
+    local_session(app_name)              a local[2] session whose workers run this Python
+    check_workers(spark)                 just the check; SparkWorkerSetupError says the fix
     RiverbedDataSource                   the Python data source (source and sink)
     IdempotentSQLiteSink                 foreachBatch helper: each batch id written once
 
@@ -20,11 +23,28 @@ from pyspark.sql import SparkSession
 
 from riverbed.spark.data_source import RiverbedDataSource
 from riverbed.spark.idempotent import IdempotentSQLiteSink
+from riverbed.spark.session import SparkWorkerSetupError, check_workers, local_session
 
 
-def register(spark: SparkSession) -> None:
-    """Register the ``riverbed`` format in ``spark`` (idempotent)."""
+def register(spark: SparkSession, *, check: bool = True) -> None:
+    """Register the ``riverbed`` format in ``spark`` (idempotent).
+
+    First (unless ``check=False``) a one-row job checks that Spark's Python workers can
+    import riverbed -- the data source runs there -- and raises
+    :class:`SparkWorkerSetupError` naming the fix (``PYSPARK_PYTHON`` /
+    ``spark.pyspark.python``) when they cannot, instead of a worker traceback at the
+    first query.
+    """
+    if check:
+        check_workers(spark)
     spark.dataSource.register(RiverbedDataSource)
 
 
-__all__ = ["IdempotentSQLiteSink", "RiverbedDataSource", "register"]
+__all__ = [
+    "IdempotentSQLiteSink",
+    "RiverbedDataSource",
+    "SparkWorkerSetupError",
+    "check_workers",
+    "local_session",
+    "register",
+]
