@@ -1,5 +1,5 @@
 """The coordinator's records on the generated codec write the bytes the hand-written codec
-wrote, and read what Kafka, kafka-python and our older versions wrote.
+wrote, and read what Kafka, librdkafka, kafka-python and our older versions wrote.
 
 ``OLD_BYTES`` were captured from the hand-written encoders (``coordinator/records.py``,
 ``consumer_records.py``, ``consumer_protocol.py`` at commit 818b405) for the values in
@@ -234,6 +234,27 @@ KAFKA_PYTHON_SUBSCRIPTION_V3 = bytes.fromhex(
     "730000000200000000000000010000000500027231")
 KAFKA_PYTHON_ASSIGNMENT_V3 = bytes.fromhex(
     "00030000000100066f7264657273000000020000000000000001ffffffff")
+
+
+# librdkafka 2.16 (confluent-kafka 2.16.1), captured from its JoinGroup/SyncGroup against
+# an EmbeddedBroker: subscription v3 with client.rack=rack-1 (range and cooperative-sticky
+# send the same), and the assignments its range / cooperative-sticky leaders computed.
+LIBRDKAFKA_SUBSCRIPTION_V3 = bytes.fromhex(
+    "00030000000200066f726465727300087061796d656e74730000000000000000ffffffff00067261636b"
+    "2d31")
+LIBRDKAFKA_RANGE_ASSIGNMENT = bytes.fromhex(
+    "00000000000200087061796d656e7473000000010000000000066f72646572730000000200000000000000"
+    "0100000000")
+LIBRDKAFKA_STICKY_ASSIGNMENT = bytes.fromhex(
+    "00000000000200066f726465727300000002000000000000000100087061796d656e747300000001000000"
+    "0000000000")
+
+
+def test_librdkafka_consumer_protocol_bytes() -> None:
+    assert P.subscription_topics(LIBRDKAFKA_SUBSCRIPTION_V3) == {"orders", "payments"}
+    expected = {"orders": [0, 1], "payments": [0]}
+    assert P.decode_assignment(LIBRDKAFKA_RANGE_ASSIGNMENT) == expected
+    assert P.decode_assignment(LIBRDKAFKA_STICKY_ASSIGNMENT) == expected
 
 
 def test_kafka_python_consumer_protocol_bytes() -> None:
