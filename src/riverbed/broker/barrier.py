@@ -2,7 +2,8 @@
 
 Handlers run synchronously in arrival order (see :mod:`riverbed.broker.connection`), so a
 request sees every state change made by the requests before it -- unless one of those
-does its work later, on a worker thread (topic creation, deletion, new partitions).
+does its work later, on a worker thread (topic creation, deletion, new partitions,
+config changes, DeleteRecords).
 Such a handler returns ``Barrier(awaitable)``: the connection answers it like any other
 awaitable, but dispatches nothing received after it until it completes, so a client that
 pipelines CreateTopics then Produce on one connection still finds the topic.  Other

@@ -10,24 +10,36 @@ Only *explicit* topic overrides are stored; the effective config is the broker's
 defaults overlaid with them (:meth:`TopicManager.log_config`).  Partition data lives in the
 storage layer's ``<topic>-<partition>`` directories.
 
-Crash behaviour: ``topics.json`` is the source of truth and is written *before* logs are
-created and *before* logs are deleted.  On start, partitions named in the file but missing
-on disk are created empty, and partition directories of topics no longer in the file
-(a crash half-way through a delete) are deleted.
+Changes: one queue of commands, one worker.  Every change -- create, grow, delete,
+alter configs -- is checked against the published state on the caller's side, then
+queued as a command to :class:`_DiskState` on the single worker thread
+(``riverbed-topics``), which applies the commands one at a time in queue order to
+``topics.json`` and the partition directories; its result is then *published* on the
+caller's side: on the event loop for the asynchronous API (``*_async``,
+``begin_delete_topic``).  The synchronous API (start-up, tests) wraps the asynchronous
+one: it runs it to completion on a private event loop, so there is one path.  The loop
+never waits on a disk.
 
-Threads: the metadata is event-loop state (not thread-safe).  The disk work of a topic
-change (``topics.json`` and the partition directories: a few fsyncs per partition) runs
-on one worker thread, so the loop never waits on a disk (``create_topic_async``,
-``ensure_topic_async``, ``create_partitions_async``, ``begin_delete_topic``).  The worker
-runs the jobs in submission order, so a delete and a re-create of one name reach the disk
-in order; every job writes the *intended* state (:attr:`_intended`: published topics plus
-pending changes), so a later job never drops an earlier pending one from the file.
-Visibility: a created topic (or new partitions) becomes visible to every connection at
-once, on the loop, after its logs exist; a deleted topic disappears at once, before its
-directories go.  A name being created is taken: a second create is TOPIC_ALREADY_EXISTS,
-an auto-create waits for it.  The synchronous methods do the same work inline (start-up,
-tests).  ``partition_log`` answers from a cache on the loop, never taking the storage
-layer's lock (which a worker creating partitions may hold).
+Visibility: a created topic (or new partitions, or new configs) becomes visible to every
+connection at once, on the loop, after its logs (files) exist; a deleted topic
+disappears at once, before its directories go.  A name being created is taken: a second
+create is TOPIC_ALREADY_EXISTS, an auto-create waits for it.  Commands reach the disk in
+queue order, so a delete and a re-create of one name do too, and a grow queued before a
+delete is deleted with the rest.  Requests on one connection see each change in
+request order through :class:`~riverbed.broker.barrier.Barrier`.
+
+Crash behaviour: ``topics.json`` is the source of truth and is written *before* logs are
+created and *before* logs are deleted.  A delete renames every partition directory to
+``<topic>-<p>.<hex>-delete`` before releasing and removing any
+(:meth:`LogManager.detach_partitions`).  On start, ``-delete`` directories are removed,
+partitions named in the file but missing on disk are created empty, and partition
+directories of topics no longer in the file (a crash half-way through a delete) are
+deleted.
+
+Threads: :class:`TopicManager` is event-loop state (not thread-safe); :class:`_DiskState`
+is touched only by the worker (and by the constructor, before the worker exists); they
+share no mutable object.  ``partition_log`` answers from a cache on the loop, never taking
+the storage layer's lock (which the worker creating partitions may hold).
 """
 
 from __future__ import annotations
@@ -36,7 +48,7 @@ import asyncio
 import logging
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -56,7 +68,7 @@ from riverbed.errors import (
 )
 from riverbed.storage.config import LogConfig
 from riverbed.storage.log import PartitionLog
-from riverbed.storage.manager import LogManager
+from riverbed.storage.manager import DetachedPartition, LogManager
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +79,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__sha
 """Kafka's internal topics (``Topic.INTERNAL_TOPICS``): Metadata lists them with
 ``is_internal``; they cannot be deleted, grown, or have records deleted."""
 T = TypeVar("T")
+ConfigChange = Callable[[dict[str, str]], dict[str, str]]
+"""New overrides from the current ones (AlterConfigs: replace; incremental: edit)."""
 
 
 def is_internal_topic(name: str) -> bool:
@@ -82,6 +96,9 @@ class Topic:
     partitions: int
     configs: dict[str, str] = field(default_factory=dict)
 
+    def copy(self) -> Topic:
+        return replace(self, configs=dict(self.configs))
+
 
 def validate_topic_name(name: str) -> None:
     """Kafka's rules: 1-249 chars of ``[a-zA-Z0-9._-]``, not ``.`` or ``..``."""
@@ -95,23 +112,114 @@ def validate_topic_name(name: str) -> None:
         raise InvalidTopicError(f"topic name {name!r} has characters outside [a-zA-Z0-9._-]")
 
 
+@dataclass(slots=True)
+class _Creation:
+    """A name taken by a creation not yet visible: its partition count (for the cap) and
+    the future an auto-create of the same name waits on."""
+
+    partitions: int
+    done: asyncio.Future[Topic]
+
+
+class _DiskState:
+    """What ``topics.json`` and the partition directories say, and the commands that
+    change them.  Only the worker thread calls the commands, one at a time, in queue
+    order; each saves the whole file before touching directories."""
+
+    def __init__(
+        self, path: Path, logs: LogManager, log_config: Callable[[Mapping[str, str]], LogConfig]
+    ) -> None:
+        self._path = path
+        self._logs = logs
+        self._log_config = log_config
+        self.topics: dict[str, Topic] = {}
+
+    def _save(self) -> None:
+        write_json_atomic(
+            self._path,
+            {
+                "version": 1,
+                "topics": {
+                    t.name: {
+                        "topic_id": t.topic_id.hex,
+                        "partitions": t.partitions,
+                        "configs": dict(t.configs),
+                    }
+                    for t in self.topics.values()
+                },
+            },
+        )
+
+    def create(self, topic: Topic) -> list[PartitionLog]:
+        self.topics[topic.name] = topic
+        try:
+            self._save()
+        except BaseException:
+            del self.topics[topic.name]
+            raise
+        config = self._log_config(topic.configs)
+        return [self._logs.get_or_create(topic.name, p, config) for p in range(topic.partitions)]
+
+    def grow(self, name: str, count: int) -> tuple[int, list[PartitionLog]]:
+        """Partitions up to ``count``; returns the first new index and the new logs."""
+        topic = self.topics.get(name)
+        if topic is None:  # deleted by a command queued before this one
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        old = topic.partitions
+        topic.partitions = max(old, count)
+        try:
+            self._save()
+        except BaseException:
+            topic.partitions = old
+            raise
+        config = self._log_config(topic.configs)
+        return old, [self._logs.get_or_create(name, p, config) for p in range(old, count)]
+
+    def delete(self, name: str) -> list[DetachedPartition]:
+        """Save the file without ``name``, then rename its directories out of the way
+        (every partition on disk, including grows queued before the delete)."""
+        topic = self.topics.pop(name)
+        self._save()
+        return self._logs.detach_partitions(name, range(topic.partitions))
+
+    def remove(self, detached: list[DetachedPartition]) -> None:
+        self._logs.remove_detached(detached)
+
+    def alter_configs(self, name: str, change: ConfigChange) -> dict[str, str]:
+        """Apply ``change`` to the current overrides (ConfigError names a bad key),
+        save, then rewrite each partition's ``topic.properties`` and settings."""
+        topic = self.topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        overrides = change(dict(topic.configs))
+        config = self._log_config(overrides)
+        old, topic.configs = topic.configs, dict(overrides)
+        try:
+            self._save()
+        except BaseException:
+            topic.configs = old
+            raise
+        self._logs.update_config(name, config)
+        return dict(overrides)
+
+
 class TopicManager:
     """Owns topic metadata and maps (topic, partition) to the storage layer's logs."""
 
     def __init__(self, data_dir: Path, logs: LogManager, config: BrokerConfig) -> None:
-        self._path = data_dir / TOPICS_FILE
         self._logs = logs
         self._config = config
         self.default_log_config: LogConfig = LogConfig.from_kafka_props(
             storage_props(config.topic_defaults), LogConfig()
         )
+        self._disk = _DiskState(data_dir / TOPICS_FILE, logs, self.log_config)
         self._topics: dict[str, Topic] = {}  # published: what requests see
         self._by_id: dict[uuid.UUID, Topic] = {}
-        self._intended: dict[str, Topic] = {}  # published + pending changes (copies)
-        self._creating: dict[str, asyncio.Future[Topic]] = {}
+        self._creating: dict[str, _Creation] = {}  # names taken, not yet visible
+        self._growing: dict[str, int] = {}  # partition count a queued grow will reach
         self._plogs: dict[tuple[str, int], PartitionLog] = {}
         self._worker: ThreadPoolExecutor | None = None
-        self._load()
+        self._load(data_dir / TOPICS_FILE)
 
     # -- queries ---------------------------------------------------------------------
     def get(self, name: str) -> Topic | None:
@@ -145,30 +253,13 @@ class TopicManager:
             return self.default_log_config
         return LogConfig.from_kafka_props(storage_props(overrides), self.default_log_config)
 
-    # -- changes ---------------------------------------------------------------------
-    def create_topic(
-        self,
-        name: str,
-        num_partitions: int = -1,
-        replication_factor: int = -1,
-        configs: Mapping[str, str] | None = None,
-        *,
-        validate_only: bool = False,
-    ) -> Topic:
-        """Create a topic (Kafka's CreateTopics semantics; -1 = broker default), inline."""
-        topic, log_config = self._check_create(name, num_partitions, replication_factor, configs)
-        if validate_only:
-            return topic
-        self._intended[name] = replace(topic)
-        try:
-            plogs = self._inline(self._create_on_disk, self._snapshot(), topic, 0, log_config)
-        except BaseException:
-            self._intended.pop(name, None)
-            raise
-        self._publish(topic, plogs)
-        log.info("created topic %s with %d partition(s)", name, topic.partitions)
-        return topic
+    def needs_creation(self, name: str) -> bool:
+        """Whether :meth:`ensure_topic_async` would create ``name`` or wait for its creation."""
+        return name not in self._topics and (
+            name in self._creating or self._config.auto_create_topics_enable
+        )
 
+    # -- changes (event loop) --------------------------------------------------------
     async def create_topic_async(
         self,
         name: str,
@@ -178,140 +269,151 @@ class TopicManager:
         *,
         validate_only: bool = False,
     ) -> Topic:
-        """:meth:`create_topic` with the disk work on the worker thread (see the module
-        docstring); the topic is visible once this returns."""
-        topic, log_config = self._check_create(name, num_partitions, replication_factor, configs)
+        """Create a topic (Kafka's CreateTopics semantics; -1 = broker default); it is
+        visible to every request once this returns."""
+        topic = self._check_create(name, num_partitions, replication_factor, configs)
         if validate_only:
             return topic
         done: asyncio.Future[Topic] = asyncio.get_running_loop().create_future()
-        self._creating[name] = done
-        self._intended[name] = replace(topic)
+        self._creating[name] = _Creation(topic.partitions, done)
         try:
-            plogs = await self._submit(
-                self._create_on_disk, self._snapshot(), topic, 0, log_config
-            )
+            plogs = await self._run(self._disk.create, topic.copy())
         except BaseException as exc:
-            self._intended.pop(name, None)
             del self._creating[name]
             done.set_exception(exc)
             done.exception()  # retrieved: the waiters re-raise it, no "never retrieved"
             raise
-        self._publish(topic, plogs)
         del self._creating[name]
+        self._topics[name] = topic
+        self._by_id[topic.topic_id] = topic
+        for p, plog in enumerate(plogs):
+            self._plogs[(name, p)] = plog
         done.set_result(topic)
         log.info("created topic %s with %d partition(s)", name, topic.partitions)
         return topic
 
-    def ensure_topic(self, name: str) -> Topic | None:
-        """Auto-create ``name`` when auto.create.topics.enable; None when not allowed."""
-        topic = self._topics.get(name)
-        if topic is not None:
-            return topic
-        if not self._config.auto_create_topics_enable:
-            return None
-        return self.create_topic(name)
-
     async def ensure_topic_async(self, name: str) -> Topic | None:
-        """:meth:`ensure_topic` off the loop; waits for a creation already under way."""
+        """Auto-create ``name`` when auto.create.topics.enable (None when not allowed);
+        waits for a creation already under way."""
         topic = self._topics.get(name)
         if topic is not None:
             return topic
         pending = self._creating.get(name)
         if pending is not None:
-            return await asyncio.shield(pending)
+            return await asyncio.shield(pending.done)
         if not self._config.auto_create_topics_enable:
             return None
         return await self.create_topic_async(name)
 
-    def needs_creation(self, name: str) -> bool:
-        """Whether :meth:`ensure_topic_async` would create ``name`` or wait for its creation."""
-        return name not in self._topics and (
-            name in self._creating or self._config.auto_create_topics_enable
-        )
-
-    def delete_topic(self, name: str) -> Topic:
-        """Delete ``name`` inline (see :meth:`begin_delete_topic`)."""
-        topic = self._unpublish(name)
-        self._inline(self._delete_on_disk, self._snapshot(), topic)
-        log.info("deleted topic %s", name)
+    async def create_partitions_async(
+        self, name: str, count: int, *, validate_only: bool = False
+    ) -> Topic:
+        """Grow ``name`` to ``count`` partitions (never shrinks, as in Kafka)."""
+        topic = self._check_grow(name, count)
+        if validate_only:
+            return topic
+        self._growing[name] = count
+        try:
+            first, plogs = await self._run(self._disk.grow, name, count)
+        finally:
+            if self._growing.get(name) == count:
+                del self._growing[name]
+        if self._topics.get(name) is topic:  # not deleted meanwhile
+            for i, plog in enumerate(plogs):
+                self._plogs[(name, first + i)] = plog
+            topic.partitions = max(topic.partitions, count)
         return topic
 
     def begin_delete_topic(self, name: str) -> asyncio.Future[Topic]:
         """Delete ``name``: gone for every request now (errors raise now); the future
-        completes once its files are gone (worker thread)."""
-        topic = self._unpublish(name)
-        return asyncio.ensure_future(
-            self._finish_delete(topic, self._submit(self._delete_on_disk, self._snapshot(), topic))
-        )
+        completes once ``topics.json`` no longer lists it and its directories are renamed
+        out of the way; closing and removing them follows on the worker."""
+        topic = self._check_delete(name)
+        del self._topics[name]
+        self._by_id.pop(topic.topic_id, None)
+        self._growing.pop(name, None)
+        for key in [k for k in self._plogs if k[0] == name]:
+            del self._plogs[key]
+        return asyncio.ensure_future(self._delete(topic))
 
-    async def _finish_delete(self, topic: Topic, on_disk: asyncio.Future[None]) -> Topic:
-        await on_disk
+    async def _delete(self, topic: Topic) -> Topic:
+        detached = await self._run(self._disk.delete, topic.name)
+        self._executor().submit(self._disk.remove, detached)  # in the background, in order
         log.info("deleted topic %s", topic.name)
         return topic
 
-    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> Topic:
-        """Grow ``name`` to ``count`` partitions (never shrinks, as in Kafka), inline."""
-        topic, old = self._check_partitions(name, count)
-        if validate_only:
-            return topic
-        self._intended[name].partitions = count
-        grown = replace(topic, partitions=count)
-        config = self.log_config(topic.configs)
-        plogs = self._inline(self._create_on_disk, self._snapshot(), grown, old, config)
-        self._grow(topic, count, plogs)
-        return topic
-
-    async def create_partitions_async(
-        self, name: str, count: int, *, validate_only: bool = False
-    ) -> Topic:
-        """:meth:`create_partitions` with the disk work on the worker thread."""
-        topic, old = self._check_partitions(name, count)
-        if validate_only:
-            return topic
-        self._intended[name].partitions = count
-        config = self.log_config(topic.configs)
-        try:
-            grown = replace(topic, partitions=count)
-            plogs = await self._submit(self._create_on_disk, self._snapshot(), grown, old, config)
-        except BaseException:
-            if name in self._intended:
-                self._intended[name].partitions = max(old, topic.partitions)
-            raise
-        if self._topics.get(name) is topic:  # not deleted meanwhile
-            self._grow(topic, count, plogs)
-        return topic
-
-    def set_configs(
-        self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
-    ) -> None:
-        """Replace ``name``'s explicit overrides (AlterConfigs and the incremental form)."""
+    async def alter_configs_async(
+        self, name: str, change: ConfigChange, *, validate_only: bool = False
+    ) -> dict[str, str]:
+        """Set ``name``'s explicit overrides to ``change(current)``; the new settings are
+        in every partition log, and visible, once this returns."""
         topic = self._topics.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        config = self.log_config(overrides)
         if validate_only:
-            return
-        topic.configs = dict(overrides)
-        self._intended[name].configs = dict(overrides)
-        self._save()
-        self._logs.update_config(name, config)
+            overrides = change(dict(topic.configs))
+            self.log_config(overrides)  # ConfigError names the bad key
+            return overrides
+        overrides = await self._run(self._disk.alter_configs, name, change)
+        if self._topics.get(name) is topic:
+            topic.configs = dict(overrides)
+        return overrides
 
     def close(self) -> None:
-        """Wait for the worker's queued disk work, then stop it (broker stop)."""
+        """Wait for the queued commands, then stop the worker (broker stop)."""
         if self._worker is not None:
             self._worker.shutdown(wait=True)
             self._worker = None
 
-    # -- internals -------------------------------------------------------------------
+    # -- the synchronous API: the asynchronous one, run to completion ------------------
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> Topic:
+        return _wait(
+            self.create_topic_async(
+                name, num_partitions, replication_factor, configs, validate_only=validate_only
+            )
+        )
+
+    def ensure_topic(self, name: str) -> Topic | None:
+        return _wait(self.ensure_topic_async(name))
+
+    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> Topic:
+        return _wait(self.create_partitions_async(name, count, validate_only=validate_only))
+
+    def delete_topic(self, name: str) -> Topic:
+        """Delete ``name`` and wait until its directories are gone too."""
+
+        async def delete() -> Topic:
+            topic = await self.begin_delete_topic(name)
+            await self._run(lambda: None)  # the removal queued behind it
+            return topic
+
+        return _wait(delete())
+
+    def set_configs(
+        self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        """Replace ``name``'s explicit overrides."""
+        new = dict(overrides)
+        _wait(self.alter_configs_async(name, lambda _old: new, validate_only=validate_only))
+
+    # -- checks (caller's side, against the published state) ---------------------------
     def _check_create(
         self,
         name: str,
         num_partitions: int,
         replication_factor: int,
         configs: Mapping[str, str] | None,
-    ) -> tuple[Topic, LogConfig]:
+    ) -> Topic:
         validate_topic_name(name)
-        if name in self._intended:
+        if name in self._topics or name in self._creating:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists")
         partitions = self._config.num_partitions if num_partitions == -1 else num_partitions
         if partitions < 1:
@@ -330,25 +432,12 @@ class TopicManager:
             )
         self._check_partition_cap(partitions, f"creating topic {name!r}")
         overrides = dict(configs or {})
-        log_config = self.log_config(overrides)  # ConfigError names the bad key
-        return Topic(name, uuid.uuid4(), partitions, overrides), log_config
+        self.log_config(overrides)  # ConfigError names the bad key
+        return Topic(name, uuid.uuid4(), partitions, overrides)
 
-    def _check_partition_cap(self, adding: int, doing: str) -> None:
-        """Refuse ``adding`` partitions past ``max.broker.partitions`` (counting the
-        ones being created): POLICY_VIOLATION with the numbers, as Kafka's own
-        partitions-per-request limit answers."""
-        cap = self._config.max_broker_partitions
-        hosted = sum(t.partitions for t in self._intended.values())
-        if hosted + adding > cap:
-            raise TopicPolicyViolationError(
-                f"{doing} adds {adding} partition(s) to the {hosted} this broker hosts, "
-                f"over its limit of {cap} (max.broker.partitions)"
-            )
-
-    def _check_partitions(self, name: str, count: int) -> tuple[Topic, int]:
+    def _check_grow(self, name: str, count: int) -> Topic:
         topic = self._topics.get(name)
-        intended = self._intended.get(name)
-        if topic is None or intended is None:
+        if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         if is_internal_topic(name):
             # Kafka allows it, but group and transaction coordinators map ids to
@@ -356,15 +445,28 @@ class TopicManager:
             raise TopicPolicyViolationError(
                 f"topic {name!r} is internal; its partition count cannot be changed"
             )
-        if count <= intended.partitions:
+        current = self._growing.get(name, topic.partitions)
+        if count <= current:
             raise InvalidPartitionsError(
-                f"topic {name!r} has {intended.partitions} partition(s); "
-                f"the new count {count} must be larger"
+                f"topic {name!r} has {current} partition(s); the new count {count} must be larger"
             )
-        self._check_partition_cap(count - intended.partitions, f"growing topic {name!r}")
-        return topic, intended.partitions
+        self._check_partition_cap(count - current, f"growing topic {name!r}")
+        return topic
 
-    def _unpublish(self, name: str) -> Topic:
+    def _check_partition_cap(self, adding: int, doing: str) -> None:
+        """Refuse ``adding`` partitions past ``max.broker.partitions`` (counting the
+        ones being created): POLICY_VIOLATION with the numbers, as Kafka's own
+        partitions-per-request limit answers."""
+        cap = self._config.max_broker_partitions
+        hosted = sum(self._growing.get(t.name, t.partitions) for t in self._topics.values())
+        hosted += sum(c.partitions for c in self._creating.values())
+        if hosted + adding > cap:
+            raise TopicPolicyViolationError(
+                f"{doing} adds {adding} partition(s) to the {hosted} this broker hosts, "
+                f"over its limit of {cap} (max.broker.partitions)"
+            )
+
+    def _check_delete(self, name: str) -> Topic:
         if not self._config.delete_topic_enable:
             raise TopicDeletionDisabledError(
                 "topic deletion is disabled on this broker (delete.topic.enable=false)"
@@ -376,77 +478,25 @@ class TopicManager:
             raise TopicPolicyViolationError(
                 f"topic {name!r} is internal (the broker's own state) and cannot be deleted"
             )
-        del self._topics[name]
-        self._by_id.pop(topic.topic_id, None)
-        intended = self._intended.pop(name, None)
-        for p in range(topic.partitions):
-            self._plogs.pop((name, p), None)
-        if intended is not None and intended.partitions > topic.partitions:
-            # partitions still being added: the queued delete must remove those too
-            return replace(topic, partitions=intended.partitions)
         return topic
 
-    def _publish(self, topic: Topic, plogs: list[PartitionLog]) -> None:
-        self._topics[topic.name] = topic
-        self._by_id[topic.topic_id] = topic
-        for p, plog in enumerate(plogs):
-            self._plogs[(topic.name, p)] = plog
+    # -- the queue -------------------------------------------------------------------
+    def _queue(self, command: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Queue ``command(*args)`` for the worker; commands run one at a time in queue
+        order.  The future completes on the loop."""
+        return asyncio.get_running_loop().run_in_executor(self._executor(), command, *args)
 
-    def _grow(self, topic: Topic, count: int, plogs: list[PartitionLog]) -> None:
-        old = count - len(plogs)
-        for i, plog in enumerate(plogs):
-            self._plogs[(topic.name, old + i)] = plog
-        topic.partitions = max(topic.partitions, count)
-
-    def _snapshot(self) -> dict[str, Any]:
-        """The state file's content for the intended topics (taken on the loop)."""
-        return {
-            "version": 1,
-            "topics": {
-                t.name: {
-                    "topic_id": t.topic_id.hex,
-                    "partitions": t.partitions,
-                    "configs": dict(t.configs),
-                }
-                for t in self._intended.values()
-            },
-        }
-
-    def _create_on_disk(
-        self, snapshot: dict[str, Any], topic: Topic, first: int, config: LogConfig
-    ) -> list[PartitionLog]:
-        """Save ``snapshot``, then create partitions ``first..`` of ``topic``; any thread."""
-        write_json_atomic(self._path, snapshot)
-        return [
-            self._logs.get_or_create(topic.name, p, config) for p in range(first, topic.partitions)
-        ]
-
-    def _delete_on_disk(self, snapshot: dict[str, Any], topic: Topic) -> None:
-        """Save ``snapshot`` (without ``topic``), rename all its partition directories out
-        of the way (a later re-create of the name starts empty, even after a crash), then
-        release and remove them; an error on one partition does not stop the others."""
-        write_json_atomic(self._path, snapshot)
-        detached = self._logs.detach_partitions(topic.name, range(topic.partitions))
-        self._logs.remove_detached(detached)
-
-    def _inline(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` now, on this thread -- or, once the worker exists, behind the
-        jobs already queued there (waiting for them), so the file never goes back."""
-        if self._worker is None:
-            return fn(*args)
-        return self._worker.submit(fn, *args).result()
-
-    def _submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        """Queue ``fn(*args)`` on the worker now.  Jobs run in submission order and each
-        carries the snapshot taken when it was queued, so the last one written is the
-        newest intended state."""
+    def _executor(self) -> ThreadPoolExecutor:
         if self._worker is None:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="riverbed-topics")
-        return asyncio.get_running_loop().run_in_executor(self._worker, fn, *args)
+        return self._worker
 
-    # -- persistence -----------------------------------------------------------------
-    def _load(self) -> None:
-        state = read_json(self._path)
+    async def _run(self, command: Callable[..., T], *args: Any) -> T:
+        return await self._queue(command, *args)
+
+    # -- start-up --------------------------------------------------------------------
+    def _load(self, path: Path) -> None:
+        state = read_json(path)
         if isinstance(state, dict):
             for name, entry in state.get("topics", {}).items():
                 topic = Topic(
@@ -457,7 +507,7 @@ class TopicManager:
                 )
                 self._topics[name] = topic
                 self._by_id[topic.topic_id] = topic
-                self._intended[name] = replace(topic, configs=dict(topic.configs))
+                self._disk.topics[name] = topic.copy()
         on_disk = self._logs.logs()
         for topic_name, partition in list(on_disk):
             owner = self._topics.get(topic_name)
@@ -472,5 +522,13 @@ class TopicManager:
                 elif on_disk[(topic.name, p)].config != config:
                     self._logs.update_config(topic.name, config)
 
-    def _save(self) -> None:
-        self._inline(write_json_atomic, self._path, self._snapshot())
+
+def _wait(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to completion on a private event loop (the synchronous API).
+    Never on an event loop's thread: there, await the ``*_async`` form."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    coroutine.close()
+    raise RuntimeError("synchronous TopicManager call on an event loop: await the *_async form")

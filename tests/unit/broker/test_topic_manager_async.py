@@ -1,11 +1,12 @@
 """Topic changes off the event loop: the worker thread does the disk work, the loop keeps
-running, visibility is atomic, and ``topics.json`` never loses a pending change."""
+running, visibility is atomic, and ``topics.json`` never loses a pending change; the
+synchronous API is the asynchronous one run to completion."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,11 @@ class GatedLogs(LogManager):
         self.threads.add(threading.current_thread().name)
         assert self.gate.wait(DEADLINE_S), "test never opened the gate"
         return super().get_or_create(topic, partition, config)
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        self.threads.add(threading.current_thread().name)
+        assert self.gate.wait(DEADLINE_S), "test never opened the gate"
+        super().update_config(topic, config)
 
 
 @pytest.fixture
@@ -138,3 +144,58 @@ def test_delete_while_partitions_are_added_removes_them_all(
 
     asyncio.run(scenario())
     assert not logs.logs() and topics.get("t") is None
+
+
+def test_config_changes_run_on_the_worker_one_after_the_other(
+    tmp_path: Path, logs: GatedLogs
+) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig())
+    topics.create_topic("t", 2)
+    logs.threads.clear()
+
+    def setting(key: str, value: str) -> Callable[[dict[str, str]], dict[str, str]]:
+        def change(current: dict[str, str]) -> dict[str, str]:
+            return {**current, key: value}
+
+        return change
+
+    async def scenario() -> None:
+        logs.gate.clear()
+        first = asyncio.ensure_future(
+            topics.alter_configs_async("t", setting("retention.ms", "1000"))
+        )
+        await _until(lambda: logs.threads, "the worker to start")
+        # Queued behind the first: applied to *its* result, not to the published configs.
+        second = asyncio.ensure_future(
+            topics.alter_configs_async("t", setting("segment.bytes", "1048576"))
+        )
+        await asyncio.sleep(0)
+        assert topics.get("t").configs == {}  # type: ignore[union-attr]  # not yet in force
+        logs.gate.set()
+        await asyncio.wait_for(asyncio.gather(first, second), DEADLINE_S)
+        topics.close()
+
+    asyncio.run(scenario())
+    assert logs.threads and all(name.startswith("riverbed-topics") for name in logs.threads)
+    expected = {"retention.ms": "1000", "segment.bytes": "1048576"}
+    assert topics.get("t").configs == expected  # type: ignore[union-attr]
+    plog = topics.partition_log("t", 1)
+    assert (plog.config.retention_ms, plog.config.segment_bytes) == (1000, 1048576)
+    logs.close()
+    reopened = LogManager(tmp_path, start_background=False)
+    try:
+        again = TopicManager(tmp_path, reopened, BrokerConfig())
+        assert again.get("t").configs == expected  # type: ignore[union-attr]
+    finally:
+        reopened.close()
+
+
+def test_the_synchronous_api_refuses_to_block_the_loop(tmp_path: Path, logs: GatedLogs) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig())
+
+    async def scenario() -> None:
+        with pytest.raises(RuntimeError, match="_async"):
+            topics.create_topic("t")
+
+    asyncio.run(scenario())
+    assert topics.get("t") is None

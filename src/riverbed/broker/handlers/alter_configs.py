@@ -5,21 +5,22 @@ SET (0), DELETE (1), APPEND (2) and SUBTRACT (3, list configs such as
 ``cleanup.policy``) to the current overrides.  Both validate first (INVALID_CONFIG naming
 the key) and change nothing under ``validate_only``.  Broker resources are static
 (flags / server.properties) and answer INVALID_REQUEST.
+
+The change is a command on the topic manager's worker thread (``topics.json``, then each
+partition's ``topic.properties``, fsynced): the loop keeps serving meanwhile, requests
+after this one on the connection wait for it (a :class:`Barrier`), and the new settings
+are in force, for every client, before the response is sent.  Resources are altered one
+after the other, in request order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from riverbed.broker.barrier import Barrier
 from riverbed.broker.handlers.describe_configs import BROKER, TOPIC
-from riverbed.errors import (
-    ConfigError,
-    ProtocolError,
-    RiverbedError,
-    UnknownTopicOrPartitionError,
-    error_code_for,
-)
+from riverbed.broker.topics import ConfigChange
+from riverbed.errors import ConfigError, ProtocolError, RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import (
@@ -38,11 +39,11 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LIST_CONFIGS = frozenset({"cleanup.policy"})
 
 
-def _apply(
+async def _apply(
     broker: Broker,
     resource_type: int,
     name: str,
-    change: Callable[[dict[str, str]], dict[str, str]],
+    change: ConfigChange,
     validate_only: bool,
 ) -> tuple[int, str | None]:
     try:
@@ -50,22 +51,21 @@ def _apply(
             raise ProtocolError("broker configs are static; set them with --config at start")
         if resource_type != TOPIC:
             raise ProtocolError(f"unsupported config resource type {resource_type}")
-        topic = broker.topics.get(name)
-        if topic is None:
-            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        broker.topics.set_configs(name, change(dict(topic.configs)), validate_only=validate_only)
+        await broker.topics.alter_configs_async(name, change, validate_only=validate_only)
     except RiverbedError as exc:
         return error_code_for(exc), str(exc)
     return ErrorCode.NONE, None
 
 
-def handle_alter(
-    broker: Broker, header: RequestHeader, request: AlterConfigsRequest
-) -> AlterConfigsResponse:
+def handle_alter(broker: Broker, header: RequestHeader, request: AlterConfigsRequest) -> Barrier:
+    return Barrier(_alter(broker, request))
+
+
+async def _alter(broker: Broker, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []
     for res in request.resources:
         new = {c.name: c.value for c in res.configs if c.value is not None}
-        code, message = _apply(
+        code, message = await _apply(
             broker,
             res.resource_type,
             res.resource_name,
@@ -83,7 +83,7 @@ def handle_alter(
     return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
-def _incremental(ops: list[Any]) -> Callable[[dict[str, str]], dict[str, str]]:
+def _incremental(ops: list[Any]) -> ConfigChange:
     def change(current: dict[str, str]) -> dict[str, str]:
         for op in ops:
             if op.config_operation == SET:
@@ -113,10 +113,16 @@ def _incremental(ops: list[Any]) -> Callable[[dict[str, str]], dict[str, str]]:
 
 def handle_incremental(
     broker: Broker, header: RequestHeader, request: IncrementalAlterConfigsRequest
+) -> Barrier:
+    return Barrier(_incremental_alter(broker, request))
+
+
+async def _incremental_alter(
+    broker: Broker, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
     responses = []
     for res in request.resources:
-        code, message = _apply(
+        code, message = await _apply(
             broker,
             res.resource_type,
             res.resource_name,

@@ -6,8 +6,9 @@ allows it, and every consumer group then fails until a restart).  With
 ``delete.topic.enable=false`` every topic answers TOPIC_DELETION_DISABLED (INVALID_REQUEST
 before v3, as in Kafka).  Long-poll fetches waiting on a deleted topic are woken so they answer
 with the error instead of waiting out their timeout.  A deleted topic is gone for every
-request at once; its files are removed on the topic manager's worker thread (a
-:class:`Barrier`), and the response is sent once they are.
+request at once; its partition directories are renamed out of the way on the topic
+manager's worker thread (a :class:`Barrier`) and the response is sent once they are;
+closing and removing them follows on the same worker.
 """
 
 from __future__ import annotations
