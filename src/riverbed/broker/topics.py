@@ -151,6 +151,8 @@ class _DiskState:
         )
 
     def create(self, topic: Topic) -> list[PartitionLog]:
+        """Save the file with ``topic``, then create its partitions; if that fails, the
+        topic is taken out of the file and its partitions removed again."""
         self.topics[topic.name] = topic
         try:
             self._save()
@@ -158,7 +160,18 @@ class _DiskState:
             del self.topics[topic.name]
             raise
         config = self._log_config(topic.configs)
-        return [self._logs.get_or_create(topic.name, p, config) for p in range(topic.partitions)]
+        try:
+            return [
+                self._logs.get_or_create(topic.name, p, config) for p in range(topic.partitions)
+            ]
+        except BaseException:
+            del self.topics[topic.name]
+            try:
+                self._save()
+                self.remove(self._logs.detach_partitions(topic.name, range(topic.partitions)))
+            except Exception:
+                log.exception("undoing the failed creation of %s failed", topic.name)
+            raise
 
     def grow(self, name: str, count: int) -> tuple[int, list[PartitionLog]]:
         """Partitions up to ``count``; returns the first new index and the new logs."""

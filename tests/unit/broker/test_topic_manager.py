@@ -14,10 +14,13 @@ from riverbed.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
     InvalidTopicError,
+    StorageError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from riverbed.storage.manager import LogManager
+from riverbed.storage.config import LogConfig
+from riverbed.storage.log import PartitionLog
+from riverbed.storage.manager import DELETE_SUFFIX, LogManager
 
 
 @pytest.fixture
@@ -94,3 +97,57 @@ def test_orphan_partitions_are_removed_on_load(tmp_path: Path, logs: LogManager)
     logs.get_or_create("gone", 0, topics.default_log_config)  # as if a delete half-finished
     TopicManager(tmp_path, logs, BrokerConfig())
     assert set(logs.logs()) == {("keep", 0)}
+
+
+class FailingLogs(LogManager):
+    """A LogManager whose creation of partition 1 fails once (a full disk, say)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__(data_dir, start_background=False)
+        self.fail = True
+
+    def get_or_create(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
+        if partition == 1 and self.fail:
+            self.fail = False
+            raise StorageError("injected: no space left on device")
+        return super().get_or_create(topic, partition, config)
+
+
+def test_a_failed_creation_leaves_nothing_behind(tmp_path: Path) -> None:
+    logs = FailingLogs(tmp_path)
+    try:
+        topics = TopicManager(tmp_path, logs, BrokerConfig())
+        with pytest.raises(StorageError):
+            topics.create_topic("t", 3)
+        assert topics.get("t") is None and not logs.logs()
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith("t-")]
+        assert TopicManager(tmp_path, logs, BrokerConfig()).get("t") is None  # not in the file
+        assert topics.create_topic("t", 3).partitions == 3  # the name is free again
+        topics.close()
+    finally:
+        logs.close()
+
+
+def test_delete_renames_every_partition_before_closing_any(tmp_path: Path) -> None:
+    logs = LogManager(tmp_path, start_background=False)
+    try:
+        topics = TopicManager(tmp_path, logs, BrokerConfig())
+        topics.create_topic("t", 3)
+        seen: list[list[str]] = []
+        for p in range(3):
+            plog = topics.partition_log("t", p)
+
+            def close_unclean(plog: PartitionLog = plog) -> None:
+                seen.append(sorted(d.name for d in tmp_path.iterdir() if d.name.startswith("t-")))
+                raise RuntimeError("injected close failure")
+
+            plog.close_unclean = close_unclean  # type: ignore[method-assign]
+        topics.delete_topic("t")
+        # The first close already saw all three directories renamed; no error stopped the
+        # others: all three were tried and every directory is gone.
+        assert len(seen) == 3 and len(seen[0]) == 3
+        assert all(name.endswith(DELETE_SUFFIX) for names in seen for name in names)
+        assert not [d for d in tmp_path.iterdir() if d.name.startswith("t-")]
+        topics.close()
+    finally:
+        logs.close()
