@@ -116,6 +116,14 @@ IGNORED_KEYS: frozenset[str] = frozenset(
 DEFAULT_MESSAGE_MAX_BYTES = 1_048_588
 DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104_857_600
 DEFAULT_MAX_BROKER_PARTITIONS = 10_000  # max.broker.partitions; see docs/broker.md
+DEFAULT_QUEUED_MAX_REQUEST_BYTES = 104_857_600  # Kafka: -1 (unlimited); see docs/broker.md
+DEFAULT_FETCH_MAX_BYTES = 57_671_680  # Kafka's broker fetch.max.bytes (55 MiB)
+DEFAULT_MAX_QUEUED_RESPONSE_BYTES = 33_554_432  # per connection; riverbed's own key
+DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600_000  # Kafka's default (10 minutes)
+UNLIMITED = 2_147_483_647  # Kafka's Int.MaxValue default for the connection caps
+# Listener security protocols Riverbed serves (TLS and SASL do not exist yet).
+SERVED_PROTOCOLS = frozenset({"PLAINTEXT"})
+_KNOWN_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +139,13 @@ class BrokerConfig:
     advertised_host: str | None = None  # advertised.host.name (None: the bound host)
     max_in_flight_requests_per_connection: int = 100  # riverbed: pipelining window
     max_broker_partitions: int = DEFAULT_MAX_BROKER_PARTITIONS  # max.broker.partitions
+    queued_max_request_bytes: int = DEFAULT_QUEUED_MAX_REQUEST_BYTES  # queued.max.request.bytes
+    fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES  # fetch.max.bytes (broker side)
+    # riverbed.max.queued.response.bytes.per.connection
+    max_queued_response_bytes: int = DEFAULT_MAX_QUEUED_RESPONSE_BYTES
+    max_connections: int = UNLIMITED  # max.connections (also capped by the open-file limit)
+    max_connections_per_ip: int = UNLIMITED  # max.connections.per.ip
+    connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS  # connections.max.idle.ms
     topic_defaults: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     source: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -159,6 +174,18 @@ class BrokerConfig:
                 values["max_in_flight_requests_per_connection"] = _int(key, value, minimum=1)
             elif key == "max.broker.partitions":
                 values["max_broker_partitions"] = _int(key, value, minimum=1)
+            elif key == "queued.max.request.bytes":
+                values["queued_max_request_bytes"] = _int(key, value, minimum=-1)
+            elif key == "fetch.max.bytes":
+                values["fetch_max_bytes"] = _int(key, value, minimum=1024)
+            elif key == "riverbed.max.queued.response.bytes.per.connection":
+                values["max_queued_response_bytes"] = _int(key, value, minimum=1)
+            elif key == "max.connections":
+                values["max_connections"] = _int(key, value, minimum=1)
+            elif key == "max.connections.per.ip":
+                values["max_connections_per_ip"] = _int(key, value, minimum=1)
+            elif key == "connections.max.idle.ms":
+                values["connections_max_idle_ms"] = _int(key, value, minimum=-1)
             elif key == "message.max.bytes":
                 values["message_max_bytes"] = _int(key, value, minimum=0)
                 topic.setdefault("max.message.bytes", value)
@@ -175,6 +202,7 @@ class BrokerConfig:
         for key, value in coarse.items():
             name, unit = _COARSE_SYNONYMS[key]
             topic.setdefault(name, str(_int(key, value, minimum=-1) * unit))
+        _check_listeners(props)
         try:
             coordinator_config_from_props(props)
         except CoordinatorConfigError as exc:
@@ -182,6 +210,40 @@ class BrokerConfig:
         values["topic_defaults"] = MappingProxyType(dict(topic))
         values["source"] = MappingProxyType({k.strip(): str(v) for k, v in props.items()})
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _check_listeners(props: Mapping[str, str]) -> None:
+    """Refuse ``listeners`` / ``advertised.listeners`` whose security protocol is not
+    served: silently serving plaintext where TLS or SASL was asked for would be worse.
+    The controller listener of a stock KRaft ``server.properties`` is skipped; the bound
+    address itself always comes from ``--listen``."""
+    clean = {k.strip(): str(v).strip() for k, v in props.items()}
+    mapping: dict[str, str] = {p: p for p in _KNOWN_PROTOCOLS}
+    for entry in filter(None, clean.get("listener.security.protocol.map", "").split(",")):
+        name, _, protocol = entry.partition(":")
+        mapping[name.strip().upper()] = protocol.strip().upper()
+    controllers = {
+        n.strip().upper() for n in clean.get("controller.listener.names", "").split(",")
+    }
+    for key in ("listeners", "advertised.listeners"):
+        for listener in filter(None, (x.strip() for x in clean.get(key, "").split(","))):
+            name, sep, _ = listener.partition("://")
+            name = name.strip().upper()
+            if not sep:
+                raise ConfigError(f"setting {key!r}: {listener!r} is not NAME://HOST:PORT")
+            if name in controllers:
+                continue
+            served_as = mapping.get(name)
+            if served_as is None:
+                raise ConfigError(
+                    f"setting {key!r}: listener {name} has no security protocol "
+                    "(not in listener.security.protocol.map)"
+                )
+            if served_as not in SERVED_PROTOCOLS:
+                raise ConfigError(
+                    f"setting {key!r}: {listener} asks for {served_as}, which riverbed does "
+                    "not serve yet (only PLAINTEXT); refusing to serve it unencrypted"
+                )
 
 
 def _int(key: str, value: str, *, minimum: int | None = None) -> int:

@@ -19,6 +19,7 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     │   ├── MessageTooLargeError         batch over max.message.bytes
     │   ├── CorruptSegmentError          corruption inside a sealed segment (never auto-truncated)
     │   ├── DataDirInUseError            another process holds the data dir's lock
+    │   ├── DataDirError                 the data dir cannot be created, read or written
     │   └── LogClosedError               operation on a closed log
     ├── ProducerStateError               idempotent producer checks
     │   ├── OutOfOrderSequenceError
@@ -116,6 +117,26 @@ class CorruptSegmentError(StorageError):
 
 class DataDirInUseError(StorageError):
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class DataDirError(StorageError):
+    """An OSError on the data dir, told in one line (see :func:`describe_os_error`)."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+def describe_os_error(exc: OSError, doing: str = "using") -> str:
+    """One line naming what failed, where, and the errno: ``"no space left on device
+    (ENOSPC) writing /data/t-0"``; for messages users and clients read."""
+    import errno as errno_names
+    import os
+
+    code = exc.errno
+    name = errno_names.errorcode.get(code, "") if code is not None else ""
+    reason = (exc.strerror or os.strerror(code) if code is not None else str(exc)) or str(exc)
+    reason = reason[:1].lower() + reason[1:]
+    where = f" {doing} {exc.filename}" if exc.filename is not None else ""
+    return f"{reason}{f' ({name})' if name else ''}{where}"
 
 
 class LogClosedError(StorageError):

@@ -20,6 +20,29 @@ requests are pending per connection; past that, and while the socket's write buf
 above its high-water mark (a slow reader), the connection stops reading, which pushes
 back on that client alone.
 
+Memory limits (see ``docs/broker.md``, "Limits"):
+
+* request bytes: each frame reserves its size from the broker's
+  :class:`~riverbed.broker.limits.MemoryPool` (``queued.max.request.bytes``) once its
+  size prefix is read, *before* its body is buffered; a frame that does not fit stops
+  this connection reading until bytes are released.  The reservation is released when
+  the frame's handler has finished (its response is known), or when the connection
+  closes;
+* response bytes: a Fetch is dispatched only while this connection's unwritten response
+  bytes — the transport's write buffer plus, for every Fetch not yet handed to the
+  transport, the most it may return (its limits, capped by the broker's
+  ``fetch.max.bytes``) — are below ``riverbed.max.queued.response.bytes.per.connection``.
+  Frames behind a held Fetch wait with it (responses stay in order) and reading stops.
+  So a client that never reads its responses holds at most the budget plus one fetch
+  response, and its requests stay in the kernel's socket buffer;
+* at most ``max_in_flight`` requests are dispatched and unanswered at once.
+
+Idle time: :attr:`KafkaConnection.last_active` is the monotonic time of the last
+complete request received or response written; the broker closes connections with
+nothing in flight that stay idle past ``connections.max.idle.ms``.  Bytes of an
+unfinished frame do not count as activity, so a client trickling a frame holds its
+reservation at most that long.
+
 Event-loop only.  A crash (or close) drops pending responses; appends already made stay.
 """
 
@@ -28,15 +51,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from collections import deque
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from riverbed.broker.barrier import Barrier
+from riverbed.broker.handlers.fetch import API_KEY as FETCH_KEY
+from riverbed.broker.handlers.fetch import read_limit
 from riverbed.broker.handlers.group_common import CLIENT_ADDRESS
 from riverbed.broker.request_decoding import decode_request
 from riverbed.errors import DecodeError, UnsupportedVersionError
 from riverbed.protocol.framing import RequestHeader, encode_response_parts
+from riverbed.protocol.messages import FetchRequest
 
 if TYPE_CHECKING:
     from riverbed.broker.server import Broker
@@ -44,18 +71,28 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
+_API_KEY = struct.Struct(">h")
 _NO_RESPONSE = object()
+# The transport's write-buffer high-water mark (asyncio's default), lowered to the
+# response budget when that is smaller so pause_writing/resume_writing fire around it.
+_WRITE_HIGH_WATER = 64 << 10
 
 
 class _Pending:
-    """A slot in the response queue: the header and, once known, the response."""
+    """A slot in the response queue: the header and, once known, the response.
 
-    __slots__ = ("header", "ready", "response")
+    ``reserved``: request-pool bytes held until the handler finishes; ``bound``: for a
+    Fetch, response bytes counted against the connection's budget until written.
+    """
 
-    def __init__(self, header: RequestHeader) -> None:
+    __slots__ = ("bound", "header", "ready", "reserved", "response")
+
+    def __init__(self, header: RequestHeader, reserved: int = 0, bound: int = 0) -> None:
         self.header = header
         self.response: Any = None
         self.ready = False
+        self.reserved = reserved
+        self.bound = bound
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -63,19 +100,31 @@ class KafkaConnection(asyncio.Protocol):
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
-        self._max_frame = broker.config.socket_request_max_bytes
-        self._max_in_flight = broker.config.max_in_flight_requests_per_connection
+        config = broker.config
+        self._max_frame = config.socket_request_max_bytes
+        self._max_in_flight = config.max_in_flight_requests_per_connection
+        self._response_budget = config.max_queued_response_bytes
+        self._fetch_max_bytes = config.fetch_max_bytes
+        self._pool = broker.request_pool
         self._transport: asyncio.Transport | None = None
         self._chunks: list[bytes] = []
         self._buffered = 0
         self._need = 4
+        self._head_reserved = 0  # pool bytes reserved for the frame being received
+        self._memory_wait = False  # waiting for the pool to admit the next frame
         self._pending: deque[_Pending] = deque()
         self._barrier: _Pending | None = None  # a Barrier's slot: later frames wait
-        self._held: deque[memoryview] = deque()  # frames received behind the barrier
+        # Frames received but not dispatched yet (behind a barrier, the in-flight cap or
+        # the response budget), with their pool reservations.
+        self._held: deque[tuple[memoryview, int]] = deque()
+        self._fetch_bound = 0  # sum of _Pending.bound over self._pending
         self._tasks: set[asyncio.Future[Any]] = set()
         self._reading_paused = False
         self._writing_paused = False
+        self._pumping = False
         self._closing = False
+        self._counted = False  # counted in the broker's connection quotas
+        self.last_active = time.monotonic()
         self.peer = "?"
         self.peer_ip = "127.0.0.1"
 
@@ -86,14 +135,32 @@ class KafkaConnection(asyncio.Protocol):
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         if isinstance(peer, tuple):
             self.peer_ip = str(peer[0])
+        if not self._broker.quotas.try_open(self.peer_ip):
+            self._closing = True
+            transport.abort()  # type: ignore[attr-defined]
+            return
+        self._counted = True
+        high = min(_WRITE_HIGH_WATER, self._response_budget)
+        transport.set_write_buffer_limits(high=high)  # type: ignore[attr-defined]
         self._broker.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        if self._counted:
+            self._counted = False
+            self._broker.quotas.closed(self.peer_ip)
         self._broker.connections.discard(self)
         for task in list(self._tasks):
             task.cancel()
+        self._pool.cancel(self)
+        released = self._head_reserved + sum(s.reserved for s in self._pending)
+        released += sum(reserved for _, reserved in self._held)
+        self._head_reserved = 0
         self._pending.clear()
+        self._held.clear()
+        self._chunks = []
+        if released:
+            self._pool.release(released)
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -101,7 +168,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        self._update_reading()
+        self._pump()
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
@@ -114,6 +181,10 @@ class KafkaConnection(asyncio.Protocol):
             data = b"".join(self._chunks)
             self._chunks = []
             self._buffered = 0
+        self._parse(data)
+
+    def _parse(self, data: bytes) -> None:
+        """Cut ``data`` into frames, reserving each from the pool before it is buffered."""
         view = memoryview(data)
         end = len(data)
         pos = 0
@@ -123,31 +194,101 @@ class KafkaConnection(asyncio.Protocol):
                 break
             (size,) = _SIZE.unpack_from(data, pos)
             if size < 0 or size > self._max_frame:
-                log.warning(
-                    "closing connection from %s: frame of %d bytes is over "
-                    "socket.request.max.bytes (%d)",
-                    self.peer,
-                    size,
-                    self._max_frame,
-                )
-                self.abort()
+                self._refuse_size(size)
                 return
+            if not self._head_reserved:
+                if not self._pool.try_reserve(size):
+                    self._wait_for_memory()
+                    break
+                self._head_reserved = size
             if end - pos - 4 < size:
                 self._need = 4 + size
                 break
-            frame = view[pos + 4 : pos + 4 + size]
-            if self._barrier is None:
-                self._dispatch(frame)
-            else:
-                self._held.append(frame)
+            reserved, self._head_reserved = self._head_reserved, 0
+            self._held.append((view[pos + 4 : pos + 4 + size], reserved))
+            self.last_active = time.monotonic()
             pos += 4 + size
         if pos < end and not self._closing:
             rest = data[pos:]
             self._chunks = [rest]
             self._buffered = len(rest)
+        self._pump()
+
+    def _refuse_size(self, size: int) -> None:
+        if size < 0:
+            log.warning(
+                "closing connection from %s: negative frame size %d (not a Kafka client, "
+                "or a corrupt stream)",
+                self.peer,
+                size,
+            )
+        else:
+            log.warning(
+                "closing connection from %s: frame of %d bytes is over "
+                "socket.request.max.bytes (%d)",
+                self.peer,
+                size,
+                self._max_frame,
+            )
+        self.abort()
+
+    def _wait_for_memory(self) -> None:
+        self._memory_wait = True
+        loop = asyncio.get_running_loop()
+
+        def wake() -> None:  # a release may come from deep in another handler: defer
+            loop.call_soon(self._on_memory)
+
+        self._pool.wait(self, wake)
+
+    def _on_memory(self) -> None:
+        """The pool released bytes: retry the frame that did not fit."""
+        if self._closing or not self._memory_wait:
+            return
+        self._memory_wait = False
+        data = b"".join(self._chunks)
+        self._chunks = []
+        self._buffered = 0
+        self._parse(data)
 
     # -- requests -----------------------------------------------------------------------
-    def _dispatch(self, frame: memoryview) -> None:
+    def _pump(self) -> None:
+        """Dispatch held frames, in order, while nothing holds them back (not re-entrant:
+        a response flushed by a dispatch lands here again and leaves the loop to us)."""
+        if self._pumping:
+            return
+        self._pumping = True
+        held = self._held
+        try:
+            while held and self._barrier is None and not self._closing:
+                if len(self._pending) >= self._max_in_flight:
+                    break
+                frame, reserved = held[0]
+                if (
+                    len(frame) >= 2
+                    and _API_KEY.unpack_from(frame, 0)[0] == FETCH_KEY
+                    and self._unwritten_response_bytes() >= self._response_budget
+                ):
+                    break
+                held.popleft()
+                self._dispatch(frame, reserved)
+        finally:
+            self._pumping = False
+        self._update_reading()
+
+    def _unwritten_response_bytes(self) -> int:
+        transport = self._transport
+        buffered = transport.get_write_buffer_size() if transport is not None else 0
+        return buffered + self._fetch_bound
+
+    def _dispatch(self, frame: memoryview, reserved: int) -> None:
+        """Decode and run one frame; its pool reservation ends with its handler."""
+        slot = self._run(frame, reserved)
+        if slot is None and reserved:
+            self._pool.release(reserved)
+
+    def _run(self, frame: memoryview, reserved: int) -> _Pending | None:
+        """The pending slot that now holds ``reserved``, or None (caller releases it)."""
         try:
             header, request = decode_request(frame)
         except UnsupportedVersionError as exc:
@@ -158,13 +299,13 @@ class KafkaConnection(asyncio.Protocol):
             if fallback is None:
                 log.warning("closing connection from %s: %s", self.peer, exc)
                 self.abort()
-                return
+                return None
             self._enqueue_ready(*fallback)
-            return
+            return None
         except DecodeError as exc:
             log.warning("closing connection from %s: malformed request: %s", self.peer, exc)
             self.abort()
-            return
+            return None
         handler = self._broker.handler_for(header.api_key)
         if handler is not None and header.api_version < self._broker.min_accepted_version(
             header.api_key
@@ -176,13 +317,16 @@ class KafkaConnection(asyncio.Protocol):
                 header.api_version,
             )
             self.abort()
-            return
+            return None
         if handler is None:
             log.warning(
                 "closing connection from %s: api key %d is not served", self.peer, header.api_key
             )
             self.abort()
-            return
+            return None
+        bound = 0
+        if isinstance(request, FetchRequest):
+            bound = min(read_limit(request), self._fetch_max_bytes)
         # Handlers that report the client's host (JoinGroup, ConsumerGroupHeartbeat) read
         # it from this context variable while they run; they run synchronously here.
         token = CLIENT_ADDRESS.set(self.peer_ip)
@@ -195,7 +339,7 @@ class KafkaConnection(asyncio.Protocol):
                 header.api_key,
             )
             self.abort()
-            return
+            return None
         finally:
             CLIENT_ADDRESS.reset(token)
         barrier = False
@@ -203,21 +347,23 @@ class KafkaConnection(asyncio.Protocol):
             barrier = True
             result = result.awaitable
         if isinstance(result, Awaitable):
-            slot = _Pending(header)
+            slot = _Pending(header, reserved, bound)
+            self._fetch_bound += bound
             if barrier:
                 self._barrier = slot
             self._pending.append(slot)
             task = asyncio.ensure_future(result)
             self._tasks.add(task)
             task.add_done_callback(lambda t, s=slot: self._on_done(t, s))  # type: ignore[misc]
-            self._update_reading()
-        else:
-            self._enqueue_ready(header, result)
+            return slot
+        self._enqueue_ready(header, result, bound)
+        return None
 
-    def _enqueue_ready(self, header: RequestHeader, response: Any) -> None:
+    def _enqueue_ready(self, header: RequestHeader, response: Any, bound: int = 0) -> None:
         if response is None and not self._pending:
             return  # no response (acks=0) and nothing ahead of it
-        slot = _Pending(header)
+        slot = _Pending(header, 0, bound)
+        self._fetch_bound += bound
         slot.response = _NO_RESPONSE if response is None else response
         slot.ready = True
         self._pending.append(slot)
@@ -227,6 +373,9 @@ class KafkaConnection(asyncio.Protocol):
         self._tasks.discard(task)
         if task.cancelled() or self._closing:
             return
+        if slot.reserved:
+            reserved, slot.reserved = slot.reserved, 0
+            self._pool.release(reserved)
         exc = task.exception()
         if exc is not None:
             log.error(
@@ -240,32 +389,34 @@ class KafkaConnection(asyncio.Protocol):
         response = task.result()
         slot.response = _NO_RESPONSE if response is None else response
         slot.ready = True
-        self._flush()
         if slot is self._barrier:
             self._barrier = None
-            while self._held and self._barrier is None and not self._closing:
-                self._dispatch(self._held.popleft())
-            self._update_reading()
+        self._flush()
 
     def _flush(self) -> None:
         out: list[bytearray | memoryview | bytes] = []
         pending = self._pending
         while pending and pending[0].ready:
             slot = pending.popleft()
+            self._fetch_bound -= slot.bound
             if slot.response is not _NO_RESPONSE:
                 out += encode_response_parts(slot.header, slot.response)
         if out and self._transport is not None and not self._closing:
+            self.last_active = time.monotonic()
             if len(out) == 1:
                 self._transport.write(out[0])
             else:
                 self._transport.writelines(out)  # uvloop: one writev, nothing copied
-        self._update_reading()
+        self._pump()
 
     def _update_reading(self) -> None:
         if self._transport is None or self._closing:
             return
         should_pause = (
-            self._writing_paused or len(self._pending) + len(self._held) >= self._max_in_flight
+            self._writing_paused
+            or self._memory_wait
+            or len(self._pending) + len(self._held) >= self._max_in_flight
+            or (bool(self._held) and self._barrier is None)  # held back by the budget
         )
         if should_pause and not self._reading_paused:
             self._reading_paused = True
@@ -274,7 +425,14 @@ class KafkaConnection(asyncio.Protocol):
             self._reading_paused = False
             self._transport.resume_reading()
 
-    # -- shutdown -----------------------------------------------------------------------
+    # -- idle time, shutdown ------------------------------------------------------------
+    def idle(self) -> bool:
+        """Nothing in flight, held or unwritten: the idle timeout may close it."""
+        if self._pending or self._held or self._tasks:
+            return False
+        transport = self._transport
+        return transport is None or transport.get_write_buffer_size() == 0
+
     def in_flight_tasks(self) -> list[asyncio.Future[Any]]:
         return list(self._tasks)
 

@@ -1,7 +1,10 @@
 """The broker: owns the log, the topic metadata and the listening socket.
 
-Life cycle: :meth:`Broker.start` opens the data dir (``meta.json``, ``topics.json``,
-``producer_ids.json`` and the storage layer's partition directories), then listens;
+Life cycle: :meth:`Broker.start` raises the soft open-files limit to the hard one, binds
+the listening socket (so a port in use is reported before anything is written), opens
+the data dir (``meta.json``, ``topics.json``,
+``producer_ids.json`` and the storage layer's partition directories; an OSError there is
+a one-line :class:`~riverbed.errors.DataDirError`), then starts accepting;
 :meth:`Broker.stop` closes the listener, stops reading from every connection, answers the
 requests in flight (waking long-poll fetches at once), closes the sockets and finally
 closes the log manager, which flushes every partition.  A crash instead of a stop loses
@@ -12,6 +15,10 @@ thread-safe and its fsyncs complete through futures, and topic changes (partitio
 directories) run on the topic manager's worker thread, so the loop does not wait on
 fsyncs.  Start-up opens the logs and the topics on a worker thread too.
 
+Limits (``docs/broker.md``, "Limits"): the request memory pool and the connection quotas
+live here (:mod:`riverbed.broker.limits`); a sweeper closes connections idle for longer
+than ``connections.max.idle.ms``.
+
 Handlers (``riverbed.broker.handlers``) are plain functions ``(broker, header, request)``
 returning a response, None (no response) or an awaitable of either; see
 :mod:`riverbed.broker.connection` for the ordering contract.
@@ -20,7 +27,10 @@ returning a response, None (no response) or an awaitable of either; see
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import resource
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +38,7 @@ from typing import Any
 from riverbed.broker.cluster import load_or_create_cluster_id
 from riverbed.broker.connection import KafkaConnection
 from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, GroupService
+from riverbed.broker.limits import ConnectionQuotas, MemoryPool
 from riverbed.broker.producer_ids import ProducerIdManager
 from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import TopicManager
@@ -35,13 +46,16 @@ from riverbed.clock import SYSTEM_CLOCK, Clock
 from riverbed.config import BrokerConfig
 from riverbed.coordinator import OFFSETS_TOPIC_NAME
 from riverbed.coordinator.config import coordinator_config_from_props
-from riverbed.errors import ConfigError
+from riverbed.errors import ConfigError, DataDirError, describe_os_error
 from riverbed.protocol.framing import RequestHeader
 from riverbed.storage.manager import LogManager
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[["Broker", RequestHeader, Any], Any | Awaitable[Any]]
+
+# File descriptors kept back from max.connections for segments, indexes and state files.
+MIN_FD_RESERVE = 256
 
 
 class Broker:
@@ -66,6 +80,11 @@ class Broker:
         self.node_id = self.config.node_id
         self.connections: set[KafkaConnection] = set()
         self.purgatory = FetchPurgatory()
+        self.request_pool = MemoryPool(self.config.queued_max_request_bytes)
+        self.quotas = ConnectionQuotas(
+            self.config.max_connections, self.config.max_connections_per_ip
+        )
+        self._idle_sweeper: asyncio.Task[None] | None = None
         self.closing = False
         self._server: asyncio.base_events.Server | None = None
         self._logs: LogManager | None = None
@@ -130,11 +149,50 @@ class Broker:
     # -- life cycle -------------------------------------------------------------------
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = load_or_create_cluster_id(self.data_dir)
-        self._logs = await loop.run_in_executor(
-            None, lambda: LogManager(self.data_dir, clock=self.clock)
+        self._apply_open_files_limit()
+        try:
+            self._server = await loop.create_server(
+                lambda: KafkaConnection(self),
+                self._bind_host,
+                self._bind_port,
+                reuse_address=True,
+                start_serving=False,
+            )
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {self._bind_host}:{self._bind_port}: {exc.strerror}"
+            ) from None
+        try:
+            await self._open_data_dir(loop)
+        except BaseException:
+            self._server.close()
+            raise
+        await self._server.start_serving()
+        sockname = self._server.sockets[0].getsockname()
+        self.port = int(sockname[1])
+        if self.config.connections_max_idle_ms > 0:
+            self._idle_sweeper = asyncio.ensure_future(self._sweep_idle())
+        log.info(
+            "broker %d listening on %s:%d (data dir %s, cluster %s)",
+            self.node_id,
+            self._bind_host,
+            self.port,
+            self.data_dir,
+            self.cluster_id,
         )
+
+    async def _open_data_dir(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Everything start() does on disk; an OSError becomes one DataDirError line."""
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self.cluster_id = load_or_create_cluster_id(self.data_dir)
+            self._logs = await loop.run_in_executor(
+                None, lambda: LogManager(self.data_dir, clock=self.clock)
+            )
+        except OSError as exc:
+            raise DataDirError(
+                f"cannot use data dir {self.data_dir}: {describe_os_error(exc)}"
+            ) from None
         try:
             logs = self._logs
             self._topics = await loop.run_in_executor(
@@ -146,30 +204,54 @@ class Broker:
             await self._create_offsets_topic(group_config.offsets_topic_num_partitions)
             self._groups = GroupService(self, group_config)
             self._groups.load()
-            self._server = await loop.create_server(
-                lambda: KafkaConnection(self),
-                self._bind_host,
-                self._bind_port,
-                reuse_address=True,
-            )
         except OSError as exc:
             self._logs.close()
-            raise ConfigError(
-                f"cannot listen on {self._bind_host}:{self._bind_port}: {exc.strerror}"
+            raise DataDirError(
+                f"cannot use data dir {self.data_dir}: {describe_os_error(exc)}"
             ) from None
         except BaseException:
             self._logs.close()
             raise
-        sockname = self._server.sockets[0].getsockname()
-        self.port = int(sockname[1])
+
+    def _apply_open_files_limit(self) -> None:
+        """Raise the soft RLIMIT_NOFILE to the hard limit and keep max.connections under
+        it, so new connections are refused with a log line instead of failing accept()."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        raised_from = None
+        if hard != resource.RLIM_INFINITY and soft != hard:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+                raised_from, soft = soft, hard
+            except (ValueError, OSError) as exc:
+                log.warning("cannot raise the open files limit to %d: %s", hard, exc)
+        limit = self.config.max_connections
+        if soft != resource.RLIM_INFINITY:
+            limit = min(limit, max(soft - max(MIN_FD_RESERVE, soft // 4), 1))
+        self.quotas.max_connections = limit
         log.info(
-            "broker %d listening on %s:%d (data dir %s, cluster %s)",
-            self.node_id,
-            self._bind_host,
-            self.port,
-            self.data_dir,
-            self.cluster_id,
+            "open files limit %s%s; accepting at most %d connections (max.connections %d)",
+            "unlimited" if soft == resource.RLIM_INFINITY else soft,
+            f" (soft limit raised from {raised_from})" if raised_from is not None else "",
+            limit,
+            self.config.max_connections,
         )
+
+    async def _sweep_idle(self) -> None:
+        """Close connections idle past connections.max.idle.ms (Kafka's idle timeout)."""
+        idle_s = self.config.connections_max_idle_ms / 1000
+        interval = min(max(idle_s / 4, 0.05), 30.0)
+        while not self.closing:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                if now - conn.last_active > idle_s and conn.idle():
+                    log.info(
+                        "closing connection from %s: idle for more than "
+                        "connections.max.idle.ms (%d)",
+                        conn.peer,
+                        self.config.connections_max_idle_ms,
+                    )
+                    conn.close()
 
     async def _create_offsets_topic(self, partitions: int) -> None:
         """Create ``__consumer_offsets`` off the loop (50 partitions, ~150 fsyncs), as
@@ -184,6 +266,10 @@ class Broker:
         if self.closing:
             return
         self.closing = True
+        if self._idle_sweeper is not None:
+            self._idle_sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._idle_sweeper
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):

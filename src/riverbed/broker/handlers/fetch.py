@@ -1,7 +1,8 @@
 """Fetch (key 1): serve stored batches, long-polling until ``min_bytes`` or ``max_wait_ms``.
 
 Reads are the stored bytes as they are (no per-record work).  Limits: each partition
-reads at most ``partition_max_bytes`` and the response at most ``max_bytes``, except
+reads at most ``partition_max_bytes`` and the response at most ``max_bytes`` (itself
+capped by the broker's ``fetch.max.bytes``, 55 MiB by default, as in Kafka), except
 that the first non-empty partition always returns at least one whole batch (KIP-74), so
 a consumer cannot get stuck behind a batch larger than its limits.
 
@@ -65,6 +66,9 @@ def handle(
     broker: Broker, header: RequestHeader, request: FetchRequest
 ) -> FetchResponse | asyncio.Future[FetchResponse]:
     uses_ids = header.api_version >= TOPIC_IDS_VERSION
+    cap = broker.config.fetch_max_bytes  # the broker's fetch.max.bytes, as Kafka applies it
+    if request.max_bytes <= 0 or request.max_bytes > cap:
+        request.max_bytes = cap
     off_loop = read_limit(request) > OFF_LOOP_READ_BYTES
     if off_loop:
         return asyncio.ensure_future(_fetch(broker, request, uses_ids, off_loop, None))
