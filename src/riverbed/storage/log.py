@@ -206,7 +206,7 @@ class PartitionLog:
         self._offline = exc
         self._closed = True
         base = cp.log_start_offset
-        self._segments = [LogSegment(self.directory, base, -1, 0,
+        self._segments = [LogSegment(self.directory, base, None, 0,
                                      self._config.index_interval_bytes, self._clock.now_ms())]
         self._bases = [base]
         self._log_start_offset = self._flushed_offset = base

@@ -12,9 +12,11 @@ increase; every batch's offsets are >= the segment's base offset and < the next
 segment's base offset.  The segment's ``next_offset`` is one past the last batch's last
 offset (the base offset when empty).
 
-Reads use ``os.pread`` on the segment's fd and never load the whole file.  Appends are
-one ``os.pwrite`` of the already-encoded bytes at ``size``; a failed or short write is
-cut back so the file never keeps a partial batch from this process.
+Reads use ``pread`` and never load the whole file.  Appends are one ``pwrite`` of the
+already-encoded bytes at ``size``; a failed or short write is cut back so the file never
+keeps a partial batch from this process.  The ``.log`` descriptor comes from the
+process-wide :mod:`riverbed.storage.fd_cache` (opened on demand, closed when least
+recently used), so a segment holds no descriptor while idle.
 
 Crash behaviour: a crash may leave a torn batch at the end of the active segment; the
 loader (:mod:`riverbed.storage.recovery`) finds it with :meth:`scan` and cuts it off with
@@ -25,6 +27,7 @@ Not thread-safe: the owning :class:`~riverbed.storage.log.PartitionLog` serialis
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from collections.abc import Iterator
@@ -33,7 +36,8 @@ from typing import Literal, NoReturn
 
 from riverbed.errors import CorruptRecordError, CorruptSegmentError, StorageError
 from riverbed.protocol.batch import HEADER_SIZE, BatchHeader, validate_batch
-from riverbed.storage import faults
+from riverbed.storage.fd_cache import CachedFile, FdCache
+from riverbed.storage.fd_cache import shared as shared_fd_cache
 from riverbed.storage.index import OffsetIndex, TimeIndex
 
 LOG_SUFFIX = ".log"
@@ -48,7 +52,6 @@ log = logging.getLogger(__name__)
 def _rename_deleted(path: Path) -> Path:
     target = path.with_name(path.name + DELETED_SUFFIX)
     if path.exists():
-        faults.point("file.rename", path)
         os.replace(path, target)
     return target
 
@@ -60,11 +63,11 @@ def segment_name(base_offset: int) -> str:
 class LogSegment:
     """A ``.log`` file and its indexes.  Build with :meth:`open`."""
 
-    def __init__(self, directory: Path, base_offset: int, fd: int, size: int,
+    def __init__(self, directory: Path, base_offset: int, file: CachedFile | None, size: int,
                  index_interval_bytes: int, created_ms: int) -> None:
         self.directory = directory
         self.base_offset = base_offset
-        self.fd = fd
+        self.file = file  # None only for the placeholder of an offline partition
         self.size = size
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
@@ -88,12 +91,18 @@ class LogSegment:
 
     @classmethod
     def open(cls, directory: Path, base_offset: int, *, index_interval_bytes: int,
-             created_ms: int) -> LogSegment:
-        """Open (or create) the segment files; indexes are NOT loaded: call a load method."""
+             created_ms: int, fd_cache: FdCache | None = None) -> LogSegment:
+        """Open (or create) the segment files; indexes are NOT loaded: call a load method.
+
+        The descriptor lives in ``fd_cache`` (default: the process-wide cache)."""
         path = directory / (segment_name(base_offset) + LOG_SUFFIX)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        size = os.fstat(fd).st_size
-        seg = cls(directory, base_offset, fd, size, index_interval_bytes, created_ms)
+        file = (fd_cache or shared_fd_cache()).file(path, create=True)
+        try:
+            size = file.size()
+        except BaseException:
+            file.close()
+            raise
+        seg = cls(directory, base_offset, file, size, index_interval_bytes, created_ms)
         if size == 0:
             seg.offset_index.path.touch()
             seg.time_index.path.touch()
@@ -195,9 +204,9 @@ class LogSegment:
             written = 0
             view = memoryview(data)
             while written < len(data):
-                written += os.pwrite(self.fd, view[written:], position + written)
+                written += self._file().pwrite(view[written:], position + written)
         except OSError as exc:
-            os.ftruncate(self.fd, position)
+            self._file().ftruncate(position)
             raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
         self.size = position + len(data)
         for rel, header in headers:
@@ -206,7 +215,18 @@ class LogSegment:
             self.verified_to, self._verified_next = self.size, self.next_offset
 
     def pread(self, position: int, length: int) -> bytes:
-        return os.pread(self.fd, length, position)
+        return self._file().pread(length, position)
+
+    @property
+    def fd(self) -> int:
+        """The descriptor the fd cache holds open for the ``.log`` now, -1 when none
+        (idle, evicted or closed); for tests and diagnostics only."""
+        return self.file.fd if self.file is not None else -1
+
+    def _file(self) -> CachedFile:
+        if self.file is None:
+            raise OSError(errno.EBADF, f"{self.log_path} has no file (offline placeholder)")
+        return self.file
 
     def scan(self, start: int = 0, *, verify: bool = True,
              end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
@@ -399,7 +419,7 @@ class LogSegment:
 
     def truncate_bytes(self, size: int) -> None:
         faults.point("segment.truncate", self.log_path)
-        os.ftruncate(self.fd, size)
+        self._file().ftruncate(size)
         self.size = size
         if self.verified_to > size:
             self.verified_to = size  # _verified_next is fixed up by truncate_to
@@ -435,17 +455,23 @@ class LogSegment:
 
     def fsync(self) -> None:
         faults.point("segment.fsync", self.log_path)
-        os.fsync(self.fd)
+        self._file().fsync()
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        if self.file is not None:
+            self.file.close()
 
     def rename_for_deletion(self) -> None:
         """Rename the files to ``<name>.deleted`` (the .log first: that rename removes the
-        segment from the log); the descriptor stays open for readers until :meth:`delete`."""
-        self.log_path = _rename_deleted(self.log_path)
+        segment from the log); readers keep reading it, through its new name, until
+        :meth:`delete`.  The descriptor is pinned across the rename, so no reader reopens
+        the old name in between."""
+        if self.file is not None and self.log_path.exists():
+            with self.file.use():
+                self.log_path = _rename_deleted(self.log_path)
+                self.file.renamed(self.log_path)
+        else:
+            self.log_path = _rename_deleted(self.log_path)
         self.offset_index.path = _rename_deleted(self.offset_index.path)
         self.time_index.path = _rename_deleted(self.time_index.path)
 
