@@ -323,3 +323,19 @@ def test_encode_request_header_roundtrip_sanity() -> None:
     # A guard on the helper the other tests build on.
     data = encode_request(RequestHeader(API_VERSIONS, 3, 5, "x"), ApiVersionsRequest())
     assert struct.unpack_from(">ihhi", data)[1:] == (API_VERSIONS, 3, 5)
+
+
+def test_metadata_null_name_before_v12_is_invalid_request(wire: Wire) -> None:
+    # v10-11 requests may carry a null topic name (lookup by id), but their responses
+    # cannot encode one: Kafka refuses them; the connection stays usable (found by fuzzing).
+    import uuid
+
+    req = MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name=None, topic_id=uuid.uuid4())],
+        allow_auto_topic_creation=False,
+    )
+    for version in (10, 11):
+        resp = wire.call(METADATA, version, req)
+        assert resp.topics[0].error_code == ErrorCode.INVALID_REQUEST
+    resp = wire.call(METADATA, 12, req)
+    assert resp.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID

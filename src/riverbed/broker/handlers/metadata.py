@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.topics import Topic, is_internal_topic, validate_topic_name
 from riverbed.errors import (
+    ProtocolError,
     RiverbedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 API_KEY = 3
 AUTO_CREATE_FLAG_VERSION = 4
+TOPIC_ID_LOOKUP_VERSION = 12  # Metadata looks topics up by id from v12 on
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
@@ -52,12 +54,15 @@ def handle(
         missing = [w.name for w in wanted if w.name is not None]
         missing = [name for name in missing if broker.topics.needs_creation(name)]
         if missing:
-            return Barrier(_create_then_answer(broker, wanted, missing))
-    return _response(broker, [_lookup(broker, w, {}) for w in wanted])
+            return Barrier(_create_then_answer(broker, wanted, missing, version))
+    return _response(broker, [_lookup(broker, w, {}, version) for w in wanted])
 
 
 async def _create_then_answer(
-    broker: Broker, wanted: list[MetadataRequest.MetadataRequestTopic], missing: list[str]
+    broker: Broker,
+    wanted: list[MetadataRequest.MetadataRequestTopic],
+    missing: list[str],
+    version: int,
 ) -> MetadataResponse:
     """Auto-create ``missing`` (off the loop, see TopicManager), then answer."""
     errors: dict[str, RiverbedError] = {}
@@ -66,7 +71,7 @@ async def _create_then_answer(
             await broker.topics.ensure_topic_async(name)
         except RiverbedError as exc:
             errors[name] = exc
-    return _response(broker, [_lookup(broker, w, errors) for w in wanted])
+    return _response(broker, [_lookup(broker, w, errors, version) for w in wanted])
 
 
 def _response(
@@ -90,10 +95,16 @@ def _lookup(
     broker: Broker,
     wanted: MetadataRequest.MetadataRequestTopic,
     creation_errors: dict[str, RiverbedError],
+    version: int,
 ) -> MetadataResponse.MetadataResponseTopic:
     name = wanted.name
     topic_id = getattr(wanted, "topic_id", None)
     try:
+        if name is None and version < TOPIC_ID_LOOKUP_VERSION:
+            # v10-11 may carry a null name but cannot answer one; Kafka refuses these
+            # requests ("Topic name can not be null for version N"): INVALID_REQUEST.
+            name = ""
+            raise ProtocolError(f"topic name can not be null in Metadata v{version}")
         if name is None:
             found = broker.topics.by_id(topic_id) if topic_id is not None else None
             if found is None:
