@@ -31,6 +31,7 @@ TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 3.0
 
 _client_log = logging.getLogger("riverbed.cli.kafka_client")
+_client_log.addHandler(logging.NullHandler())  # not Python's last-resort stderr handler
 
 
 class BrokerUnreachableError(RiverbedError):
