@@ -300,3 +300,28 @@ def test_broker_never_serves_a_corrupt_batch_and_keeps_other_partitions(
         assert f"{seg.name} at byte {positions[4]}:" in caplog.text
     finally:
         broker.stop()
+
+
+def test_compaction_refuses_a_corrupt_segment_instead_of_dropping_its_tail(
+        tmp_path: Path) -> None:
+    from riverbed.storage.cleaner import LogCleaner
+
+    clock = ManualClock(1_700_000_000_000)
+    config = LogConfig(cleanup_policy="compact", segment_bytes=1 << 20)
+    log = PartitionLog.open(tmp_path / "c-0", config, clock=clock)
+    for i in range(60):
+        log.append(build_batch([(f"k{i % 5}".encode(), f"v{i}".encode(), clock.now_ms())]))
+        if i % 20 == 19:
+            log.roll()
+    log.append(build_batch([(b"k0", b"active", clock.now_ms())]))
+    first = log.segments()[0]
+    before = first.log_path.read_bytes()
+    flip(first.log_path, batch_positions(first.log_path)[10] + 10)  # a batch length
+    damaged = first.log_path.read_bytes()
+    cleaner = LogCleaner(clock)
+    assert cleaner.clean(log) is None
+    status = cleaner.status(log)
+    assert status.last_error is not None and "corrupt record batch" in status.last_error
+    assert first.log_path.read_bytes() == damaged != before  # not replaced by a short copy
+    assert log.segments()[0] is first
+    log.close()

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from riverbed.clock import Clock
+from riverbed.errors import CorruptSegmentError
 from riverbed.protocol.batch import ATTR_DELETE_HORIZON, BatchHeader
 from riverbed.protocol.records import Record, read_batch, rebuild_batch
 from riverbed.storage.config import LogConfig
@@ -244,7 +245,7 @@ class LogCleaner:
                 before += done[0]
                 after += done[1]
                 removed += done[2]
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, CorruptSegmentError) as exc:
             log.warning("compaction of %s aborted: %s", plog.directory.name, exc)
             history.last_error = str(exc)
             return None
@@ -286,7 +287,7 @@ class LogCleaner:
         written = removed = 0
         changed = len(group) > 1
         batches = ((seg, pos, header) for seg, size in zip(group, sizes, strict=True)
-                   for pos, header in seg.scan(0, verify=False, end=size))
+                   for pos, header in seg.scan_checked(size))
         try:
             with open(cleaned, "wb", buffering=_WRITE_BUFFER) as f:
                 for seg, pos, header, last in _with_last(batches):
