@@ -326,9 +326,18 @@ def _unescape(text: str) -> str:
 def load_properties(path: Path) -> dict[str, str]:
     """Read a ``server.properties`` file; ConfigError if it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read config file {str(path)!r}: {exc.strerror}") from None
+    if b"\x00" in data:
+        raise ConfigError(f"config file {str(path)!r} is binary, not a properties file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {str(path)!r} is not UTF-8 text (byte 0x{data[exc.start]:02x} "
+            f"at offset {exc.start})"
+        ) from None
     return parse_properties(text)
 
 

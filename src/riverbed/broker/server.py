@@ -149,7 +149,7 @@ class Broker:
     # -- life cycle -------------------------------------------------------------------
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._apply_open_files_limit()
+        limits_line = self._apply_open_files_limit()
         try:
             self._server = await loop.create_server(
                 lambda: KafkaConnection(self),
@@ -180,10 +180,13 @@ class Broker:
             self.data_dir,
             self.cluster_id,
         )
+        log.info("%s", limits_line)
 
     async def _open_data_dir(self, loop: asyncio.AbstractEventLoop) -> None:
         """Everything start() does on disk; an OSError becomes one DataDirError line."""
         try:
+            if self.data_dir.exists() and not self.data_dir.is_dir():
+                raise DataDirError(f"data dir {self.data_dir} is a file, not a directory")
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self.cluster_id = load_or_create_cluster_id(self.data_dir)
             self._logs = await loop.run_in_executor(
@@ -213,9 +216,10 @@ class Broker:
             self._logs.close()
             raise
 
-    def _apply_open_files_limit(self) -> None:
+    def _apply_open_files_limit(self) -> str:
         """Raise the soft RLIMIT_NOFILE to the hard limit and keep max.connections under
-        it, so new connections are refused with a log line instead of failing accept()."""
+        it, so new connections are refused with a log line instead of failing accept();
+        the line to log once listening (a start that fails prints only its error)."""
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         raised_from = None
         if hard != resource.RLIM_INFINITY and soft != hard:
@@ -228,12 +232,11 @@ class Broker:
         if soft != resource.RLIM_INFINITY:
             limit = min(limit, max(soft - max(MIN_FD_RESERVE, soft // 4), 1))
         self.quotas.max_connections = limit
-        log.info(
-            "open files limit %s%s; accepting at most %d connections (max.connections %d)",
-            "unlimited" if soft == resource.RLIM_INFINITY else soft,
-            f" (soft limit raised from {raised_from})" if raised_from is not None else "",
-            limit,
-            self.config.max_connections,
+        return (
+            f"open files limit {'unlimited' if soft == resource.RLIM_INFINITY else soft}"
+            f"{f' (soft limit raised from {raised_from})' if raised_from is not None else ''}"
+            f"; accepting at most {limit} connections "
+            f"(max.connections {self.config.max_connections})"
         )
 
     async def _sweep_idle(self) -> None:

@@ -13,6 +13,15 @@ from riverbed.cli.main import cli
 from riverbed.config import BrokerConfig, load_properties, parse_key_value
 from riverbed.errors import ConfigError
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _parse_log_level(text: str) -> str:
+    level = text.strip().upper()
+    if level not in LOG_LEVELS:
+        raise ConfigError(f"--log-level expects one of {', '.join(LOG_LEVELS)}, got {text!r}")
+    return level
+
 
 def _parse_listen(listen: str) -> tuple[str, int]:
     host, sep, port_text = listen.rpartition(":")
@@ -25,13 +34,13 @@ def _parse_listen(listen: str) -> tuple[str, int]:
 @click.option(
     "--data-dir",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="Directory holding the logs and metadata (created if missing).",
 )
 @click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to bind.")
 @click.option(
     "--config-file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="Kafka server.properties file (Java properties format).",
 )
 @click.option(
@@ -41,7 +50,12 @@ def _parse_listen(listen: str) -> tuple[str, int]:
     metavar="KEY=VALUE",
     help="A Kafka broker or topic-default setting; repeatable; wins over --config-file.",
 )
-@click.option("--log-level", default="INFO", show_default=True, help="Python logging level.")
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    help="Python logging level: " + ", ".join(LOG_LEVELS) + ".",
+)
 def broker_command(
     data_dir: Path,
     listen: str,
@@ -60,9 +74,8 @@ def broker_command(
         props[key] = value
     config = BrokerConfig.from_props(props)
     host, port = _parse_listen(listen)
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    level = _parse_log_level(log_level)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     loop = new_event_loop()
     try:
         stop = asyncio.Event()
