@@ -325,3 +325,59 @@ def test_compaction_refuses_a_corrupt_segment_instead_of_dropping_its_tail(
     assert first.log_path.read_bytes() == damaged != before  # not replaced by a short copy
     assert log.segments()[0] is first
     log.close()
+
+
+def test_broker_starts_with_an_offline_partition_and_serves_the_others(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from riverbed.testing.embedded import EmbeddedBroker
+
+    broker = EmbeddedBroker(tmp_path / "data").start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        for f in admin.create_topics([NewTopic(t, 1, 1) for t in ("bad", "good")]).values():
+            f.result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        for i in range(50):
+            for topic in ("bad", "good"):
+                producer.produce(topic, value=f"{topic}-{i}".encode())
+            if i % 10 == 9:
+                assert producer.flush(30) == 0
+        del producer
+        broker.stop()
+        bad = next((tmp_path / "data").rglob("bad-0"))
+        (bad / ".clean_shutdown").unlink()  # as after kill -9
+        seg = bad / "00000000000000000000.log"
+        size = seg.stat().st_size
+        flip(seg, batch_positions(seg)[2] + 61)  # acknowledged, fsynced data
+        with caplog.at_level(logging.ERROR):
+            broker.start()
+        assert "OFFLINE" in caplog.text and seg.name in caplog.text
+
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
+                             "group.id": "g", "enable.auto.commit": False})
+        consumer.assign([TopicPartition("good", 0, 0), TopicPartition("bad", 0, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 50 and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+        consumer.close()
+        assert sorted(got) == sorted(f"good-{i}".encode() for i in range(50))
+
+        errors: list[KafkaError] = []
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
+                             "message.timeout.ms": 3000})
+        producer.produce("bad", value=b"x",
+                         on_delivery=lambda err, _m: errors.append(err) if err else None)
+        producer.produce("good", value=b"y",
+                         on_delivery=lambda err, _m: errors.append(err) if err else None)
+        producer.flush(30)
+        assert len(errors) == 1  # only the offline partition refuses
+        del producer
+    finally:
+        broker.stop()
+    assert seg.stat().st_size == size  # nothing was truncated

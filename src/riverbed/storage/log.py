@@ -201,7 +201,7 @@ class PartitionLog:
         (KAFKA_STORAGE_ERROR); other partitions are unaffected.
         """
         _logger.error("partition %s is OFFLINE: %s. Its files are left untouched; see "
-                      "docs/storage.md (Corruption) to inspect or accept the loss",
+                      "docs/storage.md (Recovery, offline) to inspect or accept the loss",
                       self.directory, exc)
         self._offline = exc
         self._closed = True
