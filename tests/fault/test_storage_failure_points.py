@@ -176,6 +176,68 @@ def test_failed_truncate_leaves_the_log_readable(tmp_path: Path) -> None:
     reopened.close()
 
 
+def test_failed_roll_refuses_the_append_and_keeps_the_log(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", LogConfig(segment_bytes=200))
+    log.append(one(b"x" * 120))
+    with faults.inject("log.roll", error=errno.ENOSPC), pytest.raises(StorageError):
+        log.append(one(b"y" * 120))  # needs a roll
+    assert len(log.segments()) == 1 and log.log_end_offset == 1
+    log.append(one(b"z" * 120))  # the roll works again
+    assert len(log.segments()) == 2
+    assert values(log) == [b"x" * 120, b"z" * 120]
+    log.close()
+
+
+def test_append_that_rolls_does_not_wait_for_the_old_segments_fsync(tmp_path: Path) -> None:
+    """Issue 17.2: a roll seals and opens under the log's lock; the old segment's fsync
+    (and snapshot, directory fsync) is the flusher's, and nothing claims the old segment
+    durable before it is done."""
+    flusher = GroupCommitFlusher()
+    flusher.start()
+    log = open_log(tmp_path / "t-0", LogConfig(segment_bytes=200), flusher=flusher)
+    try:
+        log.flush_future(log.append(one(b"x" * 120)).last_offset).result(timeout=10)
+        flushed = log.flushed_offset
+        # a disk that takes as long as the test wants: the fsync is held until released
+        with faults.inject("segment.fsync", block=True, match=".log") as slow:
+            started = time.monotonic()
+            worker = threading.Thread(target=lambda: log.append(one(b"y" * 120)), daemon=True)
+            worker.start()
+            worker.join(5)
+            assert not worker.is_alive(), "the rolling append waited for an fsync"
+            assert time.monotonic() - started < 5
+            assert len(log.segments()) == 2
+            assert slow.wait_reached(), "the flusher never started the rolled segment's fsync"
+            assert slow.paths[0].endswith("00000000000000000000.log")  # the old segment
+            # meanwhile nothing claims the new record (nor the old segment) durable
+            waiter = log.flush_future(1)
+            log.checkpoint()
+            assert log.flushed_offset == flushed == 1 and not waiter.done()
+            assert read_checkpoint(log.directory).recovery_point <= 1
+            # a read and another append go on while the flusher sits in the fsync
+            assert log.read(0, 1 << 20).records
+            log.append(one(b"z"))
+            time.sleep(0.1)
+            assert not waiter.done()
+            slow.release()
+            waiter.result(timeout=10)
+        assert log.flushed_offset >= 2
+        assert log.producers.snapshot_offsets() == [1]  # written after the fsync
+    finally:
+        log.close()
+        flusher.stop()
+
+
+def test_without_a_flusher_roll_fsyncs_in_the_caller_after_the_lock(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", LogConfig(segment_bytes=200, flush_messages=10**9,
+                                               flush_ms=10**12))
+    log.append(one(b"x" * 120))
+    with faults.inject("segment.fsync") as fsync:
+        log.append(one(b"y" * 120))  # rolls; no flusher: the caller pays the fsync
+    assert fsync.hits >= 1 and log.flushed_offset >= 1
+    log.close()
+
+
 # -- file.rename, file.fsync, dir.fsync (checkpoints) ---------------------------------------
 
 @pytest.mark.parametrize("point", ["file.fsync", "file.rename", "dir.fsync"])

@@ -33,19 +33,20 @@ reacts as it would to the real failure: a failed ``segment.write`` is cut back a
 raised as StorageError, a failed ``segment.fsync`` fails the flush waiters, and so on.
 
 Simulated power loss (:func:`record_power_loss`): a recorder watches ``segment.write``
-and ``segment.fsync`` and remembers, per ``.log`` file, how many bytes
-its last fsync covered (the size when that fsync started: an append racing with it
-only makes the recorder more pessimistic).  :meth:`PowerLoss.cut` then does to the
-files what losing the page cache would: every recorded ``.log`` goes back to its last
-fsynced size (or, with ``tear``, to some length between that and its current size: a
-torn write), and the index files of those segments, which are never fsynced, are
-emptied.  What it does *not* model, deliberately kept simple: directory entries (a
-created, renamed or deleted file is assumed to stay so), files written outside these
-points (checkpoints and snapshots go through ``write_atomically``, which fsyncs before
-its rename, so they survive as written), compaction output, and a disk that reorders
-writes within a file.  So it checks the claim that matters — everything acknowledged
-(flushed) survives and recovery serves nothing past the torn point — not every
-possible disk behaviour.
+and ``segment.fsync`` and remembers, per ``.log`` file, how many bytes its last fsync
+covered: the file's size when that fsync started (an append racing with it only makes
+the recorder more pessimistic; an fsync failed by an injected fault does not count).
+After the log is closed as by a crash (``close_unclean``), :meth:`PowerLoss.cut` does
+to the files what losing the page cache would: every recorded ``.log`` goes back to its
+last fsynced size, or with ``tear`` to some length between that and its current size (a
+torn write, or later writes reaching the disk before earlier ones of another file), and
+the index files of those segments, never fsynced, are emptied.  Deliberately not
+modelled: directory entries (a created, renamed or deleted file stays so), files written
+outside these points (checkpoints and snapshots are fsynced before their rename;
+``flushed.mark`` keeps its last write, a position that was fsynced when written),
+compaction output, and reordered writes within one file.  So it checks the claim that
+matters - every acknowledged (flushed) record survives and recovery serves nothing past
+the torn point - not every possible disk behaviour.
 
 Thread-safe: arming and disarming take a lock; :func:`point` reads an immutable tuple.
 """
@@ -87,7 +88,10 @@ def _fire(name: str, path: PathLike) -> None:
 
 
 class _Armed:
-    """Something that wants to hear about a point: a :class:`Fault` or a recorder."""
+    """Something that wants to hear about a point: a :class:`Fault` or a recorder.
+    Observers (recorders) hear a call only after every fault armed there let it pass."""
+
+    observer = False
 
     def hit(self, name: str, path: str) -> None:
         raise NotImplementedError
@@ -147,7 +151,8 @@ def _arm(name: str, armed: _Armed) -> None:
     if name not in POINTS:
         raise ValueError(f"unknown failure point {name!r}; known: {sorted(POINTS)}")
     with _registry_lock:
-        _armed[name] = (*_armed.get(name, ()), armed)
+        both = (*_armed.get(name, ()), armed)
+        _armed[name] = tuple(sorted(both, key=lambda a: a.observer))  # stable: faults first
 
 
 def _disarm(name: str, armed: _Armed) -> None:
@@ -190,6 +195,8 @@ _INDEX_SUFFIXES = (".index", ".timeindex")
 
 class PowerLoss(_Armed):
     """Records, per ``.log`` file, the size its last fsync covered (module docstring)."""
+
+    observer = True
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -24,7 +24,12 @@ batch's largest timestamp minus the segment's first batch's timestamp exceeds
 ``segment.ms`` (``max.compaction.lag.ms`` if lower, on compacted topics).  Only a
 segment whose first batch has no timestamp falls back to wall-clock time since it was
 created.  So a restart (which "creates" every loaded segment anew) does not postpone a
-roll.
+roll.  A roll does no fsync: it seals the old segment and opens the next one under
+``_lock``; the old segment's fsync, its producer snapshot and the directory fsync are
+done by the next :meth:`PartitionLog.flush` (the flusher thread, requested at once; in
+the caller only without one), as Kafka flushes rolled segments in the background.
+``flushed_offset`` (hence every ``flush_future`` and the checkpoint's recovery point)
+does not pass the old segment until that fsync is done.
 
 Deleting segments (retention, DeleteRecords, truncation, compaction swaps) goes through
 :mod:`riverbed.storage.deletion`: rename to ``.deleted`` now, remove after
@@ -34,7 +39,10 @@ Producer state expires as Kafka's does (``producer.id.expiration.ms``, see
 :mod:`riverbed.storage.producer_state`): :meth:`PartitionLog.remove_expired_producers`.
 
 Crash behaviour: see :mod:`riverbed.storage.recovery`; an append is atomic with respect
-to a crash only after its covering fsync.
+to a crash only after its covering fsync.  A crash between a roll and the old segment's
+fsync can leave a torn tail in a segment that is no longer the last: it lies above the
+recovery point, so recovery checks it like the active segment, cuts the tail and drops
+the segments after it (nothing in them was acknowledged).
 """
 
 from __future__ import annotations
@@ -160,6 +168,9 @@ class PartitionLog:
         self._first_unflushed_mono_ms = -1
         self._closed = False
         self._deletions = DeletionQueue()
+        # Segments sealed by a roll whose fsync is still owed, oldest first, each with
+        # its producer snapshot as of its end (written after that fsync): see flush().
+        self._rolled: list[tuple[LogSegment, bytes]] = []
         self._offline: CorruptSegmentError | None = None
         self.producers = ProducerStateManager(directory, producer_id_expiration_ms)
 
@@ -301,7 +312,6 @@ class PartitionLog:
             count = sum(h.last_offset_delta + 1 for _p, h in headers)
             append_time = now_ms if config.message_timestamp_type == "LogAppendTime" else -1
             max_ts = append_time if append_time >= 0 else max(h.max_timestamp for _p, h in headers)
-            self._maybe_roll(len(buf), first + count - 1, now_ms, max_ts)
             offset = first
             pending: dict[int, ProducerStateEntry] = {}
             assigned: list[tuple[int, BatchHeader]] = []
@@ -316,10 +326,11 @@ class PartitionLog:
                     _set_log_append_time(buf, pos, header, append_time)
                 assigned.append((pos, BatchHeader.parse(buf, pos)))
                 offset += header.last_offset_delta + 1
+            rolled = self._maybe_roll(len(buf), first + count - 1, now_ms, max_ts)
             self._segments[-1].append(buf, assigned)
             self.producers.commit(pending)
             request_flush = self._note_unflushed(len(headers))
-        if request_flush:
+        if request_flush or rolled:
             self._request_flush()
         return AppendResult(first, offset - 1, append_time, self._log_start_offset)
 
@@ -340,39 +351,58 @@ class PartitionLog:
         if self._closed:
             raise LogClosedError(f"log {self.directory.name} is closed")
 
-    def _maybe_roll(self, incoming: int, last_offset: int, now_ms: int, max_ts: int) -> None:
+    def _maybe_roll(self, incoming: int, last_offset: int, now_ms: int, max_ts: int) -> bool:
+        """Roll if the append needs it; True if it rolled (the caller then requests the
+        flush the roll owes, once it has released ``_lock``)."""
         active = self._segments[-1]
         if active.size == 0:
-            return
+            return False
         first_ts = active.first_batch_timestamp
         waited = max_ts - first_ts if first_ts >= 0 else now_ms - active.created_ms
         if (active.size + incoming > self._config.segment_bytes
                 or waited > self._config.max_segment_ms
                 or last_offset - active.base_offset > _MAX_RELATIVE):
             self._roll_locked(now_ms)
+            return True
+        return False
 
     def roll(self) -> None:
-        """Force a new active segment (no-op when the active one is empty)."""
+        """Force a new active segment (no-op when the active one is empty).  The old
+        segment is fsynced by the flusher, or before this returns without one."""
         with self._lock:
             self._check_open()
-            if self._segments[-1].size:
+            rolled = self._segments[-1].size > 0
+            if rolled:
                 self._roll_locked(self._clock.now_ms())
+        if rolled:
+            self._request_flush()
 
     def _roll_locked(self, now_ms: int) -> None:
-        faults.point("log.roll", self.directory)
+        """Seal the active segment and open the next one; under ``_lock``, no fsync.
+
+        The sealed segment joins ``_rolled`` with the producer snapshot as of its end;
+        :meth:`flush` fsyncs it, writes the snapshot and fsyncs the directory (the new
+        segment's entry), and only then lets ``flushed_offset`` pass it.  Raises
+        StorageError if the new segment cannot be created (the log is unchanged).
+        """
         old = self._segments[-1]
         base = old.next_offset
-        old.seal()
-        old.fsync()
-        seg = LogSegment.open(self.directory, base,
-                              index_interval_bytes=self._config.index_interval_bytes,
-                              created_ms=now_ms)
+        try:
+            faults.point("log.roll", self.directory)
+            seg = LogSegment.open(self.directory, base,
+                                  index_interval_bytes=self._config.index_interval_bytes,
+                                  created_ms=now_ms)
+            try:
+                old.seal()
+            except BaseException:
+                seg.close()
+                raise
+        except OSError as exc:
+            raise StorageError(f"rolling {self.directory.name} at offset {base} failed: "
+                               f"{exc}") from exc
         self._segments.append(seg)
         self._bases.append(base)
-        self.producers.write_snapshot(base)
-        fsync_dir(self.directory)
-        self._flushed_offset = max(self._flushed_offset, base)
-        self._resolve_waiters(self._flushed_offset)
+        self._rolled.append((old, self.producers.snapshot_data()))
 
     # -- durability -------------------------------------------------------------------
 
@@ -405,26 +435,49 @@ class PartitionLog:
             self.flush()
 
     def flush(self) -> int:
-        """fsync everything appended so far; returns the new flushed offset."""
+        """fsync everything appended so far; returns the new flushed offset.
+
+        First the segments sealed by rolls since the last flush (oldest first, each
+        followed by its producer snapshot, then one directory fsync for the new
+        segments' entries), then the active segment.  ``flushed_offset`` advances only
+        when all of it is done, so it never passes a segment whose fsync is owed.
+        """
         with self._flush_lock:
             with self._lock:
                 if self._closed:
                     return self._flushed_offset
+                rolled = list(self._rolled)
                 active = self._segments[-1]
                 target = active.next_offset
-                if target <= self._flushed_offset:
+                if target <= self._flushed_offset and not rolled:
                     self._reset_unflushed()
-                    self._resolve_waiters(self._flushed_offset)
-                    return self._flushed_offset
-                active.flush_indexes()
-                mark = FlushMark(active.base_offset, target, active.size)
+                    ready = self._pop_waiters(self._flushed_offset)
+                    flushed = self._flushed_offset
+                else:
+                    active.flush_indexes()
+                    mark = FlushMark(active.base_offset, target, active.size)
+                    ready = None
+            if ready is not None:
+                for fut in ready:
+                    _settle(fut)
+                return flushed
+            path = active.log_path
             try:
+                for seg, snapshot in rolled:
+                    path = seg.log_path
+                    self._sync_rolled(seg, snapshot)
+                if rolled:
+                    path = self.directory
+                    fsync_dir(self.directory)
+                path = active.log_path
                 active.fsync()
             except OSError as exc:
-                self._fail_waiters(StorageError(f"fsync of {active.log_path} failed: {exc}"))
+                self._fail_waiters(StorageError(f"fsync of {path} failed: {exc}"))
                 raise
             self._write_flush_mark(mark)
             with self._lock:
+                synced = {id(seg) for seg, _d in rolled}
+                self._rolled = [r for r in self._rolled if id(r[0]) not in synced]
                 self._flushed_offset = max(self._flushed_offset, target)
                 if self._segments[-1].next_offset == target:
                     self._reset_unflushed()
@@ -432,6 +485,12 @@ class PartitionLog:
         for fut in ready:
             _settle(fut)
         return target
+
+    def _sync_rolled(self, seg: LogSegment, snapshot: bytes) -> None:
+        """fsync a segment sealed by a roll, then write its producer snapshot.  Called
+        under ``_flush_lock`` (which anything that closes or retires a segment takes)."""
+        seg.fsync()
+        self.producers.write_snapshot(seg.next_offset, snapshot)
 
     def _write_flush_mark(self, mark: FlushMark) -> None:
         """Record the fsynced position for recovery (see :mod:`~riverbed.storage.flush_mark`);
@@ -558,6 +617,7 @@ class PartitionLog:
         return n
 
     def _retire(self, seg: LogSegment) -> None:
+        self._rolled = [r for r in self._rolled if r[0] is not seg]
         now = self._clock.now_ms()
         self._deletions.retire(seg, now + self._config.file_delete_delay_ms, now)
 
@@ -580,6 +640,7 @@ class PartitionLog:
     def enforce_retention(self) -> int:
         """Delete whole segments over retention.ms / retention.bytes (cleanup.policy
         delete); returns how many were deleted.  Rolls an expired active segment first."""
+        deleted = 0
         with self._flush_lock, self._lock:
             if self._closed or not self._config.delete:
                 return 0
@@ -587,14 +648,16 @@ class PartitionLog:
             if retention.active_segment_expired(self._segments, self._config, now_ms):
                 self._roll_locked(now_ms)
             count = retention.deletable_segments(self._segments, self._config, now_ms)
-            if count == 0:
-                return 0
-            self._log_start_offset = max(self._log_start_offset,
-                                         self._segments[count].base_offset)
-            self._cleaner_offset = max(self._cleaner_offset, self._log_start_offset)
-            deleted = self._delete_segments_below_start()
-            self._write_checkpoint_locked()
-            return deleted
+            if count:
+                self._log_start_offset = max(self._log_start_offset,
+                                             self._segments[count].base_offset)
+                self._cleaner_offset = max(self._cleaner_offset, self._log_start_offset)
+                deleted = self._delete_segments_below_start()
+                self._write_checkpoint_locked()
+            owed = bool(self._rolled)
+        if owed:
+            self._request_flush()
+        return deleted
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding an offset >= ``offset`` (tests, recovery)."""
@@ -622,6 +685,7 @@ class PartitionLog:
                 self._segments[-1].truncate_to(offset)
                 self._segments[-1].fsync()
             self._bases = [s.base_offset for s in self._segments]
+            self._rolled = [r for r in self._rolled if r[0] is not self._segments[-1]]
             end = self._segments[-1].next_offset
             self._log_start_offset = min(self._log_start_offset, end)
             self._cleaner_offset = min(self._cleaner_offset, end)
@@ -697,6 +761,9 @@ class PartitionLog:
         with self._flush_lock, self._lock:
             if self._closed:
                 return
+            for seg, snapshot in self._rolled:
+                self._sync_rolled(seg, snapshot)
+            self._rolled = []
             active = self._segments[-1]
             active.flush_indexes()
             active.fsync()

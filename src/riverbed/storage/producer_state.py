@@ -33,7 +33,9 @@ offset (big-endian)::
     count x ( producerId int64 | epoch int16 | lastTimestamp int64 | n int8 |
               n x ( firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 ) )
 
-Snapshots are written (tmp + fsync + rename) on segment roll and clean shutdown.  After a
+Snapshots are written (tmp + fsync + rename) for each rolled segment, with the state as
+of the roll, once that segment's fsync is done (see ``PartitionLog.flush``), and at
+clean shutdown.  After a
 crash the log loads the newest snapshot at or below its recovered end and replays batch
 headers from there; a corrupt snapshot is deleted and an older one (or the log start)
 used instead.  Not thread-safe: the owning log's lock guards it.
@@ -180,7 +182,15 @@ class ProducerStateManager:
                 out.append(int(stem))
         return sorted(out)
 
-    def write_snapshot(self, offset: int) -> None:
+    def write_snapshot(self, offset: int, data: bytes | None = None) -> None:
+        """Write the snapshot at ``offset``: of the current state, or ``data`` taken
+        earlier by :meth:`snapshot_data` (only the file is touched: safe outside the
+        log's lock)."""
+        write_atomically(self.snapshot_path(offset),
+                         self.snapshot_data() if data is None else data)
+
+    def snapshot_data(self) -> bytes:
+        """The current state encoded as a snapshot file (format in the module doc)."""
         body = bytearray()
         for entry in self.entries.values():
             body += _ENTRY.pack(entry.producer_id, entry.producer_epoch, entry.last_timestamp,
@@ -188,8 +198,7 @@ class ProducerStateManager:
             for m in entry.batches:
                 body += _BATCH.pack(m.first_seq, m.last_seq, m.first_offset, m.last_offset)
         tail = struct.pack(">i", len(self.entries)) + bytes(body)
-        data = struct.pack(">hI", 1, crc32c(tail)) + tail
-        write_atomically(self.snapshot_path(offset), data)
+        return struct.pack(">hI", 1, crc32c(tail)) + tail
 
     def _read_snapshot(self, path: Path) -> dict[int, ProducerStateEntry] | None:
         data = path.read_bytes()

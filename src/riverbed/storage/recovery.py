@@ -22,10 +22,14 @@ Steps, in order:
    mark's byte position when it names the last segment.  Everything below it was
    fsynced, so:
 
-   * an invalid batch of the **last** segment at or after the bound is a torn write: it
-     and everything after it are truncated (WARNING);
-   * an invalid batch *below* the bound, a bad batch in an earlier (sealed, fsynced)
-     segment, or a log that ends below the bound is corruption of acknowledged data:
+   * an invalid batch at or after the bound is a torn write: it and everything after it
+     are truncated (WARNING).  Usually in the last segment; in an earlier one when the
+     crash came between a roll and that segment's fsync (a roll leaves the fsync to the
+     flusher, and the recovery point never passes a segment before its fsync), and then
+     the later segments, which hold only offsets after the tear, are deleted too;
+   * an invalid batch *below* the bound (in a segment wholly below it, found before any
+     file is touched), or a log that ends below the bound is corruption of acknowledged
+     data:
      CorruptSegmentError naming the file and byte position.  Nothing is cut; the caller
      (:meth:`PartitionLog.open`) takes the partition offline.
 
@@ -150,10 +154,19 @@ def load_segments(directory: Path, checkpoint: PartitionCheckpoint, *, clean: bo
             unflushed = next_base is None or next_base > checkpoint.recovery_point
             if clean or not unflushed:
                 seg.load_trusted(next_base)
-            elif next_base is not None:
-                seg.rebuild(sealed=True)
+            elif next_base is not None and next_base <= bound:
+                seg.rebuild(sealed=True)  # wholly acknowledged: any damage is corruption
             else:
+                size = seg.size
                 _recover_last(seg, bound, mark)
+                if next_base is not None and seg.size != size:
+                    # A torn sealed segment above the recovery point: its roll's fsync
+                    # never happened.  Nothing after the tear was acknowledged.
+                    for later in bases[i + 1 :]:
+                        log.warning("deleting %s%s: it follows the torn tail of %s",
+                                    segment_name(later), LOG_SUFFIX, seg.log_path)
+                        _delete_segment_files(directory, later)
+                    break
             if next_base is not None and seg.next_offset > next_base:
                 raise CorruptSegmentError(
                     f"segment {seg.log_path} holds offsets up to {seg.next_offset - 1}, "
