@@ -20,6 +20,7 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     │   ├── CorruptSegmentError          corruption inside a sealed segment (never auto-truncated)
     │   ├── DataDirInUseError            another process holds the data dir's lock
     │   ├── DataDirError                 the data dir cannot be created, read or written
+    │   ├── BrokerStopError              a stop that could not persist everything (disk full)
     │   └── LogClosedError               operation on a closed log
     ├── ProducerStateError               idempotent producer checks
     │   ├── OutOfOrderSequenceError
@@ -121,6 +122,13 @@ class DataDirInUseError(StorageError):
 
 class DataDirError(StorageError):
     """An OSError on the data dir, told in one line (see :func:`describe_os_error`)."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class BrokerStopError(StorageError):
+    """The broker stopped, but some partitions could not be closed cleanly (a full or
+    failing disk): they are recovered at the next start.  The CLI exits with code 3."""
 
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
 

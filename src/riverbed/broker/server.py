@@ -7,7 +7,9 @@ the data dir (``meta.json``, ``topics.json``,
 a one-line :class:`~riverbed.errors.DataDirError`), then starts accepting;
 :meth:`Broker.stop` closes the listener, stops reading from every connection, answers the
 requests in flight (waking long-poll fetches at once), closes the sockets and finally
-closes the log manager, which flushes every partition.  A crash instead of a stop loses
+closes the log manager, which flushes every partition (if that fails — a full disk — every
+other partition is still closed on its own and stop raises one-line
+:class:`~riverbed.errors.BrokerStopError`).  A crash instead of a stop loses
 nothing acknowledged under the flush policy (storage recovers the tail on next start).
 
 All broker state is touched from the event loop thread only; the storage layer is
@@ -30,6 +32,7 @@ import asyncio
 import contextlib
 import logging
 import resource
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -46,7 +49,7 @@ from riverbed.clock import SYSTEM_CLOCK, Clock
 from riverbed.config import BrokerConfig
 from riverbed.coordinator import OFFSETS_TOPIC_NAME
 from riverbed.coordinator.config import coordinator_config_from_props
-from riverbed.errors import ConfigError, DataDirError, describe_os_error
+from riverbed.errors import BrokerStopError, ConfigError, DataDirError, describe_os_error
 from riverbed.protocol.framing import RequestHeader
 from riverbed.storage.manager import LogManager
 
@@ -292,8 +295,44 @@ class Broker:
             await loop.run_in_executor(None, self._topics.close)
         if self._logs is not None:
             logs = self._logs
-            await loop.run_in_executor(None, logs.close)
+            try:
+                await loop.run_in_executor(None, logs.close)
+            except Exception as exc:  # a full or failing disk: save what can be saved
+                unclean = await loop.run_in_executor(None, self._close_remaining, logs)
+                raise BrokerStopError(self._stop_failure(exc, unclean)) from None
         log.info("broker %d stopped", self.node_id)
+
+    @staticmethod
+    def _close_remaining(logs: LogManager) -> list[str]:
+        """After LogManager.close failed on one log, close every other one (flush,
+        snapshot, clean-shutdown marker), each on its own; the names that still fail."""
+        unclean = []
+        by_name = sorted(logs.logs().items(), key=lambda i: (i[0][0].startswith("__"), i[0]))
+        for (topic, partition), plog in by_name:  # internal topics named last
+            try:
+                plog.close()  # returns at once for a log closed before the failure
+            except Exception:
+                unclean.append(f"{topic}-{partition}")
+        return unclean
+
+    def _stop_failure(self, exc: Exception, unclean: list[str]) -> str:
+        """One line: what failed, where, how full the disk is, which logs it affects."""
+        cause: BaseException = exc
+        while not isinstance(cause, OSError) and cause.__cause__ is not None:
+            cause = cause.__cause__
+        what = describe_os_error(cause, "writing") if isinstance(cause, OSError) else str(exc)
+        where = "" if getattr(cause, "filename", None) else f" in {self.data_dir}"
+        try:
+            usage = shutil.disk_usage(self.data_dir)
+            space = f" ({usage.free} of {usage.total} bytes free)"
+        except OSError:
+            space = ""
+        shown = ", ".join(unclean[:5]) + (", ..." if len(unclean) > 5 else "")
+        return (
+            f"stopped without a clean shutdown: {what}{where}{space}; "
+            f"{len(unclean)} partition log(s) not closed cleanly ({shown or 'none'}), "
+            "recovered at the next start"
+        )
 
     async def serve_until(self, stop: asyncio.Event) -> None:
         """Start, serve until ``stop`` is set, then stop cleanly."""
