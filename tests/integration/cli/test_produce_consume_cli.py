@@ -142,6 +142,10 @@ def test_consume_start_positions_partitions_and_text_formats(bootstrap: str) -> 
     assert consume("-p", "0", "--from-beginning", "-K", " => ", "--max-messages", "2") == [
         "a => 0", " => 1"]
     assert consume("-p", "1") == []  # default: the end, so nothing old
+    # a group starts at --offset on its assignment, then commits what it printed
+    assert consume("-g", "positioned", "--offset", "1", "-c", "2") == ["1", "2"]
+    code, out, _ = riverbed(bootstrap, "groups", "lag", "positioned")
+    assert code == 0 and f"positioned {topic} 0 3 4 1" in out.decode().splitlines()
 
     code, _, err = riverbed(bootstrap, "consume", topic, "--offset", "1", "--from-beginning")
     assert code == 2 and "at most one of" in err
