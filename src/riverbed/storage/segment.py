@@ -36,7 +36,6 @@ from typing import Literal, NoReturn
 
 from riverbed.errors import CorruptRecordError, CorruptSegmentError, StorageError
 from riverbed.protocol.batch import HEADER_SIZE, BatchHeader, validate_batch
-from riverbed.storage import faults
 from riverbed.storage.fd_cache import CachedFile, FdCache
 from riverbed.storage.fd_cache import shared as shared_fd_cache
 from riverbed.storage.index import OffsetIndex, TimeIndex
@@ -53,7 +52,6 @@ log = logging.getLogger(__name__)
 def _rename_deleted(path: Path) -> Path:
     target = path.with_name(path.name + DELETED_SUFFIX)
     if path.exists():
-        faults.point("file.rename", path)
         os.replace(path, target)
     return target
 
@@ -290,12 +288,17 @@ class LogSegment:
         None means: every batch of the segment was walked and none reaches ``offset``.
         """
         entry = self.offset_index.floor(offset)
-        if entry is not None and entry[1] < self.verified_to:
+        if entry is not None and entry[1] <= self.verified_to:
             found = self._walk(entry[1], entry[0], offset)
             if found is not False:
                 return found
             log.warning("offset index of %s disagrees with its verified log at offset %d; "
                         "walking the segment from its start", self.log_path, entry[0])
+        elif offset >= self._verified_next:
+            # every verified batch ends below ``offset``: continue from the watermark
+            found = self._walk(self.verified_to, None, offset)
+            if found is not False:
+                return found
         found = self._walk(0, None, offset)
         if found is False:
             self._fail(0, "verified batches changed on disk")
