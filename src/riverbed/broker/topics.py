@@ -15,10 +15,10 @@ alter configs -- is checked against the published state on the caller's side, th
 queued as a command to :class:`_DiskState` on the single worker thread
 (``riverbed-topics``), which applies the commands one at a time in queue order to
 ``topics.json`` and the partition directories; its result is then *published* on the
-caller's side: on the event loop for the asynchronous API (``*_async``,
-``begin_delete_topic``).  The synchronous API (start-up, tests) wraps the asynchronous
-one: it runs it to completion on a private event loop, so there is one path.  The loop
-never waits on a disk.
+event loop by a callback on the command's future -- even if the request that asked is
+gone (a closed connection), so what requests see always follows the disk.  The
+synchronous API (start-up, tests) wraps the asynchronous one: it runs it to completion
+on a private event loop, so there is one path.  The loop never waits on a disk.
 
 Visibility: a created topic (or new partitions, or new configs) becomes visible to every
 connection at once, on the loop, after its logs (files) exist; a deleted topic
@@ -79,6 +79,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__sha
 """Kafka's internal topics (``Topic.INTERNAL_TOPICS``): Metadata lists them with
 ``is_internal``; they cannot be deleted, grown, or have records deleted."""
 T = TypeVar("T")
+R = TypeVar("R")
 ConfigChange = Callable[[dict[str, str]], dict[str, str]]
 """New overrides from the current ones (AlterConfigs: replace; incremental: edit)."""
 
@@ -289,21 +290,24 @@ class TopicManager:
             return topic
         done: asyncio.Future[Topic] = asyncio.get_running_loop().create_future()
         self._creating[name] = _Creation(topic.partitions, done)
-        try:
-            plogs = await self._run(self._disk.create, topic.copy())
-        except BaseException as exc:
+
+        def publish(created: asyncio.Future[list[PartitionLog]]) -> Topic:
             del self._creating[name]
-            done.set_exception(exc)
-            done.exception()  # retrieved: the waiters re-raise it, no "never retrieved"
-            raise
-        del self._creating[name]
-        self._topics[name] = topic
-        self._by_id[topic.topic_id] = topic
-        for p, plog in enumerate(plogs):
-            self._plogs[(name, p)] = plog
-        done.set_result(topic)
-        log.info("created topic %s with %d partition(s)", name, topic.partitions)
-        return topic
+            try:
+                plogs = created.result()
+            except BaseException as exc:
+                done.set_exception(exc)
+                done.exception()  # retrieved: the waiters re-raise it, no "never retrieved"
+                raise
+            self._topics[name] = topic
+            self._by_id[topic.topic_id] = topic
+            for p, plog in enumerate(plogs):
+                self._plogs[(name, p)] = plog
+            done.set_result(topic)
+            log.info("created topic %s with %d partition(s)", name, topic.partitions)
+            return topic
+
+        return await self._command(publish, self._disk.create, topic.copy())
 
     async def ensure_topic_async(self, name: str) -> Topic | None:
         """Auto-create ``name`` when auto.create.topics.enable (None when not allowed);
@@ -326,16 +330,18 @@ class TopicManager:
         if validate_only:
             return topic
         self._growing[name] = count
-        try:
-            first, plogs = await self._run(self._disk.grow, name, count)
-        finally:
+
+        def publish(grown: asyncio.Future[tuple[int, list[PartitionLog]]]) -> Topic:
             if self._growing.get(name) == count:
                 del self._growing[name]
-        if self._topics.get(name) is topic:  # not deleted meanwhile
-            for i, plog in enumerate(plogs):
-                self._plogs[(name, first + i)] = plog
-            topic.partitions = max(topic.partitions, count)
-        return topic
+            first, plogs = grown.result()
+            if self._topics.get(name) is topic:  # not deleted meanwhile
+                for i, plog in enumerate(plogs):
+                    self._plogs[(name, first + i)] = plog
+                topic.partitions = max(topic.partitions, count)
+            return topic
+
+        return await self._command(publish, self._disk.grow, name, count)
 
     def begin_delete_topic(self, name: str) -> asyncio.Future[Topic]:
         """Delete ``name``: gone for every request now (errors raise now); the future
@@ -347,13 +353,14 @@ class TopicManager:
         self._growing.pop(name, None)
         for key in [k for k in self._plogs if k[0] == name]:
             del self._plogs[key]
-        return asyncio.ensure_future(self._delete(topic))
 
-    async def _delete(self, topic: Topic) -> Topic:
-        detached = await self._run(self._disk.delete, topic.name)
-        self._executor().submit(self._disk.remove, detached)  # in the background, in order
-        log.info("deleted topic %s", topic.name)
-        return topic
+        def publish(deleted: asyncio.Future[list[DetachedPartition]]) -> Topic:
+            detached = deleted.result()
+            self._executor().submit(self._disk.remove, detached)  # in the background
+            log.info("deleted topic %s", name)
+            return topic
+
+        return self._command(publish, self._disk.delete, name)
 
     async def alter_configs_async(
         self, name: str, change: ConfigChange, *, validate_only: bool = False
@@ -367,10 +374,14 @@ class TopicManager:
             overrides = change(dict(topic.configs))
             self.log_config(overrides)  # ConfigError names the bad key
             return overrides
-        overrides = await self._run(self._disk.alter_configs, name, change)
-        if self._topics.get(name) is topic:
-            topic.configs = dict(overrides)
-        return overrides
+
+        def publish(altered: asyncio.Future[dict[str, str]]) -> dict[str, str]:
+            overrides = altered.result()
+            if self._topics.get(name) is topic:
+                topic.configs = dict(overrides)
+            return overrides
+
+        return await self._command(publish, self._disk.alter_configs, name, change)
 
     def close(self) -> None:
         """Wait for the queued commands, then stop the worker (broker stop)."""
@@ -405,7 +416,7 @@ class TopicManager:
 
         async def delete() -> Topic:
             topic = await self.begin_delete_topic(name)
-            await self._run(lambda: None)  # the removal queued behind it
+            await self._queue(lambda: None)  # the removal was queued before this
             return topic
 
         return _wait(delete())
@@ -494,6 +505,28 @@ class TopicManager:
         return topic
 
     # -- the queue -------------------------------------------------------------------
+    def _command(
+        self, publish: Callable[[asyncio.Future[T]], R], command: Callable[..., T], *args: Any
+    ) -> asyncio.Future[R]:
+        """Queue ``command(*args)`` for the worker; when it has run, ``publish`` gets its
+        future on the loop -- whatever became of the request that asked (a closed
+        connection cancels only the returned future), so the published state always
+        follows the disk.  The returned future has what ``publish`` returns or raises."""
+        outcome: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+
+        def settle(ran: asyncio.Future[T]) -> None:
+            try:
+                result = publish(ran)
+            except BaseException as exc:
+                if not outcome.cancelled():
+                    outcome.set_exception(exc)
+                return
+            if not outcome.cancelled():
+                outcome.set_result(result)
+
+        self._queue(command, *args).add_done_callback(settle)
+        return outcome
+
     def _queue(self, command: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Queue ``command(*args)`` for the worker; commands run one at a time in queue
         order.  The future completes on the loop."""
@@ -503,9 +536,6 @@ class TopicManager:
         if self._worker is None:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="riverbed-topics")
         return self._worker
-
-    async def _run(self, command: Callable[..., T], *args: Any) -> T:
-        return await self._queue(command, *args)
 
     # -- start-up --------------------------------------------------------------------
     def _load(self, path: Path) -> None:

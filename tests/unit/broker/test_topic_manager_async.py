@@ -199,3 +199,25 @@ def test_the_synchronous_api_refuses_to_block_the_loop(tmp_path: Path, logs: Gat
 
     asyncio.run(scenario())
     assert topics.get("t") is None
+
+
+def test_a_change_is_published_even_if_its_requester_is_gone(
+    tmp_path: Path, logs: GatedLogs
+) -> None:
+    topics = TopicManager(tmp_path, logs, BrokerConfig())
+
+    async def scenario() -> None:
+        logs.gate.clear()
+        creating = asyncio.ensure_future(topics.create_topic_async("orphan", 2))
+        await _until(lambda: logs.threads, "the worker to start creating")
+        creating.cancel()  # the connection that asked closed
+        with pytest.raises(asyncio.CancelledError):
+            await creating
+        with pytest.raises(TopicAlreadyExistsError):  # still being created
+            await topics.create_topic_async("orphan", 1)
+        logs.gate.set()
+        await _until(lambda: topics.get("orphan") is not None, "the topic to be published")
+        assert topics.partition_log("orphan", 1).topic == "orphan"
+        topics.close()
+
+    asyncio.run(scenario())
