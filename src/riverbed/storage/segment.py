@@ -36,6 +36,7 @@ from typing import Literal, NoReturn
 
 from riverbed.errors import CorruptRecordError, CorruptSegmentError, StorageError
 from riverbed.protocol.batch import HEADER_SIZE, BatchHeader, validate_batch
+from riverbed.storage import faults
 from riverbed.storage.fd_cache import CachedFile, FdCache
 from riverbed.storage.fd_cache import shared as shared_fd_cache
 from riverbed.storage.index import OffsetIndex, TimeIndex
@@ -52,6 +53,7 @@ log = logging.getLogger(__name__)
 def _rename_deleted(path: Path) -> Path:
     target = path.with_name(path.name + DELETED_SUFFIX)
     if path.exists():
+        faults.point("file.rename", path)
         os.replace(path, target)
     return target
 
