@@ -18,9 +18,16 @@ keeps a partial batch from this process.  The ``.log`` descriptor comes from the
 process-wide :mod:`riverbed.storage.fd_cache` (opened on demand, closed when least
 recently used), so a segment holds no descriptor while idle.
 
+Serving: ``verified_to`` is a byte watermark below which every batch was verified by
+this process (CRC-32C, length, base offsets increasing, inside the segment and below the
+next batch's).  :meth:`rebuild` and :meth:`append` advance it; reads go through
+:meth:`locate_verified` / :meth:`read_verified`, which verify what they return first, so
+a damaged batch raises CorruptSegmentError and is never served, and a damaged header
+never ends a walk early (which would hide the records after it).
+
 Crash behaviour: a crash may leave a torn batch at the end of the active segment; the
 loader (:mod:`riverbed.storage.recovery`) finds it with :meth:`scan` and cuts it off with
-:meth:`truncate_bytes`.
+:meth:`truncate_bytes` — only above the flushed position; below it, it is corruption.
 
 Not thread-safe: the owning :class:`~riverbed.storage.log.PartitionLog` serialises access.
 """
