@@ -15,8 +15,11 @@ from __future__ import annotations
 import importlib.metadata as md
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -155,6 +158,40 @@ def test_base_install_runs_the_kafka_commands(venv: Venv, bootstrap: str) -> Non
     code, out, err = venv.run("riverbed", "consume", "installed", "--from-beginning", "-e",
                               "--bootstrap-server", bootstrap)
     assert (code, out, err) == (0, "from the wheel\n", "")
+
+
+def test_base_install_runs_the_broker(venv: Venv, tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    bootstrap = f"127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    broker = subprocess.Popen([str(venv.root / "bin" / "riverbed"), "broker", "--data-dir",
+                               str(tmp_path / "data"), "--listen", bootstrap],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.monotonic() + 120  # a fresh data dir fsyncs a lot on a busy disk
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert broker.poll() is None, broker.stderr.read()  # type: ignore[union-attr]
+                assert time.monotonic() < deadline, "the broker did not start listening"
+                time.sleep(0.1)  # polling interval of a condition check
+        assert venv.run("riverbed", "topics", "create", "t", "--partitions", "1",
+                        "--bootstrap-server", bootstrap)[0] == 0
+        assert venv.run("riverbed", "produce", "t", "--bootstrap-server", bootstrap,
+                        stdin=b"stored\n")[0] == 0
+        assert venv.run("riverbed", "consume", "t", "--from-beginning", "-c", "1",
+                        "--bootstrap-server", bootstrap)[:2] == (0, "stored\n")
+        broker.send_signal(signal.SIGTERM)
+        assert broker.wait(timeout=60) == 0
+    finally:
+        if broker.poll() is None:
+            broker.kill()
+            broker.wait()
+    assert "Traceback" not in broker.stderr.read().decode()  # type: ignore[union-attr]
 
 
 def test_base_install_names_the_missing_extra(venv: Venv) -> None:
