@@ -17,7 +17,6 @@ import resource
 import socket
 import struct
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,56 +29,35 @@ from test_broker_wire import FETCH, create_topic, fetch_request
 
 from riverbed.protocol.framing import RequestHeader, encode_request
 from riverbed.protocol.messages import ApiVersionsRequest
+from riverbed.testing.broker_process import CLI, BrokerProcess, free_port
 from riverbed.testing.embedded import EmbeddedBroker
 
 Connect = Callable[[str], Any]
-CLI = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "broker"]
 MIB = 1 << 20
 RSS_GROWTH_BOUND = 64 * MIB
 DEADLINE_S = 30.0
 
 
-class BrokerProcess:
-    """``riverbed broker`` as a subprocess; its stderr is collected in a log file."""
-
-    def __init__(self, tmp_path: Path, settings: dict[str, str], **popen: Any) -> None:
-        self.log_path = tmp_path / "broker.log"
-        args = [*CLI, "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:0"]
-        for key, value in settings.items():
-            args += ["--config", f"{key}={value}"]
-        self._log = self.log_path.open("w")
-        self.proc = subprocess.Popen(args, stderr=self._log, **popen)
-        deadline = time.monotonic() + DEADLINE_S
-        while (found := re.search(r"listening on 127\.0\.0\.1:(\d+)", self.log())) is None:
-            assert self.proc.poll() is None, self.log()
-            assert time.monotonic() < deadline, self.log()
-            time.sleep(0.05)
-        self.bootstrap = f"127.0.0.1:{found.group(1)}"
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def status(self, field: str) -> int:
-        """A ``/proc/PID/status`` size field (VmRSS, VmHWM) in bytes."""
-        text = Path(f"/proc/{self.proc.pid}/status").read_text()
-        found = re.search(rf"^{field}:\s+(\d+) kB", text, re.M)
-        assert found is not None
-        return int(found.group(1)) * 1024
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self._log.close()
+def _vm(broker: BrokerProcess, field: str) -> int:
+    """A ``/proc/PID/status`` size field (VmRSS, VmHWM: the peak) in bytes."""
+    text = Path(f"/proc/{broker.pid}/status").read_text()
+    found = re.search(rf"^{field}:\s+(\d+) kB", text, re.M)
+    assert found is not None
+    return int(found.group(1)) * 1024
 
 
 @pytest.fixture
-def start_broker(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+def start_broker(tmp_path: Path) -> Iterator[Callable[[dict[str, str]], BrokerProcess]]:
     started: list[BrokerProcess] = []
 
-    def start(settings: dict[str, str], **popen: Any) -> BrokerProcess:
-        started.append(BrokerProcess(tmp_path, settings, **popen))
-        return started[-1]
+    def start(settings: dict[str, str]) -> BrokerProcess:
+        n = len(started)
+        broker = BrokerProcess(
+            tmp_path / f"d{n}", free_port(), tmp_path / f"broker{n}.log", settings, "INFO"
+        )
+        started.append(broker)
+        broker.start(timeout_s=DEADLINE_S)
+        return broker
 
     yield start
     for broker in started:
@@ -142,22 +120,22 @@ def _connect_raw(bootstrap: str) -> socket.socket:
 
 
 def test_partial_frames_are_bounded_by_the_request_pool(
-    start_broker: Callable[..., BrokerProcess],
+    start_broker: Callable[[dict[str, str]], BrokerProcess],
 ) -> None:
     frame = 8 * MIB
     broker = start_broker(
         {"socket.request.max.bytes": str(frame), "queued.max.request.bytes": str(frame)}
     )
-    _round_trip(broker.bootstrap, "warm-up")  # imports, clients, topics: the baseline
-    baseline = broker.status("VmRSS")
-    socks = [_connect_raw(broker.bootstrap) for _ in range(20)]
+    _round_trip(broker.bootstrap_servers, "warm-up")  # imports, clients, topics: the baseline
+    baseline = _vm(broker, "VmRSS")
+    socks = [_connect_raw(broker.bootstrap_servers) for _ in range(20)]
     try:
         # Every connection announces an 8 MiB frame and sends all of it but 64 KiB.
         payload = struct.pack(">i", frame) + b"\x00" * (frame - (64 << 10))
         sent = _send_until_stalled(socks, [payload] * len(socks))
         assert sent >= frame  # at least one frame's worth really reached the broker
-        _round_trip(broker.bootstrap, "served-meanwhile")
-        growth = broker.status("VmHWM") - baseline
+        _round_trip(broker.bootstrap_servers, "served-meanwhile")
+        growth = _vm(broker, "VmHWM") - baseline
         assert growth < RSS_GROWTH_BOUND, f"RSS grew {growth / MIB:.0f} MiB"
     finally:
         for sock in socks:
@@ -165,7 +143,7 @@ def test_partial_frames_are_bounded_by_the_request_pool(
 
 
 def test_pipelined_fetches_are_bounded_by_the_response_budget(
-    start_broker: Callable[..., BrokerProcess], connect: Connect
+    start_broker: Callable[[dict[str, str]], BrokerProcess], connect: Connect
 ) -> None:
     broker = start_broker(
         {
@@ -173,12 +151,12 @@ def test_pipelined_fetches_are_bounded_by_the_response_budget(
             "riverbed.max.queued.response.bytes.per.connection": str(2 * MIB),
         }
     )
-    wire = connect(broker.bootstrap)
+    wire = connect(broker.bootstrap_servers)
     create_topic(wire, "big", 1)
     _fill(wire, "big", 8)
-    _round_trip(broker.bootstrap, "warm-up")
-    baseline = broker.status("VmRSS")
-    greedy = _connect_raw(broker.bootstrap)
+    _round_trip(broker.bootstrap_servers, "warm-up")
+    baseline = _vm(broker, "VmRSS")
+    greedy = _connect_raw(broker.bootstrap_servers)
     greedy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)  # never read
     try:
         request = fetch_request("big", 0)
@@ -188,9 +166,9 @@ def test_pipelined_fetches_are_bounded_by_the_response_budget(
             for cid in range(40)
         )
         _send_until_stalled([greedy], [frames])
-        _round_trip(broker.bootstrap, "served-meanwhile")
+        _round_trip(broker.bootstrap_servers, "served-meanwhile")
         time.sleep(0.5)  # let whatever the broker would buffer for the greedy one land
-        growth = broker.status("VmHWM") - baseline
+        growth = _vm(broker, "VmHWM") - baseline
         assert growth < RSS_GROWTH_BOUND, f"RSS grew {growth / MIB:.0f} MiB"
     finally:
         greedy.close()
@@ -277,9 +255,7 @@ def test_idle_connections_are_closed(
         assert _served(busy)
 
 
-def test_open_files_limit_is_raised_at_start(
-    start_broker: Callable[..., BrokerProcess],
-) -> None:
+def test_open_files_limit_is_raised_at_start(tmp_path: Path) -> None:
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY or hard <= 512:
         pytest.skip(f"hard open-files limit {hard} leaves nothing to raise")
@@ -287,7 +263,18 @@ def test_open_files_limit_is_raised_at_start(
     def lower() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard))
 
-    broker = start_broker({}, preexec_fn=lower)
-    assert f"open files limit {hard} (soft limit raised from 512)" in broker.log()
-    limits = Path(f"/proc/{broker.proc.pid}/limits").read_text()
-    assert re.search(rf"Max open files\s+{hard}\s+{hard}", limits), limits
+    log_path = tmp_path / "broker.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [*CLI, "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:0"],
+            stderr=log,
+            preexec_fn=lower,
+        )
+    try:
+        _wait(lambda: "open files limit" in log_path.read_text(), "the start-up log line")
+        assert f"open files limit {hard} (soft limit raised from 512)" in log_path.read_text()
+        limits = Path(f"/proc/{proc.pid}/limits").read_text()
+        assert re.search(rf"Max open files\s+{hard}\s+{hard}", limits), limits
+    finally:
+        proc.kill()
+        proc.wait()
