@@ -134,6 +134,7 @@ def test_consume_start_positions_partitions_and_text_formats(bootstrap: str) -> 
         return out.decode().splitlines()
 
     assert sorted(consume("--from-beginning")) == ["0", "1", "2", "3", "4"]
+    assert sorted(consume("-g", "to-the-end", "--from-beginning")) == ["0", "1", "2", "3", "4"]
     assert consume("--partition", "0", "--offset", "1") == ["1", "2", "4"]
     assert consume("--partition", "0", "--offset", "-2") == ["2", "4"]  # 2 before the end
     assert consume("--timestamp", "2000") == ["4"]
