@@ -158,7 +158,7 @@ def load_segments(directory: Path, checkpoint: PartitionCheckpoint, *, clean: bo
                 seg.rebuild(sealed=True)  # wholly acknowledged: any damage is corruption
             else:
                 size = seg.size
-                _recover_last(seg, bound, mark)
+                _recover_last(seg, bound, mark if next_base is None else None)
                 if next_base is not None and seg.size != size:
                     # A torn sealed segment above the recovery point: its roll's fsync
                     # never happened.  Nothing after the tear was acknowledged.
@@ -187,7 +187,11 @@ def load_segments(directory: Path, checkpoint: PartitionCheckpoint, *, clean: bo
 
 
 def _recover_last(seg: LogSegment, bound: int, mark: FlushMark | None) -> None:
-    """CRC-check the last segment; cut a torn tail, refuse damage below the bound."""
+    """CRC-check a segment reaching past the bound; cut a torn tail, refuse damage below it.
+
+    ``mark`` is given only for the last segment: an earlier one may have been compacted
+    since the mark was written (same offsets, fewer bytes), so there only the offset
+    bound holds."""
     valid = seg.rebuild(sealed=False)
     if valid == seg.size:
         return
