@@ -6,13 +6,13 @@ buffered, and gives it back once its handler has finished with it.  A connection
 next frame does not fit stops reading (``transport.pause_reading``) and waits; the bytes
 it has not read stay in the kernel's socket buffer, not in the broker.  Admission rules:
 
-* a frame larger than a quarter of the pool (a *large* frame) fits when the large
-  frames held, itself included, stay within three quarters of the pool, or when it would
-  be the only large frame held (so a pool smaller than ``socket.request.max.bytes``
-  still admits the biggest legal frame, alone, instead of waiting forever);
+* a frame larger than a quarter of the pool (a *large* frame) fits when the pool
+  stays within three quarters full with it, or when no other large frame is held and
+  at most a quarter of the pool is in use (so a frame bigger than the pool - allowed
+  when ``socket.request.max.bytes`` is - is admitted alone instead of waiting forever);
 * any other frame (a *small* one: produce batches, metadata, offset commits) fits when
   the pool has room for it, or when the small frames held, itself included, stay within
-  the pool's last quarter.  Connections stuck half-way through big frames can therefore
+  a quarter of the pool.  Connections stuck half-way through big frames can therefore
   never take the bytes that ordinary requests need.
 
 So the request bytes held are at most
@@ -59,7 +59,8 @@ class MemoryPool:
             self.used += size
             return True
         if size > self._quarter:
-            if self.large_used and self.large_used + size > self.capacity - self._quarter:
+            alone = not self.large_used and self.used <= self._quarter
+            if not alone and self.used + size > self.capacity - self._quarter:
                 return False
             self.large_used += size
         elif (
