@@ -9,7 +9,8 @@ broker's alone).  Two tests share it:
   default (``RIVERBED_FUZZ_FRAMES`` for more: docs/reliability.md), a well-behaved client
   probed every 500 frames and a confluent-kafka produce every 1,500;
 * a Hypothesis property over the same case builder (``RIVERBED_FUZZ_EXAMPLES``, default
-  1,500), so a failing case shrinks to a small one.
+  1,500): Hypothesis's own draw distribution (boundary values, small structures)
+  rather than a seed, and a printed reproduction of a failing case.
 
 Invariants: the broker process never dies; every case is answered or its connection
 closed — never left hanging (a ``stall``); a well-behaved client keeps being served; RSS
@@ -23,18 +24,21 @@ from __future__ import annotations
 
 import os
 import random
+import uuid
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from riverbed.protocol.messages import MetadataRequest, MetadataResponse
 from riverbed.testing.broker_process import BrokerProcess
 from riverbed.testing.fuzz import (
     FuzzClient,
     HypothesisSource,
     make_case,
     probe,
+    request,
     run_fuzz,
     served_versions,
     start_broker,
@@ -71,10 +75,12 @@ def test_fuzzed_frames_of_every_request_type(broker: BrokerProcess) -> None:
 @pytest.mark.slow
 def test_fuzzed_frames_hypothesis(broker: BrokerProcess) -> None:
     pairs = served_versions(broker.port)
-    client = FuzzClient(broker.port)
+    client = FuzzClient(broker.port, stall_timeout_s=10)
 
+    # No shrink phase: every shrink step of a stalling case would wait out the stall
+    # timeout; the falsifying draws Hypothesis prints reproduce the case as it is.
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
     @given(st.data())
     def one_case(data: st.DataObject) -> None:
         api_key, version = data.draw(st.sampled_from(pairs), label="api")
@@ -89,3 +95,20 @@ def test_fuzzed_frames_hypothesis(broker: BrokerProcess) -> None:
     finally:
         client.close()
     probe(broker.port)
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_topic_by_id_without_name_is_answered(broker: BrokerProcess,
+                                                       version: int) -> None:
+    """Found by fuzzing (docs/reliability.md, finding F1): Metadata v10-11 may name a topic
+    by id alone (``name`` null); the broker must answer it (Kafka: UNKNOWN_TOPIC_ID),
+    not fail to encode a response whose ``name`` is not nullable before v12.  With an
+    auto-created topic beside it the response is built after an await, the encoding error
+    escapes into a done-callback, and the connection hangs unanswered and open."""
+    by_id = MetadataRequest.MetadataRequestTopic(topic_id=uuid.uuid4(), name=None)
+    for topics in ([by_id], [MetadataRequest.MetadataRequestTopic(name=f"auto-{version}"),
+                             by_id]):
+        response = request(broker.port, 3, version, MetadataRequest(
+            topics=topics, allow_auto_topic_creation=True), timeout_s=20)
+        assert isinstance(response, MetadataResponse)
+        assert all(t.name is not None for t in response.topics)

@@ -25,7 +25,9 @@ test, which then shrinks a failing case.
   connection, as it must for a request it cannot decode);
 * a badly framed case is followed by a half-close (``SHUT_WR``) and must end in
   ``closed``;
-* no answer and no close within ``stall_timeout_s`` is a ``stall`` — a failure.
+* no answer and no close within ``stall_timeout_s`` is a ``stall`` — a failure — unless
+  the request, as decoded, asks for a longer wait (``waiting``: a mutation raised a
+  ``max_wait_ms`` or a ``*timeout_ms``; the broker is right to hold it).
 
 :func:`run_fuzz` drives :class:`FuzzClient` against a :class:`BrokerProcess` and checks,
 besides each case: the process is still alive after every case; every ``probe_every``
@@ -61,6 +63,9 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka import Message as KafkaMessage
 
+from riverbed.broker.request_decoding import decode_request
+from riverbed.config import BrokerConfig
+from riverbed.errors import ConfigError
 from riverbed.protocol.api import API_BY_KEY
 from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
 from riverbed.protocol.messages import (
@@ -79,7 +84,10 @@ from riverbed.testing.broker_process import BrokerProcess, free_port
 NAMES = ("fuzz-0", "fuzz-1", "fuzz-2", "", "fuzz-group", "consumer", "range", "fuzz-client")
 PROBE_TOPIC = "fuzz-probe"  # never in NAMES: fuzz cases never touch the probe's topic
 SENTINEL_ID = 0x5E471E1
-#: Broker settings for fuzzing: no initial rebalance delay (every JoinGroup would wait 3 s).
+#: Broker settings for fuzzing: no initial rebalance delay (every JoinGroup would wait 3 s);
+#: idle connections closed after 3 s, so a frame cut short whose declared size does not fit
+#: ``queued.max.request.bytes`` (the connection stops reading, so it never sees our
+#: half-close) ends in ``closed`` within the stall timeout.
 BROKER_CONFIG = {"group.initial.rebalance.delay.ms": "0", "connections.max.idle.ms": "3000"}
 _EDGES = (0, 1, -1, 2**7 - 1, -(2**7), 2**8 - 1, 2**15 - 1, -(2**15), 2**16 - 1,
           2**31 - 1, -(2**31), 2**32 - 1, 2**63 - 1, -(2**63))
@@ -351,7 +359,7 @@ class FuzzClient:
             self._sock = None
 
     def send(self, case: Case) -> str:
-        """Send ``case``; returns ``answered``, ``silent``, ``closed`` or ``stall``."""
+        """Send ``case``: ``answered``, ``silent``, ``closed``, ``waiting`` or ``stall``."""
         sock = self._connect()
         try:
             if case.framed:
@@ -366,7 +374,7 @@ class FuzzClient:
             return "closed"
         except TimeoutError:
             self.close()
-            return "stall"
+            return "waiting" if asks_to_wait(case, self.stall_timeout_s) else "stall"
         except (ConnectionResetError, BrokenPipeError):
             self.close()
             return "closed"
@@ -388,6 +396,33 @@ class FuzzClient:
                 self.close()
                 return "closed"
             self._buf += chunk
+
+
+def asks_to_wait(case: Case, seconds: float) -> bool:
+    """Whether the case's request, as the broker decodes it, asks for a wait (a long-poll
+    ``max_wait_ms``, a ``*timeout_ms``) longer than ``seconds``: a mutation can raise one
+    past the cap :func:`fuzz_message` applies, and then no answer in time is correct."""
+    if not case.framed:
+        return False
+    try:
+        _, message = decode_request(memoryview(case.data)[4:])
+    except Exception:
+        return False
+    return _longest_wait_ms(message) > seconds * 1000
+
+
+def _longest_wait_ms(value: Struct) -> int:
+    longest = 0
+    for spec in value.FIELDS:
+        current = getattr(value, spec.name, None)
+        if isinstance(current, int) and _WAIT_FIELD.search(spec.name):
+            longest = max(longest, current)
+        elif isinstance(current, Struct):
+            longest = max(longest, _longest_wait_ms(current))
+        elif isinstance(current, list):
+            longest = max([longest, *(_longest_wait_ms(i) for i in current
+                                      if isinstance(i, Struct))])
+    return longest
 
 
 def request(port: int, api_key: int, version: int, message: Message,
@@ -478,6 +513,7 @@ def run_fuzz(
     probe_every: int = 1000,
     produce_probe_every: int = 20_000,
     warmup: int | None = None,
+    stall_timeout_s: float = 15.0,
     progress: Callable[[str], None] | None = None,
 ) -> FuzzStats:
     """Send ``frames`` cases to a running ``broker`` and check it after each (docstring).
@@ -491,7 +527,7 @@ def run_fuzz(
     warmup = min(frames // 10, 20_000) if warmup is None else warmup
     probe_produce(broker.bootstrap_servers)
     stats.rss.append((0, broker.rss_bytes()))
-    client = FuzzClient(port)
+    client = FuzzClient(port, stall_timeout_s)
     started = time.monotonic()
     try:
         for index in range(frames):
@@ -503,6 +539,8 @@ def run_fuzz(
             if outcome == "stall":
                 stats.stalls.append(f"seed={seed} case={index} api={case.api_key} "
                                     f"v{case.api_version} {case.mutation} {case.data[:64].hex()}")
+                if progress is not None:
+                    progress(f"stall: {stats.stalls[-1]}")
             if not broker.alive():
                 raise AssertionError(f"broker died at case {index} (seed {seed}, "
                                      f"api {case.api_key} v{case.api_version} "
@@ -531,8 +569,13 @@ def run_fuzz(
 
 def start_broker(work_dir: Path, log_level: str = "ERROR") -> BrokerProcess:
     """A broker child configured for fuzzing (:data:`BROKER_CONFIG`), started."""
+    config = dict(BROKER_CONFIG)
+    try:
+        BrokerConfig.from_props({"connections.max.idle.ms": "3000"})
+    except ConfigError:  # a broker without idle-connection closing (nor request memory limit)
+        del config["connections.max.idle.ms"]
     broker = BrokerProcess(work_dir / "data", free_port(), work_dir / "broker.log",
-                           config=BROKER_CONFIG, log_level=log_level)
+                           config=config, log_level=log_level)
     broker.start()
     return broker
 
@@ -546,6 +589,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--case", type=int, default=None,
                         help="replay only this case index of --seed (prints it)")
+    parser.add_argument("--stall-timeout-s", type=float, default=15.0,
+                        help="how long a case may go unanswered and unclosed")
     parser.add_argument("--rss-growth-limit-mib", type=float, default=64.0)
     parser.add_argument("--work-dir", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -563,6 +608,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(f"work dir {work}, seed {seed}, load {os.getloadavg()}", flush=True)
         stats = run_fuzz(broker, args.frames, seed, probe_every=10_000,
+                         stall_timeout_s=args.stall_timeout_s,
                          progress=lambda s: print(s, flush=True))
     finally:
         broker.close()
