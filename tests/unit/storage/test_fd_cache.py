@@ -158,3 +158,47 @@ def test_data_dir_with_more_segments_than_rlimit_nofile(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     print(result.stdout)
+
+
+BROKER_MANY_PARTITIONS = textwrap.dedent("""
+    import os, resource, sys
+    resource.setrlimit(resource.RLIMIT_NOFILE, (512, 512))  # the broker cannot raise it
+    from pathlib import Path
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from riverbed.testing.embedded import EmbeddedBroker
+
+    N = int(sys.argv[2])
+    broker = EmbeddedBroker(Path(sys.argv[1])).start()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic("many", N, 1)], request_timeout=120)["many"].result(120)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    for p in range(N):
+        producer.produce("many", value=b"v%d" % p, partition=p)
+    assert producer.flush(120) == 0
+    del producer
+    broker.stop()
+    broker.start()  # used to exit with EMFILE
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g"})
+    consumer.assign([TopicPartition("many", p, 0) for p in range(0, N, 97)])
+    got = set()
+    import time
+    deadline = time.monotonic() + 60
+    while len(got) < len(range(0, N, 97)) and time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is not None and msg.error() is None:
+            got.add(msg.value())
+    consumer.close()
+    assert got == {b"v%d" % p for p in range(0, N, 97)}, got
+    print("fds in use", len(os.listdir("/proc/self/fd")))
+    broker.stop()
+""")
+
+
+def test_broker_restarts_with_more_partitions_than_rlimit_nofile(tmp_path: Path) -> None:
+    """CreateTopics with 700 partitions, produce, restart and consume under a hard
+    RLIMIT_NOFILE of 512 (each partition used to keep its segment open)."""
+    result = subprocess.run(
+        [sys.executable, "-c", BROKER_MANY_PARTITIONS, str(tmp_path / "data"), "700"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
