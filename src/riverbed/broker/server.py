@@ -196,9 +196,7 @@ class Broker:
                 None, lambda: LogManager(self.data_dir, clock=self.clock)
             )
         except OSError as exc:
-            raise DataDirError(
-                f"cannot use data dir {self.data_dir}: {describe_os_error(exc)}"
-            ) from None
+            raise self._data_dir_error(exc) from None
         try:
             logs = self._logs
             self._topics = await loop.run_in_executor(
@@ -212,12 +210,16 @@ class Broker:
             self._groups.load()
         except OSError as exc:
             self._logs.close()
-            raise DataDirError(
-                f"cannot use data dir {self.data_dir}: {describe_os_error(exc)}"
-            ) from None
+            raise self._data_dir_error(exc) from None
         except BaseException:
             self._logs.close()
             raise
+
+    def _data_dir_error(self, exc: OSError) -> DataDirError:
+        """``cannot use data dir D: read-only file system (EROFS) at D/meta.json.tmp``."""
+        if exc.filename is not None and Path(exc.filename) == self.data_dir:
+            exc = OSError(exc.errno, exc.strerror)  # the path is already in the line
+        return DataDirError(f"cannot use data dir {self.data_dir}: {describe_os_error(exc, 'at')}")
 
     def _apply_open_files_limit(self) -> str:
         """Raise the soft RLIMIT_NOFILE to the hard limit and keep max.connections under

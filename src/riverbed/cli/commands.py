@@ -37,8 +37,9 @@ def _parse_listen(listen: str) -> tuple[str, int]:
 @cli.command("broker")
 @click.option(
     "--data-dir",
+    "data_dir_text",
     required=True,
-    type=click.Path(path_type=Path),
+    metavar="DIR",
     help="Directory holding the logs and metadata (created if missing).",
 )
 @click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to bind.")
@@ -61,7 +62,7 @@ def _parse_listen(listen: str) -> tuple[str, int]:
     help="Python logging level: " + ", ".join(LOG_LEVELS) + ".",
 )
 def broker_command(
-    data_dir: Path,
+    data_dir_text: str,
     listen: str,
     config_file: Path | None,
     config_items: tuple[str, ...],
@@ -75,6 +76,9 @@ def broker_command(
     """
     from riverbed.broker.server import Broker, new_event_loop
 
+    if not data_dir_text.strip():
+        raise ConfigError("--data-dir must name a directory (got an empty path)")
+    data_dir = Path(data_dir_text)
     props: dict[str, str] = {}
     if config_file is not None:
         props.update(load_properties(config_file))

@@ -188,3 +188,15 @@ def test_negative_size_prefix_is_named_as_such(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_empty_data_dir_is_refused_not_taken_as_the_current_dir(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [*CLI, "--data-dir", "", "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert_one_line(out, 2, "--data-dir", "empty")
+    assert list(tmp_path.iterdir()) == []  # no broker files in the working directory
