@@ -51,13 +51,15 @@ from riverbed.coordinator import OFFSETS_TOPIC_NAME
 from riverbed.coordinator.config import coordinator_config_from_props
 from riverbed.errors import BrokerStopError, ConfigError, DataDirError, describe_os_error
 from riverbed.protocol.framing import RequestHeader
+from riverbed.storage import fd_cache
 from riverbed.storage.manager import LogManager
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[["Broker", RequestHeader, Any], Any | Awaitable[Any]]
 
-# File descriptors kept back from max.connections for segments, indexes and state files.
+# File descriptors kept back from max.connections beyond the segment fd cache: indexes,
+# state files, the listener, threads' files.
 MIN_FD_RESERVE = 256
 
 
@@ -235,7 +237,10 @@ class Broker:
                 log.warning("cannot raise the open files limit to %d: %s", hard, exc)
         limit = self.config.max_connections
         if soft != resource.RLIM_INFINITY:
-            limit = min(limit, max(soft - max(MIN_FD_RESERVE, soft // 4), 1))
+            # Segment files come from the process-wide fd cache (a quarter of the limit,
+            # at most 4096); keep those, plus room for index, state and other files.
+            reserve = fd_cache.shared().capacity + max(MIN_FD_RESERVE, soft // 8)
+            limit = min(limit, max(soft - reserve, 1))
         self.quotas.max_connections = limit
         return (
             f"open files limit {'unlimited' if soft == resource.RLIM_INFINITY else soft}"

@@ -310,3 +310,44 @@ def test_pipelined_fetches_under_a_small_budget_all_arrive_in_order(
             got, resp = wire.recv(FETCH, 12)
             assert got == cid
             assert len(resp.responses[0].partitions[0].records) > 900_000
+
+
+def test_a_connection_flood_at_the_fd_limit_is_refused_and_files_still_open(
+    tmp_path: Path, connect: Connect
+) -> None:
+    """With 600 descriptors, 650 connections: the broker caps connections below its
+    open-files limit, refuses the rest with a log line (not a silent accept failure),
+    and still has descriptors for new partitions."""
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 600:
+        pytest.skip(f"hard open-files limit {hard} is below the 600 this test sets")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (600, 600))
+
+    log_path = tmp_path / "broker.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [*CLI, "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:0"],
+            stderr=log,
+            preexec_fn=limit,
+        )
+    try:
+        _wait(lambda: "accepting at most" in log_path.read_text(), "the start-up log line")
+        text = log_path.read_text()
+        cap_found = re.search(r"accepting at most (\d+) connections", text)
+        port_found = re.search(r"listening on 127\.0\.0\.1:(\d+)", text)
+        assert cap_found is not None and port_found is not None, text
+        cap = int(cap_found.group(1))
+        assert 0 < cap < 600 - 150  # the segment fd cache keeps a quarter
+        bootstrap = f"127.0.0.1:{port_found.group(1)}"
+        flood = [connect(bootstrap) for _ in range(650)]
+        served = [w for w in flood if _served(w)]
+        assert len(served) == cap
+        assert f"max.connections ({cap}) reached" in log_path.read_text()
+        # Flooded, the broker still opens files: a topic of 20 partitions, produced to.
+        create_topic(served[0], "after-flood", 20)
+        _fill(served[0], "after-flood", 1)
+    finally:
+        proc.kill()
+        proc.wait()
