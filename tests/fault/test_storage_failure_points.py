@@ -209,9 +209,9 @@ def test_append_that_rolls_does_not_wait_for_the_old_segments_fsync(tmp_path: Pa
             assert len(log.segments()) == 2
             assert slow.wait_reached(), "the flusher never started the rolled segment's fsync"
             assert slow.paths[0].endswith("00000000000000000000.log")  # the old segment
-            # meanwhile nothing claims the new record (nor the old segment) durable
+            # meanwhile nothing claims the new record (nor the old segment) durable:
+            # flushed_offset is what waiters, checkpoints and flushed.mark are given
             waiter = log.flush_future(1)
-            log.checkpoint()
             assert log.flushed_offset == flushed == 1 and not waiter.done()
             assert read_checkpoint(log.directory).recovery_point <= 1
             # a read and another append go on while the flusher sits in the fsync
@@ -235,6 +235,27 @@ def test_without_a_flusher_roll_fsyncs_in_the_caller_after_the_lock(tmp_path: Pa
     with faults.inject("segment.fsync") as fsync:
         log.append(one(b"y" * 120))  # rolls; no flusher: the caller pays the fsync
     assert fsync.hits >= 1 and log.flushed_offset >= 1
+    log.close()
+
+
+def test_a_slow_checkpoint_write_does_not_block_appends(tmp_path: Path) -> None:
+    """The flusher writes the checkpoint (two fsyncs) every second; appends and reads,
+    which the event loop makes, must not wait for that disk."""
+    log = open_log(tmp_path / "t-0")
+    log.append(one(b"a"))
+    log.flush()
+    with faults.inject("file.fsync", block=True, match="partition.checkpoint") as slow:
+        writer = threading.Thread(target=log.checkpoint, daemon=True)
+        writer.start()
+        assert slow.wait_reached()
+        appender = threading.Thread(target=lambda: log.append(one(b"b")), daemon=True)
+        appender.start()
+        appender.join(5)
+        assert not appender.is_alive(), "an append waited for a checkpoint's fsync"
+        assert values(log) == [b"a", b"b"]
+        slow.release()
+        writer.join(10)
+    assert read_checkpoint(log.directory).recovery_point == 1
     log.close()
 
 

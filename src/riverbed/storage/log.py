@@ -531,12 +531,19 @@ class PartitionLog:
             _settle(fut, exc)
 
     def checkpoint(self) -> None:
-        """Persist recovery point, log start and cleaner offsets if they changed."""
-        with self._lock:
-            cp = PartitionCheckpoint(self._flushed_offset, self._log_start_offset,
-                                     self._cleaner_offset)
-            if cp == self._checkpointed or self._closed:
-                return
+        """Persist recovery point, log start and cleaner offsets if they changed.
+
+        The write (two fsyncs) holds ``_flush_lock`` but not ``_lock``, so appends and
+        reads go on meanwhile.  Everything that changes these offsets or writes the
+        checkpoint holds ``_flush_lock`` too, so writes never interleave and an older
+        checkpoint never replaces a newer one.
+        """
+        with self._flush_lock:
+            with self._lock:
+                cp = PartitionCheckpoint(self._flushed_offset, self._log_start_offset,
+                                         self._cleaner_offset)
+                if cp == self._checkpointed or self._closed:
+                    return
             write_checkpoint(self.directory, cp)
             self._checkpointed = cp
 
@@ -748,7 +755,7 @@ class PartitionLog:
             return True
 
     def set_cleaner_offset(self, offset: int) -> None:
-        with self._lock:
+        with self._flush_lock, self._lock:
             self._cleaner_offset = max(self._cleaner_offset, offset)
             self._write_checkpoint_locked()
 
