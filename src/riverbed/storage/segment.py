@@ -18,12 +18,10 @@ keeps a partial batch from this process.  The ``.log`` descriptor comes from the
 process-wide :mod:`riverbed.storage.fd_cache` (opened on demand, closed when least
 recently used), so a segment holds no descriptor while idle.
 
-Serving: ``verified_to`` is a byte watermark below which every batch was verified by
-this process (CRC-32C, length, base offsets increasing, inside the segment and below the
-next batch's).  :meth:`rebuild` and :meth:`append` advance it; reads go through
-:meth:`locate_verified` / :meth:`read_verified`, which verify what they return first, so
-a damaged batch raises CorruptSegmentError and is never served, and a damaged header
-never ends a walk early (which would hide the records after it).
+Serving: reads go through :meth:`locate_verified` / :meth:`read_verified`, which verify
+every batch before it is first served (:mod:`riverbed.storage.verify`: a per-segment
+watermark that :meth:`rebuild` and :meth:`append` advance), so a damaged batch raises
+CorruptSegmentError and is never served, and a damaged header never ends a walk early.
 
 Crash behaviour: a crash may leave a torn batch at the end of the active segment; the
 loader (:mod:`riverbed.storage.recovery`) finds it with :meth:`scan` and cuts it off with
@@ -35,11 +33,9 @@ Not thread-safe: the owning :class:`~riverbed.storage.log.PartitionLog` serialis
 from __future__ import annotations
 
 import errno
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal, NoReturn
 
 from riverbed.errors import CorruptRecordError, CorruptSegmentError, StorageError
 from riverbed.protocol.batch import HEADER_SIZE, BatchHeader, validate_batch
@@ -47,14 +43,12 @@ from riverbed.storage import faults
 from riverbed.storage.fd_cache import CachedFile, FdCache
 from riverbed.storage.fd_cache import shared as shared_fd_cache
 from riverbed.storage.index import OffsetIndex, TimeIndex
+from riverbed.storage.verify import SegmentVerifier
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
-_SCAN_CHUNK = 1 << 20
-
-log = logging.getLogger(__name__)
 
 
 def _rename_deleted(path: Path) -> Path:
@@ -89,12 +83,7 @@ class LogSegment:
         self.offset_of_max_timestamp = -1
         self.first_batch_timestamp = -1
         self._bytes_since_index = 0
-        # Serving watermark: bytes [0, verified_to) were CRC- and header-checked since
-        # this process opened the segment; batches there end at offset _verified_next.
-        self.verified_to = 0
-        self._verified_next = base_offset
-        self._corruption: CorruptSegmentError | None = None
-        self._corrupt_at = -1
+        self.verifier = SegmentVerifier(self)
 
     # -- construction -----------------------------------------------------------------
 
@@ -152,7 +141,7 @@ class LogSegment:
         """
         self._reset_state()
         valid_end = self._replay(0, verify=True)
-        self.verified_to, self._verified_next = valid_end, self.next_offset
+        self.verifier.mark_verified(valid_end, self.next_offset)
         if valid_end != self.size and sealed:
             raise CorruptSegmentError(
                 f"corrupt record batch in sealed segment {self.log_path} at byte {valid_end} "
@@ -220,8 +209,7 @@ class LogSegment:
         self.size = position + len(data)
         for rel, header in headers:
             self._track(header, position + rel)
-        if self.verified_to == position:  # validated by the append path
-            self.verified_to, self._verified_next = self.size, self.next_offset
+        self.verifier.appended(position, self.size, self.next_offset)
 
     def pread(self, position: int, length: int) -> bytes:
         return self._file().pread(length, position)
@@ -287,147 +275,24 @@ class LogSegment:
                 return pos, header
         return None
 
-    # -- verified serving ---------------------------------------------------------------
+    # -- verified serving (riverbed.storage.verify) -----------------------------------------
+
+    @property
+    def verified_to(self) -> int:
+        """Bytes ``[0, verified_to)`` were verified by this process (serving watermark)."""
+        return self.verifier.verified_to
 
     def locate_verified(self, offset: int) -> tuple[int, BatchHeader] | None:
-        """Like :meth:`locate`, but every batch walked is verified first (see
-        :meth:`verify_through`) and a bad index entry is detected, so corruption raises
-        CorruptSegmentError instead of ending the walk early and hiding records.
-
-        None means: every batch of the segment was walked and none reaches ``offset``.
-        """
-        entry = self.offset_index.floor(offset)
-        if entry is not None and entry[1] <= self.verified_to:
-            found = self._walk(entry[1], entry[0], offset)
-            if found is not False:
-                return found
-            log.warning("offset index of %s disagrees with its verified log at offset %d; "
-                        "walking the segment from its start", self.log_path, entry[0])
-        elif offset >= self._verified_next:
-            # every verified batch ends below ``offset``: continue from the watermark
-            found = self._walk(self.verified_to, None, offset)
-            if found is not False:
-                return found
-        found = self._walk(0, None, offset)
-        if found is False:
-            self._fail(0, "verified batches changed on disk")
-        return found
-
-    def _walk(self, start: int, key: int | None,
-              offset: int) -> tuple[int, BatchHeader] | Literal[False] | None:
-        """Walk batches from ``start`` (expected base offset ``key``); False when the
-        walk is inconsistent with the verified prefix (a bad index entry)."""
-        pos = start
-        while pos < self.size:
-            if pos >= self.verified_to:
-                if pos != self.verified_to:
-                    return False
-                self.verify_through(pos + 1)  # this batch; up to 1 MiB more if intact
-            try:
-                header = BatchHeader.parse(self.pread(pos, HEADER_SIZE))
-            except CorruptRecordError:
-                return False
-            if header.batch_length < HEADER_SIZE - 12 or (key is not None
-                                                          and header.base_offset != key):
-                return False
-            key = None
-            if header.last_offset >= offset:
-                return pos, header
-            pos += header.size
-        return None
-
-    def verify_through(self, end: int) -> None:
-        """Verify whole batches from the watermark until it reaches ``end`` (or the
-        segment's end): magic, length in range, CRC-32C, base offsets increasing and
-        inside the segment.  Each byte is verified once per process.  A batch that fails
-        and starts below ``end`` raises CorruptSegmentError (logged once at ERROR), now
-        and for every later read reaching it; batches before it stay servable.  Whatever
-        else the same read brought in (up to 1 MiB) is verified opportunistically."""
-        if self._corruption is not None and end > self._corrupt_at:
-            raise self._corruption
-        end = min(end, self.size)
-        while self.verified_to < end:
-            pos = self.verified_to
-            chunk = self.pread(pos, min(_SCAN_CHUNK, self.size - pos))
-            off = 0
-            while off + HEADER_SIZE <= len(chunk):
-                checked = self._check_header(chunk, off, pos + off)
-                if isinstance(checked, BatchHeader) and off + checked.size > len(chunk):
-                    if off:
-                        break  # read the batch from its start in the next chunk
-                    chunk = self.pread(pos, checked.size)
-                if isinstance(checked, BatchHeader):
-                    try:
-                        validate_batch(chunk, off)
-                    except CorruptRecordError as exc:
-                        checked = str(exc)
-                    else:
-                        checked = self._check_successor(chunk, off, pos + off, checked)
-                if isinstance(checked, str):
-                    if pos + off < end:
-                        self._fail(pos + off, checked)
-                    return
-                off += checked.size
-                self.verified_to, self._verified_next = pos + off, checked.next_offset
-            if off == 0 and self.verified_to < end:
-                self._fail(pos, f"only {len(chunk)} bytes left, less than a batch header")
-
-    def _check_successor(self, chunk: bytes, off: int, pos: int,
-                         header: BatchHeader) -> BatchHeader | str:
-        """Base offsets are outside the CRC: a batch counts as verified only once the
-        next batch's base offset (when there is one) is above its last offset."""
-        after = pos + header.size
-        if after + HEADER_SIZE > self.size:
-            return header
-        start = off + header.size
-        head = (chunk[start : start + HEADER_SIZE] if start + HEADER_SIZE <= len(chunk)
-                else self.pread(after, HEADER_SIZE))
-        try:
-            following = BatchHeader.parse(head)
-        except CorruptRecordError:
-            return header  # the next batch fails on its own turn
-        if following.base_offset <= header.last_offset:
-            return (f"base offsets out of order: this batch holds {header.base_offset}.."
-                    f"{header.last_offset}, the next one (byte {after}) starts at "
-                    f"{following.base_offset}")
-        return header
-
-    def _check_header(self, chunk: bytes, off: int, pos: int) -> BatchHeader | str:
-        """The header at ``chunk[off:]`` (file position ``pos``), or why it is invalid."""
-        try:
-            header = BatchHeader.parse(chunk, off)
-        except CorruptRecordError as exc:
-            return str(exc)
-        if header.magic != 2:
-            return f"magic {header.magic}"
-        if header.batch_length < HEADER_SIZE - 12 or pos + header.size > self.size:
-            return (f"batch length {header.batch_length} out of range (segment of "
-                    f"{self.size} bytes)")
-        if header.last_offset_delta < 0 or header.base_offset < self._verified_next or (
-                header.last_offset >= self.next_offset):
-            return (f"offsets {header.base_offset}..{header.last_offset} not after "
-                    f"{self._verified_next - 1} and below {self.next_offset}")
-        return header
-
-    def _fail(self, position: int, reason: str) -> NoReturn:
-        exc = CorruptSegmentError(
-            f"corrupt record batch in {self.log_path} at byte {position}: {reason}; "
-            "it is not served")
-        log.error("%s", exc)
-        self._corruption, self._corrupt_at = exc, position
-        raise exc
+        """:meth:`locate` that verifies every batch it walks (:class:`SegmentVerifier`)."""
+        return self.verifier.locate(offset)
 
     def read_verified(self, position: int, max_bytes: int, *, min_one_batch: bool) -> bytes:
-        """:meth:`read`, cut before the first batch that fails :meth:`verify_through`;
-        raises CorruptSegmentError when the first batch itself fails."""
-        data = self.read(position, max_bytes, min_one_batch=min_one_batch)
-        try:
-            self.verify_through(position + len(data))
-        except CorruptSegmentError:
-            if self._corrupt_at <= position:
-                raise
-            return data[: self._corrupt_at - position]
-        return data
+        """:meth:`read` cut before the first batch that fails verification; raises
+        CorruptSegmentError when the first batch itself fails."""
+        return self.verifier.read(position, max_bytes, min_one_batch=min_one_batch)
+
+    def verify_through(self, end: int) -> None:
+        self.verifier.verify_through(end)
 
     def read(self, position: int, max_bytes: int, *, min_one_batch: bool) -> bytes:
         """Whole batches from ``position``, at most ``max_bytes`` unless the first batch
@@ -451,10 +316,7 @@ class LogSegment:
         faults.point("segment.truncate", self.log_path)
         self._file().ftruncate(size)
         self.size = size
-        if self.verified_to > size:
-            self.verified_to = size  # _verified_next is fixed up by truncate_to
-        if self._corrupt_at >= size:
-            self._corruption, self._corrupt_at = None, -1
+        self.verifier.truncated(size, self.next_offset)  # truncate_to fixes next_offset
 
     def truncate_to(self, offset: int) -> int:
         """Remove batches whose last offset is >= ``offset``; returns bytes removed."""
@@ -466,8 +328,7 @@ class LogSegment:
         self.truncate_bytes(position)
         self._reset_state()
         self._replay(0, verify=False)
-        if self.verified_to == position:
-            self._verified_next = self.next_offset
+        self.verifier.truncated(position, self.next_offset)
         self.offset_index.rewrite()
         self.time_index.rewrite()
         return removed
