@@ -17,7 +17,7 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     ├── StorageError                     the durable log
     │   ├── OffsetOutOfRangeError        read below log start / above log end
     │   ├── MessageTooLargeError         batch over max.message.bytes
-    │   ├── CorruptSegmentError          corruption inside a sealed segment (never auto-truncated)
+    │   ├── CorruptSegmentError          damaged acknowledged data (never truncated, never served)
     │   ├── DataDirInUseError            another process holds the data dir's lock
     │   ├── DataDirError                 the data dir cannot be created, read or written
     │   ├── BrokerStopError              a stop that could not persist everything (disk full)
