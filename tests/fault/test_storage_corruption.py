@@ -381,3 +381,56 @@ def test_broker_starts_with_an_offline_partition_and_serves_the_others(
     finally:
         broker.stop()
     assert seg.stat().st_size == size  # nothing was truncated
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from riverbed.protocol.records import build_batch
+from riverbed.storage import LogConfig, PartitionLog
+
+log = PartitionLog.open(Path(sys.argv[1]), LogConfig(segment_bytes=1 << 24))
+i = 0
+while True:
+    r = log.append(build_batch([(None, b"record-%d" % i, 1)]))
+    log.flush_future(r.last_offset).result()
+    print(r.last_offset, flush=True)
+    i += 1
+"""
+
+
+def test_kill_9_then_a_flipped_byte_mid_segment_is_corruption_not_a_torn_tail(
+        tmp_path: Path) -> None:
+    """The issue's scenario: kill -9 a writer, flip a byte in the middle of the
+    acknowledged part of the active segment, restart."""
+    import signal
+    import subprocess
+    import sys
+
+    d = tmp_path / "t-0"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(d)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    acked = -1
+    deadline = time.monotonic() + 60
+    while acked < 200 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        acked = int(line)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert acked >= 200, "the writer acknowledged too little in time"
+    intact = tmp_path / "intact"
+    shutil.copytree(d, intact)
+    log = PartitionLog.open(intact, DURABLE, clock=ManualClock())  # no damage: no alarm
+    assert log.offline_error is None and log.log_end_offset > acked
+    log.close()
+
+    seg = d / "00000000000000000000.log"
+    positions = batch_positions(seg)
+    victim = positions[len(positions) // 3]
+    flip(seg, victim + 40)
+    log = PartitionLog.open(d, DURABLE, clock=ManualClock())
+    assert log.offline_error is not None and f"at byte {victim}" in str(log.offline_error)
+    assert len(batch_positions(seg)) == len(positions)  # every acknowledged batch kept
