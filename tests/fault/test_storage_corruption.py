@@ -434,3 +434,49 @@ def test_kill_9_then_a_flipped_byte_mid_segment_is_corruption_not_a_torn_tail(
     log = PartitionLog.open(d, DURABLE, clock=ManualClock())
     assert log.offline_error is not None and f"at byte {victim}" in str(log.offline_error)
     assert len(batch_positions(seg)) == len(positions)  # every acknowledged batch kept
+
+
+def test_broker_starts_despite_a_corrupt_consumer_offsets_batch(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from riverbed.testing.embedded import EmbeddedBroker
+
+    broker = EmbeddedBroker(tmp_path / "data").start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic("t", 1, 1)])["t"].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        producer.produce("t", value=b"one")
+        assert producer.flush(30) == 0
+        del producer
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
+                             "group.id": "g", "enable.auto.commit": False})
+        consumer.assign([TopicPartition("t", 0, 0)])
+        deadline = time.monotonic() + 30
+        msg = None
+        while msg is None and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+        assert msg is not None and msg.error() is None
+        consumer.commit(message=msg, asynchronous=False)
+        consumer.close()
+        broker.stop()
+        logs = [p for p in (tmp_path / "data").rglob("__consumer_offsets-*/*.log")
+                if p.stat().st_size]
+        assert logs
+        flip(logs[0], 61)  # the first batch's CRC-covered bytes
+        with caplog.at_level(logging.ERROR):
+            broker.start()  # used to fail: the replay raised
+        assert "replayed only up to offset 0" in caplog.text
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
+                             "group.id": "h", "auto.offset.reset": "earliest"})
+        consumer.subscribe(["t"])
+        msg = None
+        deadline = time.monotonic() + 30
+        while msg is None and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+        consumer.close()
+        assert msg is not None and msg.value() == b"one"
+    finally:
+        broker.stop()

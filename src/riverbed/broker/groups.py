@@ -54,7 +54,7 @@ from riverbed.coordinator import (
     partition_for,
 )
 from riverbed.coordinator.config import coordinator_config_from_props
-from riverbed.errors import RiverbedError
+from riverbed.errors import CorruptSegmentError, RiverbedError
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.records import build_batch, iter_batches_with_records
 from riverbed.protocol.topic_partition import TopicPartition
@@ -148,7 +148,12 @@ class GroupService:
     def _replay_partition(self, plog: PartitionLog) -> int:
         offset, end, count = plog.log_start_offset, plog.log_end_offset, 0
         while offset < end:
-            data = plog.read(offset, REPLAY_READ_BYTES).records
+            try:
+                data = plog.read(offset, REPLAY_READ_BYTES).records
+            except CorruptSegmentError as exc:  # start anyway; the rest is unreadable
+                log.error("group coordinator: %s replayed only up to offset %d: %s",
+                          plog, offset, exc)
+                break
             if not data:
                 break
             for header, records in iter_batches_with_records(data, allow_partial_tail=True):
