@@ -413,13 +413,14 @@ def run_campaign(
                         for _ in range(BURST):
                             p.produce_one()
                     # Then a random few milliseconds for the burst to reach the broker, so
-                    # the kill also lands mid-request (appended, response not yet sent),
-                    # but not so long that the pipelines drain.
+                    # the kill also lands mid-request (appended, response not yet sent).
                     pause_until = time.monotonic() + rng.uniform(0.0, config.max_kill_delay_s)
-                    while (time.monotonic() < pause_until
-                           and sum(p.ledger.outstanding for p in producers) > BURST // 2):
+                    while time.monotonic() < pause_until:
                         for p in producers:
                             p.producer.poll(0.001)
+                    for p in producers:  # and records in flight even if the pipes drained
+                        for _ in range(BURST // 8):
+                            p.produce_one()
                     kill = Kill(round=round_no,
                                 acked=sum(len(p.ledger.acked) for p in producers),
                                 outstanding=sum(p.ledger.outstanding for p in producers),
