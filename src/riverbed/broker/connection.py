@@ -153,14 +153,16 @@ class KafkaConnection(asyncio.Protocol):
         for task in list(self._tasks):
             task.cancel()
         self._pool.cancel(self)
-        released = self._head_reserved + sum(s.reserved for s in self._pending)
-        released += sum(reserved for _, reserved in self._held)
+        # One release per frame: the pool tells large frames from small ones by size.
+        reservations = [self._head_reserved, *(s.reserved for s in self._pending)]
+        reservations += [reserved for _, reserved in self._held]
         self._head_reserved = 0
         self._pending.clear()
         self._held.clear()
         self._chunks = []
-        if released:
-            self._pool.release(released)
+        for reserved in reservations:
+            if reserved:
+                self._pool.release(reserved)
 
     def pause_writing(self) -> None:
         self._writing_paused = True

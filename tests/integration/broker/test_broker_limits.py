@@ -351,3 +351,28 @@ def test_a_connection_flood_at_the_fd_limit_is_refused_and_files_still_open(
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_pool_is_fully_released_when_a_connection_closes(
+    tmp_path: Path, connect: Connect
+) -> None:
+    """A connection holding several reservations (a long-poll fetch in flight, padded
+    to 1.5 MB with trailing bytes Kafka ignores, and half of a 1.5 MB frame) gives every
+    one of them back when it closes."""
+    pad = 1_500_000
+    with EmbeddedBroker(tmp_path / "d", {"queued.max.request.bytes": str(8 * MIB)}) as broker:
+        wire = connect(broker.bootstrap_servers)
+        create_topic(wire, "empty", 1)
+        frame = encode_request(
+            RequestHeader(FETCH, 12, 99, "t"), fetch_request("empty", 0, max_wait_ms=30_000)
+        )
+        wire.send_raw(struct.pack(">i", len(frame) - 4 + pad) + frame[4:] + b"\0" * pad)
+        wire.send_raw(struct.pack(">i", pad) + b"\0" * 1000)
+
+        async def pool(b: Any) -> tuple[int, int]:
+            return b.request_pool.used, b.request_pool.large_used
+
+        held = len(frame) - 4 + 2 * pad
+        _wait(lambda: broker.call(pool) == (held, 0), "both frames reserved")
+        wire.close()
+        _wait(lambda: broker.call(pool) == (0, 0), "every reservation released")
