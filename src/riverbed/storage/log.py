@@ -48,6 +48,7 @@ the segments after it (nothing in them was acknowledged).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import heapq
 import itertools
 import logging
@@ -573,6 +574,25 @@ class PartitionLog:
                     data = seg.read_verified(found[0], max_bytes, min_one_batch=min_one_batch)
                     break
             return FetchResult(data, end, start, end)
+
+    def scrub_step(self, max_bytes: int) -> int:
+        """Verify up to ``max_bytes`` more of the first segment not yet verified (the
+        background scrubber, :mod:`riverbed.storage.scrub`).  Returns a positive number
+        while there is work left (the bytes verified, at least 1), 0 once every segment
+        is verified or known to be corrupt.  A corrupt batch is logged at ERROR by the
+        verifier and never served; nothing is changed on disk."""
+        with self._lock:
+            if self._closed:
+                return 0
+            for seg in self._segments:
+                before = seg.verified_to
+                if before >= seg.size or seg.verifier.corruption is not None:
+                    continue
+                # a corrupt batch is recorded by the verifier: the next step skips it
+                with contextlib.suppress(CorruptSegmentError):
+                    seg.verify_through(before + max_bytes)
+                return max(seg.verified_to - before, 1)
+            return 0
 
     def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``ts_ms``.

@@ -20,7 +20,9 @@ Threads (``start_background=True``): the group-commit flusher
 ``file.delete.delay.ms`` has passed, expires idle producers
 (``producer_id_expiration_ms``, Kafka's broker setting ``producer.id.expiration.ms``)
 and runs the cleaner on the logs that need it (its map bounded by
-``cleaner_dedupe_buffer_size``, Kafka's ``log.cleaner.dedupe.buffer.size``).  With
+``cleaner_dedupe_buffer_size``, Kafka's ``log.cleaner.dedupe.buffer.size``); and the
+scrubber (:mod:`riverbed.storage.scrub`), which verifies segments nobody has read yet at
+``scrub_bytes_per_s`` (0 disables it).  With
 ``start_background=False`` there are no threads: fsyncs happen inside ``flush_future``
 and tests call :meth:`run_retention` / :meth:`run_cleaner` themselves.
 
@@ -47,6 +49,7 @@ from riverbed.storage.dir_lock import DataDirLock
 from riverbed.storage.flusher import GroupCommitFlusher
 from riverbed.storage.log import PartitionLog
 from riverbed.storage.offset_map import DEFAULT_DEDUPE_BUFFER_SIZE
+from riverbed.storage.scrub import DEFAULT_SCRUB_BYTES_PER_S, Scrubber
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +117,8 @@ class LogManager:
                  maintenance_interval_ms: int = 30_000,
                  checkpoint_interval_ms: int = 1_000,
                  producer_id_expiration_ms: int = DAY_MS,
-                 cleaner_dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE) -> None:
+                 cleaner_dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE,
+                 scrub_bytes_per_s: int = DEFAULT_SCRUB_BYTES_PER_S) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._dir_lock = DataDirLock.acquire(self.data_dir)
@@ -128,6 +132,7 @@ class LogManager:
         self._maintenance_interval_s = maintenance_interval_ms / 1000
         self._stop = threading.Event()
         self._maintenance: threading.Thread | None = None
+        self._scrubber = Scrubber(lambda: self.logs().values(), bytes_per_s=scrub_bytes_per_s)
         self._closed = False
         try:
             self._load()
@@ -139,6 +144,7 @@ class LogManager:
             self._maintenance = threading.Thread(
                 target=self._maintain, name="riverbed-log-maintenance", daemon=True)
             self._maintenance.start()
+            self._scrubber.start()
 
     def _load(self) -> None:
         for path in sorted(self.data_dir.iterdir()):
@@ -273,6 +279,7 @@ class LogManager:
             return
         self._closed = True
         self._stop.set()
+        self._scrubber.stop()
         if self._maintenance is not None:
             self._maintenance.join()
         self._flusher.stop()
