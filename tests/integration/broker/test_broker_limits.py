@@ -376,3 +376,39 @@ def test_the_pool_is_fully_released_when_a_connection_closes(
         _wait(lambda: broker.call(pool) == (held, 0), "both frames reserved")
         wire.close()
         _wait(lambda: broker.call(pool) == (0, 0), "every reservation released")
+
+
+@pytest.mark.slow
+def test_the_issue_scenarios_with_default_settings(
+    start_broker: Callable[[dict[str, str]], BrokerProcess], connect: Connect
+) -> None:
+    """Issue 15.6 as reported, default settings: 20 connections each sending 99 MiB of a
+    100 MiB frame (2 GB of RSS before), then a client pipelining 40 fetches of up to
+    64 MiB and never reading (2.6 GB before)."""
+    broker = start_broker({})
+    wire = connect(broker.bootstrap_servers)
+    create_topic(wire, "big", 1)
+    _fill(wire, "big", 64)
+    _round_trip(broker.bootstrap_servers, "warm-up")
+    baseline = _vm(broker, "VmRSS")
+    socks = [_connect_raw(broker.bootstrap_servers) for _ in range(20)]
+    greedy = _connect_raw(broker.bootstrap_servers)
+    try:
+        frame = 100 * MIB
+        payload = struct.pack(">i", frame) + b"\0" * (99 * MIB)
+        _send_until_stalled(socks, [payload] * len(socks))
+        request = fetch_request("big", 0)
+        request.max_bytes = request.topics[0].partitions[0].partition_max_bytes = 64 * MIB
+        frames = b"".join(
+            encode_request(RequestHeader(FETCH, 12, cid, "greedy"), request)
+            for cid in range(40)
+        )
+        _send_until_stalled([greedy], [frames])
+        _round_trip(broker.bootstrap_servers, "served-meanwhile")
+        growth = _vm(broker, "VmHWM") - baseline
+        # The pool (100 MiB: one large frame, alone) and one 55 MiB fetch response, which
+        # the transport may hold a copy of: ~210 MiB measured; 4.6 GB without the limits.
+        assert growth < 320 * MIB, f"RSS grew {growth / MIB:.0f} MiB"
+    finally:
+        for sock in [*socks, greedy]:
+            sock.close()
