@@ -1,5 +1,6 @@
 """Which ``__consumer_offsets`` partition owns a group: Kafka's
-``Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions``.
+``Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions``; the same rule places a
+transactional id in ``__transaction_state`` (``transaction.state.log.num.partitions``).
 
 ``java_string_hash`` is Java's ``String.hashCode`` (``s[0]*31^(n-1) + ... + s[n-1]`` over
 UTF-16 code units, wrapping at 32 bits, signed); Kafka's ``Utils.abs`` maps
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 OFFSETS_TOPIC_NAME = "__consumer_offsets"
 DEFAULT_OFFSETS_TOPIC_PARTITIONS = 50
+TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+DEFAULT_TRANSACTION_STATE_PARTITIONS = 50
 
 
 def java_string_hash(s: str) -> int:
@@ -23,7 +26,8 @@ def java_string_hash(s: str) -> int:
 
 
 def partition_for(group_id: str, num_partitions: int = DEFAULT_OFFSETS_TOPIC_PARTITIONS) -> int:
-    """The ``__consumer_offsets`` partition holding ``group_id``'s records."""
+    """The ``__consumer_offsets`` partition holding ``group_id``'s records (or the
+    ``__transaction_state`` partition of a transactional id, with that topic's count)."""
     if num_partitions <= 0:
         raise ValueError("num_partitions must be positive")
     h = java_string_hash(group_id)

@@ -1,0 +1,71 @@
+"""One transactional id's state: Kafka's ``TransactionMetadata``, without the locks.
+
+The fields are those of a ``__transaction_state`` value (:mod:`.transaction_log`), plus
+``last_producer_epoch``, which Kafka keeps in memory only (a restart resets it to -1, so an
+InitProducerId *retry* that spans a restart is refused as Kafka refuses it).  Invariants
+the coordinator keeps (checked by its tests):
+
+* ``partitions`` is empty in Empty, CompleteCommit and CompleteAbort;
+* ``start_ms`` is -1 in Empty (no transaction since the last InitProducerId);
+* ``producer_epoch`` never decreases for a given ``producer_id``; it is at most
+  ``MAX_PRODUCER_EPOCH`` and is -1 only before the first InitProducerId completes;
+* ``next_producer_id`` is set only in PrepareCommit / PrepareAbort of a transaction-version-2
+  transaction that exhausted the epochs: completing it moves to that producer id, epoch 0.
+
+Mutable; owned by one :class:`~riverbed.coordinator.transactions.TransactionCoordinator`.
+Not thread-safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from riverbed.coordinator.transactions.transaction_api import (
+    MAX_PRODUCER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+)
+from riverbed.coordinator.transactions.transaction_state import TransactionState
+from riverbed.protocol.topic_partition import TopicPartition
+
+
+def is_epoch_exhausted(epoch: int) -> bool:
+    """Kafka's ``TransactionMetadata.isEpochExhausted``: ``Short.MaxValue - 1`` and above are
+    never handed out, so the coordinator can always bump once more to fence."""
+    return epoch >= MAX_PRODUCER_EPOCH - 1
+
+
+@dataclass(slots=True)
+class TransactionMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: TransactionState
+    partitions: frozenset[TopicPartition] = frozenset()
+    start_ms: int = -1
+    """When the transaction started (first partition added); -1 in Empty."""
+    last_update_ms: int = -1
+    """The last state change; the id expires ``transactional.id.expiration.ms`` after it."""
+    previous_producer_id: int = NO_PRODUCER_ID
+    """The producer id before the last rotation (epoch exhaustion), -1 if never rotated."""
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
+    """The epoch before the last InitProducerId / transaction-version-2 bump (not stored)."""
+
+    def transition(self, target: TransactionState) -> None:
+        """Move to ``target``; :class:`IllegalStateTransitionError` if the enum forbids it."""
+        self.state.check_transition(target)
+        self.state = target
+
+    @property
+    def is_epoch_exhausted(self) -> bool:
+        return is_epoch_exhausted(self.producer_epoch)
+
+    def persisted(self) -> tuple[object, ...]:
+        """What a ``__transaction_state`` value stores (replay reproduces exactly this)."""
+        return (self.producer_id, self.producer_epoch, self.timeout_ms, self.state,
+                tuple(sorted(self.partitions)), self.start_ms, self.last_update_ms,
+                self.previous_producer_id, self.next_producer_id,
+                self.client_transaction_version)
