@@ -75,7 +75,8 @@ class SegmentVerifier:
             if found is not False:
                 return found
             log.warning("offset index of %s disagrees with its verified log at offset %d; "
-                        "walking the segment from its start", self._seg.log_path, entry[0])
+                        "dropping its entries from there", self._seg.log_path, entry[0])
+            self._seg.offset_index.truncate_to(entry[0])  # derived data: lookups fall back
         elif offset >= self.verified_next:
             # every verified batch ends below ``offset``: continue from the watermark
             found = self._walk(self.verified_to, None, offset)
