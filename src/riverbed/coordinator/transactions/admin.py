@@ -1,9 +1,11 @@
 """DescribeTransactions and ListTransactions: read-only views of the coordinator's state.
 
 Kafka's ``handleDescribeTransactions``: an empty id is INVALID_REQUEST, an unknown one
-TRANSACTIONAL_ID_NOT_FOUND.  ``TransactionStateManager.listTransactionStates``: state filters
-name states exactly (``Ongoing``, ``PrepareCommit``, ...; unknown names come back in
-``unknown_state_filters`` and match nothing), producer id filters, a duration filter
+TRANSACTIONAL_ID_NOT_FOUND; while a transaction's markers are written, its topics are the
+partitions still without a marker (Kafka removes each as it is acknowledged).
+``TransactionStateManager.listTransactionStates``: state filters name states exactly
+(``Ongoing``, ``PrepareCommit``, ...; unknown names come back in ``unknown_state_filters``
+and match nothing), producer id filters, a duration filter
 (``now - start > duration``, v1) and a transactional-id regular expression that must match
 the whole id (v2, KIP-1152; Java's ``Matcher.matches``, here :func:`re.fullmatch`).  An
 invalid pattern is INVALID_REQUEST.
@@ -21,9 +23,9 @@ from riverbed.coordinator.transactions.transaction_api import (
     ListTransactionsResponse,
 )
 from riverbed.coordinator.transactions.transaction_context import TransactionContext
-from riverbed.coordinator.transactions.transaction_metadata import TransactionMetadata
 from riverbed.coordinator.transactions.transaction_state import TransactionState
 from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.topic_partition import TopicPartition
 
 E = ErrorCode
 
@@ -40,13 +42,14 @@ def describe(ctx: TransactionContext, transactional_ids: Iterable[str]
         else:
             out.append(DescribedTransaction(
                 transactional_id, E.NONE, meta.state.wire_name, meta.timeout_ms,
-                meta.start_ms, meta.producer_id, meta.producer_epoch, _topics(meta)))
+                meta.start_ms, meta.producer_id, meta.producer_epoch,
+                _topics(ctx.awaiting.get(transactional_id, meta.partitions))))
     return out
 
 
-def _topics(meta: TransactionMetadata) -> tuple[tuple[str, tuple[int, ...]], ...]:
+def _topics(partitions: Iterable[TopicPartition]) -> tuple[tuple[str, tuple[int, ...]], ...]:
     by_topic: dict[str, list[int]] = {}
-    for tp in sorted(meta.partitions):
+    for tp in sorted(partitions):
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     return tuple((t, tuple(p)) for t, p in by_topic.items())
 

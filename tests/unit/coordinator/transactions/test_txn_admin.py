@@ -61,3 +61,13 @@ def test_list_reports_unknown_state_filters_and_bad_patterns() -> None:
     bad = d.coordinator.list_transactions(
         ListTransactionsRequest(transactional_id_pattern="(["), d.now)
     assert bad.error_code is E.INVALID_REQUEST
+
+
+def test_describe_while_completing_lists_the_partitions_still_without_a_marker() -> None:
+    d, pids = _three()
+    d.coordinator.markers_written("other", pids["other"], 0, [], d.now)
+    [other] = d.coordinator.describe_transactions(["other"])
+    assert (other.transaction_state, other.topics) == ("PrepareCommit", (("a", (1,)),))
+    d.write_markers()
+    [other] = d.coordinator.describe_transactions(["other"])
+    assert (other.transaction_state, other.topics) == ("CompleteCommit", ())
