@@ -812,14 +812,44 @@ class PartitionLog:
             _settle(fut, LogClosedError("log closed"))
 
     def close_unclean(self) -> None:
-        """Close the files without any of the clean-shutdown steps (tests: simulate a crash)."""
+        """Close the files without any of the clean-shutdown steps (tests: simulate a crash).
+
+        Pending flush waiters are left as they are, as a crash would leave them."""
         if self._flusher is not None:
             self._flusher.unregister(self)
         with self._flush_lock, self._lock:
-            for seg in self._segments:
-                seg.close()
-            self._deletions.close_all()
-            self._closed = True
+            self._release_files()
+
+    def close_for_deletion(self) -> None:
+        """Release the log because its directory is being deleted (DeleteTopics).
+
+        Closes every file handle (segments, retired segments) and fails each pending
+        flush waiter with LogClosedError (KAFKA_STORAGE_ERROR, retriable), skipping
+        waiters that cancelled, so no produce waiting on this log goes unanswered.
+        Writes nothing into the directory: no fsync, no index flush, no producer
+        snapshot, no checkpoint, no flushed mark, no clean-shutdown marker (the
+        directory has usually been renamed already; any write would be wasted, fail,
+        or land in a re-created partition of the same name).  Idempotent; never does
+        disk I/O beyond closing descriptors.  Safe from any thread.
+        """
+        if self._flusher is not None:
+            self._flusher.unregister(self)
+        with self._flush_lock, self._lock:
+            end = self._segments[-1].next_offset
+            self._release_files()
+            stale, self._waiters = self._waiters, []
+            self._rolled = []
+        exc = LogClosedError(f"{self.directory.name} was deleted before the fsync covering "
+                             f"its offsets below {end} completed")
+        for _o, _s, fut in stale:
+            _settle(fut, exc)
+
+    def _release_files(self) -> None:
+        """Close every descriptor and mark the log closed; under both locks, no writes."""
+        for seg in self._segments:
+            seg.close()
+        self._deletions.close_all()
+        self._closed = True
 
     def __repr__(self) -> str:
         return f"PartitionLog({self.directory.name})"

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from riverbed.clock import SYSTEM_CLOCK, Clock
-from riverbed.errors import ConfigError, LogClosedError
+from riverbed.errors import ConfigError
 from riverbed.storage.checkpoint import fsync_dir, write_atomically
 from riverbed.storage.cleaner import CleanerStatus, CleanResult, LogCleaner
 from riverbed.storage.config import DAY_MS, LogConfig
@@ -96,17 +96,6 @@ class DetachedPartition:
     partition: int
     doomed: Path
     plog: PartitionLog | None
-
-
-def _release_for_deletion(plog: PartitionLog) -> None:
-    """Close a detached log's descriptors without the clean-shutdown writes (its
-    directory has moved: they would fail, or land in a re-created partition's directory)
-    and fail the flush waiters still pending on it."""
-    try:
-        plog.close_unclean()
-    finally:
-        # Produce requests waiting for an fsync of this log get an error, not silence.
-        plog._fail_waiters(LogClosedError(f"{plog.directory.name} was deleted"))
 
 
 class LogManager:
@@ -220,7 +209,8 @@ class LogManager:
         for d in detached:
             if d.plog is not None:
                 try:
-                    _release_for_deletion(d.plog)
+                    # no clean-shutdown writes: the directory has moved; waiters get an error
+                    d.plog.close_for_deletion()
                 except Exception:
                     log.exception("closing deleted partition %s-%d failed", d.topic, d.partition)
             try:

@@ -68,6 +68,7 @@ def _failing(plog: PartitionLog, monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(plog, "close", boom)
     monkeypatch.setattr(plog, "close_unclean", boom)
+    monkeypatch.setattr(plog, "close_for_deletion", boom)
 
 
 def test_recreate_at_once_starts_empty(tmp_path: Path) -> None:

@@ -137,11 +137,11 @@ def test_delete_renames_every_partition_before_closing_any(tmp_path: Path) -> No
         for p in range(3):
             plog = topics.partition_log("t", p)
 
-            def close_unclean(plog: PartitionLog = plog) -> None:
+            def close_for_deletion(plog: PartitionLog = plog) -> None:
                 seen.append(sorted(d.name for d in tmp_path.iterdir() if d.name.startswith("t-")))
                 raise RuntimeError("injected close failure")
 
-            plog.close_unclean = close_unclean  # type: ignore[method-assign]
+            plog.close_for_deletion = close_for_deletion  # type: ignore[method-assign]
         topics.delete_topic("t")
         # The first close already saw all three directories renamed; no error stopped the
         # others: all three were tried and every directory is gone.

@@ -131,3 +131,52 @@ def test_interval_flusher_keeps_its_interval_after_a_flush(tmp_path: Path) -> No
     finally:
         log.close()
         flusher.stop()
+
+
+def _open_fds_under(directory: Path) -> list[str]:
+    fds = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = str(fd.readlink())
+        except OSError:
+            continue
+        if target.startswith(str(directory)):
+            fds.append(target)
+    return fds
+
+
+def _snapshot(directory: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in directory.iterdir()}
+
+
+def test_close_for_deletion_fails_waiters_and_writes_nothing(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.append(batch(b"first"))
+    log.roll()  # two segments (no flusher: the roll's fsync is done inline)
+    futures = [*waiters(log, 3), log.flush_future(100)]  # beyond the end, too
+    futures[1].cancel()
+    directory = tmp_path / "t-0"
+    before = _snapshot(directory)
+    assert _open_fds_under(directory)
+    log.close_for_deletion()
+    for i, f in enumerate(futures):
+        if i == 1:
+            assert f.cancelled()
+        else:
+            assert isinstance(f.exception(timeout=0), LogClosedError)
+            assert "t-0 was deleted" in str(f.exception(timeout=0))
+    assert _snapshot(directory) == before  # no marker, checkpoint, snapshot, index or mark
+    assert not (directory / ".clean_shutdown").exists()
+    assert not _open_fds_under(directory)
+    with pytest.raises(LogClosedError):
+        log.append(batch(b"late"))
+    with pytest.raises(LogClosedError):
+        log.flush_future(100)
+    log.close_for_deletion()  # idempotent
+    log.close()  # and a later close is a no-op
+
+
+def test_close_for_deletion_of_an_offline_or_empty_log(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    log.close_for_deletion()
+    assert not _open_fds_under(tmp_path / "t-0")
