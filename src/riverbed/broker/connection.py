@@ -57,9 +57,9 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from riverbed.broker.barrier import Barrier
+from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.fetch import API_KEY as FETCH_KEY
 from riverbed.broker.handlers.fetch import read_limit
-from riverbed.broker.handlers.group_common import CLIENT_ADDRESS
 from riverbed.broker.request_decoding import decode_request
 from riverbed.errors import DecodeError, UnsupportedVersionError
 from riverbed.protocol.framing import RequestHeader, encode_response_parts
@@ -329,11 +329,11 @@ class KafkaConnection(asyncio.Protocol):
         bound = 0
         if isinstance(request, FetchRequest):
             bound = min(read_limit(request), self._fetch_max_bytes)
-        # Handlers that report the client's host (JoinGroup, ConsumerGroupHeartbeat) read
-        # it from this context variable while they run; they run synchronously here.
-        token = CLIENT_ADDRESS.set(self.peer_ip)
+        # What the handler may know of this connection (the client's host, reported by
+        # JoinGroup and ConsumerGroupHeartbeat) travels in its request context.
+        ctx = RequestContext(header, self.peer_ip)
         try:
-            result = handler(self._broker, header, request)
+            result = handler(ctx, request)
         except Exception:
             log.exception(
                 "closing connection from %s: handler for api key %d failed",
@@ -342,8 +342,6 @@ class KafkaConnection(asyncio.Protocol):
             )
             self.abort()
             return None
-        finally:
-            CLIENT_ADDRESS.reset(token)
         barrier = False
         if isinstance(result, Barrier):
             barrier = True

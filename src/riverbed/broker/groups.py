@@ -12,7 +12,8 @@ event loop and does everything the coordinator may not do itself:
   (:mod:`riverbed.coordinator.records`), one v2 batch per partition per call.
   Under a durable flush policy (Riverbed's default, ``flush.messages=1``) the answer to
   a call that wrote records waits for the fsync that covers them
-  (:meth:`GroupService.take_flush_futures`, awaited by the handlers), so an acknowledged
+  (returned with the answer by :meth:`GroupService.execute` as :class:`Executed`,
+  awaited by the handlers), so an acknowledged
   offset commit survives a power loss, like an ``acks=all`` produce.
 * **Recovery.**  On start every partition of ``__consumer_offsets`` is read from its log
   start and replayed in order (:meth:`GroupCoordinator.replay`), then
@@ -40,7 +41,8 @@ import concurrent.futures
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from riverbed.coordinator import (
     OFFSETS_TOPIC_NAME,
@@ -72,6 +74,16 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 Deferred = JoinGroupResponse | SyncGroupResponse
 REPLAY_READ_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Executed(Generic[R]):
+    """A coordinator call's ``response`` and the fsyncs covering the records it wrote
+    (empty under a non-durable flush policy or when it wrote nothing): an answer that
+    promises durability is sent only once every one has completed."""
+
+    response: R
+    flushes: tuple[concurrent.futures.Future[None], ...] = ()
 
 
 class CoordinatorClosedError(RiverbedError):
@@ -114,7 +126,6 @@ class GroupService:
         self.coordinator = GroupCoordinator(self.config, BrokerTopics(broker))
         self._waiting: dict[int, asyncio.Future[Deferred]] = {}
         self._early: dict[int, Deferred] = {}
-        self._flush_futures: list[concurrent.futures.Future[None]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline_ms: int | None = None
         self._closed = False
@@ -169,24 +180,17 @@ class GroupService:
         return count
 
     # -- calls ------------------------------------------------------------------------
-    def execute(self, handler: Callable[[int], Reply[R]]) -> R:
+    def execute(self, handler: Callable[[int], Reply[R]]) -> Executed[R]:
         """Run one coordinator call at the broker's ``now``: append its records, deliver
-        the completions it caused, re-arm the timer, return its response (maybe Pending)."""
+        the completions it caused, re-arm the timer; its response (maybe Pending) with
+        the fsyncs covering what it appended, which the caller awaits before answering."""
         if self._closed:
             raise CoordinatorClosedError("the group coordinator is shutting down")
         reply = handler(self._clock.now_ms())
-        self._flush_futures = []
-        self._append(reply.records)
+        flushes = self._append(reply.records)
         self._deliver()
         self._rearm()
-        return reply.response
-
-    def take_flush_futures(self) -> list[concurrent.futures.Future[None]]:
-        """The fsyncs covering what the last :meth:`execute` appended (empty under a
-        non-durable flush policy or when it appended nothing); the caller awaits them
-        before answering."""
-        futures, self._flush_futures = self._flush_futures, []
-        return futures
+        return Executed(reply.response, flushes)
 
     def query(self, fn: Callable[[], R]) -> R:
         """A read-only call (OffsetFetch, ListGroups, ...): no records, no completions."""
@@ -214,9 +218,13 @@ class GroupService:
             elif not fut.done():
                 fut.set_result(completion.response)
 
-    def _append(self, records: tuple[CoordinatorRecord, ...] | list[CoordinatorRecord]) -> None:
+    def _append(
+        self, records: tuple[CoordinatorRecord, ...] | list[CoordinatorRecord]
+    ) -> tuple[concurrent.futures.Future[None], ...]:
+        """Append ``records`` to their partitions; the fsyncs to await (durable logs)."""
         if not records:
-            return
+            return ()
+        flushes: list[concurrent.futures.Future[None]] = []
         by_partition: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
         for record in records:
             p = partition_for(record.group_id, self.num_partitions)
@@ -227,13 +235,14 @@ class GroupService:
                 result = plog.append(build_batch(items, clock=self._clock), check_producer=False)
                 self._broker.purgatory.notify(TopicPartition(OFFSETS_TOPIC_NAME, p))
                 if plog.durable_acks:
-                    self._flush_futures.append(plog.flush_future(result.last_offset))
+                    flushes.append(plog.flush_future(result.last_offset))
         except Exception:
             log.exception("appending to %s failed; reloading the group coordinator",
                           OFFSETS_TOPIC_NAME)
             self._fail_waiters()
             self.load()
             raise
+        return tuple(flushes)
 
     # -- timers -----------------------------------------------------------------------
     def _rearm(self) -> None:

@@ -21,8 +21,11 @@ Limits (``docs/broker.md``, "Limits"): the request memory pool and the connectio
 live here (:mod:`riverbed.broker.limits`); a sweeper closes connections idle for longer
 than ``connections.max.idle.ms``.
 
-Handlers (``riverbed.broker.handlers``) are plain functions ``(broker, header, request)``
-returning a response, None (no response) or an awaitable of either; see
+Handlers (``riverbed.broker.handlers``) are plain functions ``(deps, ctx, request)``,
+each declaring the narrow services it uses as a protocol the broker satisfies; they are
+bound to the broker once, here (:func:`~riverbed.broker.handlers.bind_handlers`), and the
+connection calls them with a :class:`~riverbed.broker.context.RequestContext`.  They
+return a response, None (no response) or an awaitable of either; see
 :mod:`riverbed.broker.connection` for the ordering contract.
 """
 
@@ -34,13 +37,14 @@ import logging
 import resource
 import shutil
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from riverbed.broker.cluster import load_or_create_cluster_id
 from riverbed.broker.connection import KafkaConnection
 from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, GroupService
+from riverbed.broker.handlers import MIN_ACCEPTED_VERSIONS, Route, bind_handlers
+from riverbed.broker.handlers.api_versions import unsupported_version_response
 from riverbed.broker.limits import ConnectionQuotas, MemoryPool
 from riverbed.broker.producer_ids import ProducerIdManager
 from riverbed.broker.purgatory import FetchPurgatory
@@ -52,11 +56,9 @@ from riverbed.coordinator.config import coordinator_config_from_props
 from riverbed.errors import BrokerStopError, ConfigError, DataDirError, describe_os_error
 from riverbed.protocol.framing import RequestHeader
 from riverbed.storage import fd_cache
-from riverbed.storage.manager import LogManager
+from riverbed.storage.manager import LogManager, LogsNotClosedError
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[["Broker", RequestHeader, Any], Any | Awaitable[Any]]
 
 # File descriptors kept back from max.connections beyond the segment fd cache: indexes,
 # state files, the listener, threads' files.
@@ -97,9 +99,7 @@ class Broker:
         self._producer_ids: ProducerIdManager | None = None
         self._groups: GroupService | None = None  # consumer groups (riverbed.broker.groups)
         self.cluster_id = ""
-        from riverbed.broker.handlers import HANDLERS
-
-        self._handlers: dict[int, Handler] = dict(HANDLERS)
+        self._handlers: dict[int, Route] = bind_handlers(self)
 
     # -- wiring -----------------------------------------------------------------------
     @property
@@ -127,18 +127,13 @@ class Broker:
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def handler_for(self, api_key: int) -> Handler | None:
+    def handler_for(self, api_key: int) -> Route | None:
+        """The handler serving ``api_key``, bound to this broker: ``(ctx, request)``."""
         return self._handlers.get(api_key)
 
     def min_accepted_version(self, api_key: int) -> int:
         """Lowest version served (may be above the advertised minimum, see handlers)."""
-        from riverbed.broker.handlers import MIN_ACCEPTED_VERSIONS
-
         return MIN_ACCEPTED_VERSIONS.get(api_key, 0)
-
-    def register_handler(self, api_key: int, handler: Handler) -> None:
-        """Serve ``api_key`` with ``handler`` (coordinator APIs plug in here)."""
-        self._handlers[api_key] = handler
 
     def served_api_keys(self) -> list[int]:
         return sorted(self._handlers)
@@ -147,8 +142,6 @@ class Broker:
         self, header: RequestHeader
     ) -> tuple[RequestHeader, Any] | None:
         """Kafka's answer to a request version we lack: only ApiVersions gets one."""
-        from riverbed.broker.handlers.api_versions import unsupported_version_response
-
         return unsupported_version_response(self, header)
 
     # -- life cycle -------------------------------------------------------------------
@@ -304,23 +297,10 @@ class Broker:
             logs = self._logs
             try:
                 await loop.run_in_executor(None, logs.close)
-            except Exception as exc:  # a full or failing disk: save what can be saved
-                unclean = await loop.run_in_executor(None, self._close_remaining, logs)
+            except Exception as exc:  # a full or failing disk: every other log was closed
+                unclean = exc.partitions if isinstance(exc, LogsNotClosedError) else []
                 raise BrokerStopError(self._stop_failure(exc, unclean)) from None
         log.info("broker %d stopped", self.node_id)
-
-    @staticmethod
-    def _close_remaining(logs: LogManager) -> list[str]:
-        """After LogManager.close failed on one log, close every other one (flush,
-        snapshot, clean-shutdown marker), each on its own; the names that still fail."""
-        unclean = []
-        by_name = sorted(logs.logs().items(), key=lambda i: (i[0][0].startswith("__"), i[0]))
-        for (topic, partition), plog in by_name:  # internal topics named last
-            try:
-                plog.close()  # returns at once for a log closed before the failure
-            except Exception:
-                unclean.append(f"{topic}-{partition}")
-        return unclean
 
     def _stop_failure(self, exc: Exception, unclean: list[str]) -> str:
         """One line: what failed, where, how full the disk is, which logs it affects."""

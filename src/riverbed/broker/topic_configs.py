@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from riverbed.config import TOPIC_SYNONYMS, BrokerConfig
 from riverbed.errors import ConfigError
 from riverbed.storage.config import LogConfig
 
 if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
+    from riverbed.broker.topics import Topic
 
 # DescribeConfigs config_source values (Kafka's ConfigSource).
 DYNAMIC_TOPIC_CONFIG = 1
@@ -108,6 +108,31 @@ def storage_props(props: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+class ConfigTopics(Protocol):
+    """The topic table's config side (:class:`~riverbed.broker.topics.TopicManager`)."""
+
+    @property
+    def default_log_config(self) -> LogConfig: ...
+
+    def log_config(self, overrides: Mapping[str, str]) -> LogConfig: ...
+
+    def get(self, name: str) -> Topic | None: ...
+
+
+class ConfigView(Protocol):
+    """What describing configs reads: the broker's settings and the topic table (the
+    :class:`~riverbed.broker.server.Broker` satisfies it)."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def topics(self) -> ConfigTopics: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigEntry:
     """One described config: value, source and synonyms (most specific first)."""
@@ -132,7 +157,7 @@ def _topic_type(name: str) -> int:
     return INT if name in _INT_KEYS else LONG
 
 
-def describe_topic_configs(broker: Broker, overrides: Mapping[str, str]) -> list[ConfigEntry]:
+def describe_topic_configs(broker: ConfigView, overrides: Mapping[str, str]) -> list[ConfigEntry]:
     """Every topic config with its effective value, source and synonyms."""
     config = broker.config
     effective = broker.topics.log_config(overrides).to_kafka_props()
@@ -173,7 +198,7 @@ _BROKER_SETTINGS: dict[str, tuple[Callable[[BrokerConfig], str], int]] = {
 }
 
 
-def describe_broker_configs(broker: Broker) -> list[ConfigEntry]:
+def describe_broker_configs(broker: ConfigView) -> list[ConfigEntry]:
     """The broker's settings (static: read from flags or server.properties at start)."""
     config = broker.config
     default = BrokerConfig()

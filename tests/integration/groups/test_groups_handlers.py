@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers import find_coordinator
-from riverbed.broker.handlers.group_common import CLIENT_ADDRESS, client_host
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import FindCoordinatorRequest
@@ -18,7 +18,7 @@ BROKER = SimpleNamespace(node_id=7, host="127.0.0.1", port=9999)
 
 def _find(version: int, **fields: object) -> object:
     header = RequestHeader(find_coordinator.API_KEY, version, 1, "t")
-    return find_coordinator.handle(BROKER, header,  # type: ignore[arg-type]
+    return find_coordinator.handle(BROKER, RequestContext(header),  # type: ignore[arg-type]
                                    FindCoordinatorRequest(**fields))
 
 
@@ -43,10 +43,6 @@ def test_transaction_coordinator_is_not_served() -> None:
 
 
 def test_client_host_comes_from_the_connection_context() -> None:
-    assert client_host() == "/127.0.0.1"
-    token = CLIENT_ADDRESS.set("10.1.2.3")
-    try:
-        assert client_host() == "/10.1.2.3"
-    finally:
-        CLIENT_ADDRESS.reset(token)
-    assert client_host() == "/127.0.0.1"
+    header = RequestHeader(find_coordinator.API_KEY, 0, 1, "t")
+    assert RequestContext(header).client_host == "/127.0.0.1"
+    assert RequestContext(header, "10.1.2.3").client_host == "/10.1.2.3"

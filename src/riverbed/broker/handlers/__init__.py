@@ -1,18 +1,24 @@
 """One adapter module per Kafka API: decode -> call the topic/log layer -> encode.
 
-:data:`HANDLERS` maps each served API key to its handler, ``(broker, header, request)``
-returning a response, None (no response) or an awaitable of either (see
-:mod:`riverbed.broker.connection`).  :data:`MIN_ACCEPTED_VERSIONS` lists APIs advertised
-from a lower version than they accept (Produce: advertised from v0 for librdkafka,
-KAFKA-18659, but v0-2 are refused by closing the connection, as Kafka 4 does).
+:data:`HANDLERS` maps each served API key to its handler, ``handle(deps, ctx, request)``:
+``deps`` the narrow services it declares (a protocol of :mod:`.deps`), ``ctx`` the
+:class:`~riverbed.broker.context.RequestContext` built by the connection; it returns a
+response, None (no response) or an awaitable of either (see
+:mod:`riverbed.broker.connection`).  :func:`bind_handlers` binds every handler to the
+broker once, at construction, giving the connection's :data:`Route` table.
+:data:`MIN_ACCEPTED_VERSIONS` lists APIs advertised from a lower version than they accept
+(Produce: advertised from v0 for librdkafka, KAFKA-18659, but v0-2 are refused by closing
+the connection, as Kafka 4 does).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers import (
     alter_configs,
     api_versions,
@@ -42,7 +48,13 @@ from riverbed.broker.handlers import (
     sync_group,
 )
 
-HandlerFn = Callable[[Any, Any, Any], Any | Awaitable[Any]]
+if TYPE_CHECKING:
+    from riverbed.broker.server import Broker
+
+HandlerFn = Callable[[Any, RequestContext, Any], Any | Awaitable[Any]]
+"""A handler before binding: ``(deps, ctx, request)``."""
+Route = Callable[[RequestContext, Any], Any | Awaitable[Any]]
+"""A handler bound to its dependencies: ``(ctx, request)``."""
 
 GROUP_HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
     {
@@ -86,3 +98,43 @@ HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
 MIN_ACCEPTED_VERSIONS: Mapping[int, int] = MappingProxyType(
     {produce.API_KEY: produce.MIN_ACCEPTED_VERSION}
 )
+
+
+def bind_handlers(broker: Broker) -> dict[int, Route]:
+    """Every handler bound to ``broker``, which satisfies each handler's deps protocol
+    (mypy checks each binding: this is where the Broker meets the protocols).  The
+    services behind the broker's properties exist once it has started; binding does not
+    touch them."""
+    routes: dict[int, Route] = {
+        find_coordinator.API_KEY: partial(find_coordinator.handle, broker),
+        join_group.API_KEY: partial(join_group.handle, broker),
+        sync_group.API_KEY: partial(sync_group.handle, broker),
+        heartbeat.API_KEY: partial(heartbeat.handle, broker),
+        leave_group.API_KEY: partial(leave_group.handle, broker),
+        offset_commit.API_KEY: partial(offset_commit.handle, broker),
+        offset_fetch.API_KEY: partial(offset_fetch.handle, broker),
+        offset_delete.API_KEY: partial(offset_delete.handle, broker),
+        list_groups.API_KEY: partial(list_groups.handle, broker),
+        describe_groups.API_KEY: partial(describe_groups.handle, broker),
+        delete_groups.API_KEY: partial(delete_groups.handle, broker),
+        consumer_group_heartbeat.API_KEY: partial(consumer_group_heartbeat.handle, broker),
+        consumer_group_describe.API_KEY: partial(consumer_group_describe.handle, broker),
+        produce.API_KEY: partial(produce.handle, broker),
+        fetch.API_KEY: partial(fetch.handle, broker),
+        list_offsets.API_KEY: partial(list_offsets.handle, broker),
+        metadata.API_KEY: partial(metadata.handle, broker),
+        api_versions.API_KEY: partial(api_versions.handle, broker),
+        create_topics.API_KEY: partial(create_topics.handle, broker),
+        delete_topics.API_KEY: partial(delete_topics.handle, broker),
+        delete_records.API_KEY: partial(delete_records.handle, broker),
+        init_producer_id.API_KEY: partial(init_producer_id.handle, broker),
+        describe_configs.API_KEY: partial(describe_configs.handle, broker),
+        alter_configs.ALTER_CONFIGS_KEY: partial(alter_configs.handle_alter, broker),
+        alter_configs.INCREMENTAL_ALTER_CONFIGS_KEY: partial(
+            alter_configs.handle_incremental, broker
+        ),
+        create_partitions.API_KEY: partial(create_partitions.handle, broker),
+        describe_cluster.API_KEY: partial(describe_cluster.handle, broker),
+    }
+    assert routes.keys() == HANDLERS.keys(), "bind_handlers is missing a served API"
+    return routes

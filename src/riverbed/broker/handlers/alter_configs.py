@@ -15,23 +15,21 @@ after the other, in request order.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from riverbed.broker.barrier import Barrier
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import TopicAdminDeps
 from riverbed.broker.handlers.describe_configs import BROKER, TOPIC
 from riverbed.broker.topics import ConfigChange
 from riverbed.errors import ConfigError, ProtocolError, RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import (
     AlterConfigsRequest,
     AlterConfigsResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 ALTER_CONFIGS_KEY = 33
 INCREMENTAL_ALTER_CONFIGS_KEY = 44
@@ -40,7 +38,7 @@ LIST_CONFIGS = frozenset({"cleanup.policy"})
 
 
 async def _apply(
-    broker: Broker,
+    deps: TopicAdminDeps,
     resource_type: int,
     name: str,
     change: ConfigChange,
@@ -51,22 +49,24 @@ async def _apply(
             raise ProtocolError("broker configs are static; set them with --config at start")
         if resource_type != TOPIC:
             raise ProtocolError(f"unsupported config resource type {resource_type}")
-        await broker.topics.alter_configs_async(name, change, validate_only=validate_only)
+        await deps.topics.alter_configs_async(name, change, validate_only=validate_only)
     except RiverbedError as exc:
         return error_code_for(exc), str(exc)
     return ErrorCode.NONE, None
 
 
-def handle_alter(broker: Broker, header: RequestHeader, request: AlterConfigsRequest) -> Barrier:
-    return Barrier(_alter(broker, request))
+def handle_alter(
+    deps: TopicAdminDeps, ctx: RequestContext, request: AlterConfigsRequest
+) -> Barrier:
+    return Barrier(_alter(deps, request))
 
 
-async def _alter(broker: Broker, request: AlterConfigsRequest) -> AlterConfigsResponse:
+async def _alter(deps: TopicAdminDeps, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []
     for res in request.resources:
         new = {c.name: c.value for c in res.configs if c.value is not None}
         code, message = await _apply(
-            broker,
+            deps,
             res.resource_type,
             res.resource_name,
             lambda _old, n=new: n,  # type: ignore[misc]
@@ -112,18 +112,18 @@ def _incremental(ops: list[Any]) -> ConfigChange:
 
 
 def handle_incremental(
-    broker: Broker, header: RequestHeader, request: IncrementalAlterConfigsRequest
+    deps: TopicAdminDeps, ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> Barrier:
-    return Barrier(_incremental_alter(broker, request))
+    return Barrier(_incremental_alter(deps, request))
 
 
 async def _incremental_alter(
-    broker: Broker, request: IncrementalAlterConfigsRequest
+    deps: TopicAdminDeps, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
     responses = []
     for res in request.resources:
         code, message = await _apply(
-            broker,
+            deps,
             res.resource_type,
             res.resource_name,
             _incremental(list(res.configs)),

@@ -11,23 +11,21 @@ version we speak.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import ApiVersionsDeps
 from riverbed.errors import UnsupportedVersionError, error_code_for
 from riverbed.protocol.api import API_BY_KEY
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
-
 API_KEY = 18
 
 
-def api_ranges(broker: Broker) -> list[ApiVersionsResponse.ApiVersion]:
+def api_ranges(deps: ApiVersionsDeps) -> list[ApiVersionsResponse.ApiVersion]:
     out = []
-    for key in broker.served_api_keys():
+    for key in deps.served_api_keys():
         spec = API_BY_KEY.get(key)
         if spec is None:
             continue
@@ -40,19 +38,20 @@ def api_ranges(broker: Broker) -> list[ApiVersionsResponse.ApiVersion]:
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: ApiVersionsRequest
+    deps: ApiVersionsDeps, ctx: RequestContext, request: ApiVersionsRequest
 ) -> ApiVersionsResponse:
     return ApiVersionsResponse(
-        error_code=ErrorCode.NONE, api_keys=api_ranges(broker), throttle_time_ms=0
+        error_code=ErrorCode.NONE, api_keys=api_ranges(deps), throttle_time_ms=0
     )
 
 
 def unsupported_version_response(
-    broker: Broker, header: RequestHeader
+    deps: ApiVersionsDeps, header: RequestHeader
 ) -> tuple[RequestHeader, ApiVersionsResponse] | None:
-    """Kafka's v0 fallback for an ApiVersions version we lack; None for other APIs."""
+    """Kafka's v0 fallback for an ApiVersions version we lack; None for other APIs.
+    ``header`` is what could be parsed of the request (its body was not decoded)."""
     if header.api_key != API_KEY:
         return None
     code = error_code_for(UnsupportedVersionError(f"ApiVersions v{header.api_version}"))
-    response = ApiVersionsResponse(error_code=code, api_keys=api_ranges(broker), throttle_time_ms=0)
+    response = ApiVersionsResponse(error_code=code, api_keys=api_ranges(deps), throttle_time_ms=0)
     return dataclasses.replace(header, api_version=0), response

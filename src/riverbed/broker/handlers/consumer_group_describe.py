@@ -5,18 +5,15 @@ GROUP_ID_NOT_FOUND (the coordinator's answer).  Authorized operations are omitte
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
 
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import query
 from riverbed.coordinator import ConsumerGroupDescription, TopicPartitions
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 69
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -26,15 +23,15 @@ Resp = ConsumerGroupDescribeResponse
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: ConsumerGroupDescribeRequest
+    deps: GroupDeps, ctx: RequestContext, request: ConsumerGroupDescribeRequest
 ) -> ConsumerGroupDescribeResponse:
-    coordinator = broker.groups.coordinator
+    coordinator = deps.groups.coordinator
     group_ids = list(request.group_ids)
 
     def assignment(parts: TopicPartitions) -> Resp.Assignment:
         out = []
         for name, partitions in sorted(parts.items()):
-            topic = broker.topics.get(name)
+            topic = deps.topics.get(name)
             out.append(Resp.TopicPartitions(
                 topic_id=ZERO_UUID if topic is None else topic.topic_id, topic_name=name,
                 partitions=sorted(partitions)))
@@ -67,6 +64,6 @@ def handle(
         )
 
     return query(
-        broker, lambda: coordinator.consumer_group_describe(group_ids), encode,
+        deps.groups, lambda: coordinator.consumer_group_describe(group_ids), encode,
         lambda code: encode([ConsumerGroupDescription(g, code) for g in group_ids]),
     )

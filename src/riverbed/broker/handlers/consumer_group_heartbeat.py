@@ -10,19 +10,16 @@ dropped).  v1 adds the subscribed topic regex.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
 
-from riverbed.broker.handlers.group_common import call, client_host
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupDeps
+from riverbed.broker.handlers.group_common import call
 from riverbed.coordinator import ConsumerGroupHeartbeatRequest as Beat
 from riverbed.coordinator import ConsumerGroupHeartbeatResponse as Beaten
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 68
 
@@ -30,13 +27,13 @@ Resp = ConsumerGroupHeartbeatResponse
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: ConsumerGroupHeartbeatRequest
+    deps: GroupDeps, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
 ) -> ConsumerGroupHeartbeatResponse | Awaitable[ConsumerGroupHeartbeatResponse]:
     owned: dict[str, frozenset[int]] | None = None
     if request.topic_partitions is not None:
         owned = {}
         for tp in request.topic_partitions:
-            topic = broker.topics.by_id(tp.topic_id)
+            topic = deps.topics.by_id(tp.topic_id)
             if topic is not None:
                 owned[topic.name] = frozenset(tp.partitions)
     names = request.subscribed_topic_names
@@ -51,17 +48,17 @@ def handle(
         subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
         server_assignor=request.server_assignor,
         owned_partitions=owned,
-        client_id=header.client_id or "",
-        client_host=client_host(),
+        client_id=ctx.client_id,
+        client_host=ctx.client_host,
     )
-    coordinator = broker.groups.coordinator
+    coordinator = deps.groups.coordinator
 
     def encode(answer: Beaten) -> ConsumerGroupHeartbeatResponse:
         assignment = None
         if answer.assignment is not None:
             parts = []
             for name, partitions in sorted(answer.assignment.items()):
-                topic = broker.topics.get(name)
+                topic = deps.topics.get(name)
                 if topic is not None:
                     parts.append(Resp.TopicPartitions(topic_id=topic.topic_id,
                                                       partitions=sorted(partitions)))
@@ -73,7 +70,7 @@ def handle(
             heartbeat_interval_ms=answer.heartbeat_interval_ms, assignment=assignment,
         )
 
-    return call(broker, lambda now: coordinator.consumer_group_heartbeat(req, now), encode,
+    return call(deps.groups, lambda now: coordinator.consumer_group_heartbeat(req, now), encode,
                 lambda code: encode(Beaten(code)))
 
 

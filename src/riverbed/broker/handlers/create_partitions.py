@@ -10,33 +10,31 @@ become visible to every client at once, before the response is sent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from riverbed.broker.barrier import Barrier
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import TopicAdminDeps
 from riverbed.errors import ProtocolError, RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 37
 
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-def handle(broker: Broker, header: RequestHeader, request: CreatePartitionsRequest) -> Barrier:
-    return Barrier(_handle(broker, request))
+def handle(deps: TopicAdminDeps, ctx: RequestContext, request: CreatePartitionsRequest) -> Barrier:
+    return Barrier(_handle(deps, request))
 
 
-async def _handle(broker: Broker, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+async def _handle(
+    deps: TopicAdminDeps, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
     results = []
     for topic in request.topics:
         try:
             if topic.assignments:
                 raise ProtocolError("manual replica assignment is not supported")
-            await broker.topics.create_partitions_async(
+            await deps.topics.create_partitions_async(
                 topic.name, topic.count, validate_only=bool(request.validate_only)
             )
         except RiverbedError as exc:

@@ -15,40 +15,36 @@ client once the response is sent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from riverbed.broker.barrier import Barrier
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import TopicAdminDeps
 from riverbed.broker.topic_configs import describe_topic_configs
 from riverbed.errors import ProtocolError, RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 19
 
 Result = CreateTopicsResponse.CreatableTopicResult
 
 
-def handle(broker: Broker, header: RequestHeader, request: CreateTopicsRequest) -> Barrier:
-    return Barrier(_handle(broker, request))
+def handle(deps: TopicAdminDeps, ctx: RequestContext, request: CreateTopicsRequest) -> Barrier:
+    return Barrier(_handle(deps, request))
 
 
-async def _handle(broker: Broker, request: CreateTopicsRequest) -> CreateTopicsResponse:
-    results = [await _create(broker, t, bool(request.validate_only)) for t in request.topics]
+async def _handle(deps: TopicAdminDeps, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    results = [await _create(deps, t, bool(request.validate_only)) for t in request.topics]
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
 async def _create(
-    broker: Broker, wanted: CreateTopicsRequest.CreatableTopic, validate_only: bool
+    deps: TopicAdminDeps, wanted: CreateTopicsRequest.CreatableTopic, validate_only: bool
 ) -> Result:
     try:
         if wanted.assignments:
             raise ProtocolError("manual replica assignment is not supported")
         configs = {c.name: c.value for c in wanted.configs if c.value is not None}
-        topic = await broker.topics.create_topic_async(
+        topic = await deps.topics.create_topic_async(
             wanted.name,
             wanted.num_partitions,
             wanted.replication_factor,
@@ -79,6 +75,6 @@ async def _create(
                 config_source=entry.source,
                 is_sensitive=False,
             )
-            for entry in describe_topic_configs(broker, topic.configs)
+            for entry in describe_topic_configs(deps, topic.configs)
         ],
     )

@@ -15,36 +15,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from riverbed.broker.barrier import Barrier
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import DeleteRecordsDeps, TrimLog
 from riverbed.broker.topics import is_internal_topic
 from riverbed.errors import InvalidTopicError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
-from riverbed.storage.log import PartitionLog
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 log = logging.getLogger(__name__)
 
 API_KEY = 21
 
 Partition = DeleteRecordsResponse.DeleteRecordsPartitionResult
-Wanted = tuple[str, int, PartitionLog | None, int, int]
+Wanted = tuple[str, int, TrimLog | None, int, int]
 """(topic, partition, log or None, offset to delete before, error code if no log)."""
 
 
-def handle(broker: Broker, header: RequestHeader, request: DeleteRecordsRequest) -> Barrier:
+def handle(deps: DeleteRecordsDeps, ctx: RequestContext, request: DeleteRecordsRequest) -> Barrier:
     wanted: list[Wanted] = []
     for topic in request.topics:
         for p in topic.partitions:
             try:
                 if is_internal_topic(topic.name):
                     raise InvalidTopicError(f"cannot delete records of internal topic {topic.name}")
-                plog = broker.topics.partition_log(topic.name, p.partition_index)
+                plog = deps.topics.partition_log(topic.name, p.partition_index)
             except Exception as exc:
                 wanted.append((topic.name, p.partition_index, None, -1, error_code_for(exc)))
                 continue

@@ -18,13 +18,14 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from riverbed.broker.barrier import Barrier
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import DeleteTopicsDeps
 from riverbed.errors import RiverbedError, UnknownTopicIdError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 
 if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
+    pass
     from riverbed.broker.topics import Topic
 
 API_KEY = 20
@@ -35,36 +36,36 @@ ZERO_UUID = uuid.UUID(int=0)
 Result = DeleteTopicsResponse.DeletableTopicResult
 
 
-def handle(broker: Broker, header: RequestHeader, request: DeleteTopicsRequest) -> Barrier:
-    return Barrier(_handle(broker, header, request))
+def handle(deps: DeleteTopicsDeps, ctx: RequestContext, request: DeleteTopicsRequest) -> Barrier:
+    return Barrier(_handle(deps, ctx, request))
 
 
 async def _handle(
-    broker: Broker, header: RequestHeader, request: DeleteTopicsRequest
+    deps: DeleteTopicsDeps, ctx: RequestContext, request: DeleteTopicsRequest
 ) -> DeleteTopicsResponse:
-    if header.api_version >= TOPIC_STATES_VERSION:
+    if ctx.api_version >= TOPIC_STATES_VERSION:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
-    begun = [_begin(broker, name, topic_id) for name, topic_id in wanted]
-    if header.api_version < DELETION_DISABLED_VERSION:
+    begun = [_begin(deps, name, topic_id) for name, topic_id in wanted]
+    if ctx.api_version < DELETION_DISABLED_VERSION:
         begun = [_old_deletion_disabled(r) if isinstance(r, Result) else r for r in begun]
-    broker.purgatory.notify_all()  # the topics are already gone for every request
+    deps.purgatory.notify_all()  # the topics are already gone for every request
     results = [r if isinstance(r, Result) else await _finish(*r) for r in begun]
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 
 def _begin(
-    broker: Broker, name: str | None, topic_id: uuid.UUID
+    deps: DeleteTopicsDeps, name: str | None, topic_id: uuid.UUID
 ) -> Result | tuple[Awaitable[Topic], str, uuid.UUID]:
     """Unpublish ``name`` now; its error result, or what :func:`_finish` awaits."""
     try:
         if name is None:
-            found = broker.topics.by_id(topic_id)
+            found = deps.topics.by_id(topic_id)
             if found is None:
                 raise UnknownTopicIdError(f"unknown topic id {topic_id}")
             name = found.name
-        return broker.topics.begin_delete_topic(name), name, topic_id
+        return deps.topics.begin_delete_topic(name), name, topic_id
     except RiverbedError as exc:
         return Result(
             name=name, topic_id=topic_id, error_code=error_code_for(exc), error_message=str(exc)

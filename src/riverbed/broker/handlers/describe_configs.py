@@ -7,10 +7,10 @@ name ``""`` or this node's id).  ``configuration_keys`` null means all; synonyms
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from riverbed.broker.context import RequestContext
 from riverbed.broker.topic_configs import (
     ConfigEntry,
+    ConfigView,
     describe_broker_configs,
     describe_topic_configs,
 )
@@ -21,11 +21,7 @@ from riverbed.errors import (
     error_code_for,
 )
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 32
 TOPIC = 2
@@ -36,27 +32,27 @@ Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def resolve(broker: Broker, resource_type: int, resource_name: str) -> list[ConfigEntry]:
+def resolve(deps: ConfigView, resource_type: int, resource_name: str) -> list[ConfigEntry]:
     """The entries of a TOPIC or BROKER resource (raises per Kafka's error codes)."""
     if resource_type == TOPIC:
-        topic = broker.topics.get(resource_name)
+        topic = deps.topics.get(resource_name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {resource_name!r} does not exist")
-        return describe_topic_configs(broker, topic.configs)
+        return describe_topic_configs(deps, topic.configs)
     if resource_type == BROKER:
-        if resource_name not in ("", str(broker.node_id)):
-            raise ProtocolError(f"unexpected broker id {resource_name!r}, this is {broker.node_id}")
-        return describe_broker_configs(broker)
+        if resource_name not in ("", str(deps.node_id)):
+            raise ProtocolError(f"unexpected broker id {resource_name!r}, this is {deps.node_id}")
+        return describe_broker_configs(deps)
     raise ProtocolError(f"unsupported config resource type {resource_type}")
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: DescribeConfigsRequest
+    deps: ConfigView, ctx: RequestContext, request: DescribeConfigsRequest
 ) -> DescribeConfigsResponse:
     results = []
     for res in request.resources:
         try:
-            entries = resolve(broker, res.resource_type, res.resource_name)
+            entries = resolve(deps, res.resource_type, res.resource_name)
         except RiverbedError as exc:
             results.append(
                 Result(

@@ -7,15 +7,11 @@ for their members).  Authorized operations are not computed (-2^31, "omitted").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import query
 from riverbed.coordinator import DescribedGroup
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import DescribeGroupsRequest, DescribeGroupsResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 15
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -24,12 +20,12 @@ Resp = DescribeGroupsResponse
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: DescribeGroupsRequest
+    deps: GroupDeps, ctx: RequestContext, request: DescribeGroupsRequest
 ) -> DescribeGroupsResponse:
-    coordinator = broker.groups.coordinator
+    coordinator = deps.groups.coordinator
     groups = list(request.groups)
     return query(
-        broker, lambda: coordinator.describe_groups(groups), _encode,
+        deps.groups, lambda: coordinator.describe_groups(groups), _encode,
         lambda code: _encode([DescribedGroup(g, code) for g in groups]),
     )
 

@@ -29,15 +29,15 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import FetchDeps, ReadLog
 from riverbed.errors import UnknownTopicIdError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import FetchRequest, FetchResponse
 from riverbed.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
-    from riverbed.storage import PartitionLog
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class _Target:
     """One requested partition, resolved on the event loop: its log or its error."""
 
     fp: FetchRequest.FetchPartition
-    plog: PartitionLog | None
+    plog: ReadLog | None
     error: Exception | None
 
 
@@ -63,20 +63,20 @@ _Resolved = list[tuple[FetchRequest.FetchTopic, str, list[_Target]]]
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: FetchRequest
+    deps: FetchDeps, ctx: RequestContext, request: FetchRequest
 ) -> FetchResponse | asyncio.Future[FetchResponse]:
-    uses_ids = header.api_version >= TOPIC_IDS_VERSION
-    cap = broker.config.fetch_max_bytes  # the broker's fetch.max.bytes, as Kafka applies it
+    uses_ids = ctx.api_version >= TOPIC_IDS_VERSION
+    cap = deps.config.fetch_max_bytes  # the broker's fetch.max.bytes, as Kafka applies it
     if request.max_bytes <= 0 or request.max_bytes > cap:
         request.max_bytes = cap
     off_loop = read_limit(request) > OFF_LOOP_READ_BYTES
     if off_loop:
-        return asyncio.ensure_future(_fetch(broker, request, uses_ids, off_loop, None))
-    response, total, errors = _read_all(_resolve(broker, request, uses_ids), request, uses_ids)
-    if _complete(broker, request, total, errors):
+        return asyncio.ensure_future(_fetch(deps, request, uses_ids, off_loop, None))
+    response, total, errors = _read_all(_resolve(deps, request, uses_ids), request, uses_ids)
+    if _complete(deps, request, total, errors):
         return response
-    wake = broker.purgatory.watch(_tps(broker, request, uses_ids))
-    return asyncio.ensure_future(_fetch(broker, request, uses_ids, off_loop, wake))
+    wake = deps.purgatory.watch(_tps(deps, request, uses_ids))
+    return asyncio.ensure_future(_fetch(deps, request, uses_ids, off_loop, wake))
 
 
 def read_limit(request: FetchRequest) -> int:
@@ -85,26 +85,26 @@ def read_limit(request: FetchRequest) -> int:
     return min(per_partition, request.max_bytes) if request.max_bytes > 0 else per_partition
 
 
-def _complete(broker: Broker, request: FetchRequest, total: int, errors: bool) -> bool:
+def _complete(deps: FetchDeps, request: FetchRequest, total: int, errors: bool) -> bool:
     return (
         total >= request.min_bytes
         or request.max_wait_ms <= 0
         or errors
-        or broker.closing
+        or deps.closing
         or not request.topics
     )
 
 
-def _tps(broker: Broker, request: FetchRequest, uses_ids: bool) -> list[TopicPartition]:
+def _tps(deps: FetchDeps, request: FetchRequest, uses_ids: bool) -> list[TopicPartition]:
     return [
-        TopicPartition(_name(broker, t, uses_ids), p.partition)
+        TopicPartition(_name(deps, t, uses_ids), p.partition)
         for t in request.topics
         for p in t.partitions
     ]
 
 
 async def _fetch(
-    broker: Broker,
+    deps: FetchDeps,
     request: FetchRequest,
     uses_ids: bool,
     off_loop: bool,
@@ -116,9 +116,9 @@ async def _fetch(
     (in the same loop step for an inline read), so an append in between is never lost.
     """
     loop = asyncio.get_running_loop()
-    purgatory = broker.purgatory
+    purgatory = deps.purgatory
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
-    tps = _tps(broker, request, uses_ids)
+    tps = _tps(deps, request, uses_ids)
     while True:
         if wake is not None:
             try:
@@ -127,7 +127,7 @@ async def _fetch(
                     await asyncio.wait([wake], timeout=remaining)
             finally:
                 purgatory.unwatch(wake, tps)
-        resolved = _resolve(broker, request, uses_ids)
+        resolved = _resolve(deps, request, uses_ids)
         if off_loop:
             wake = purgatory.watch(tps)
             try:
@@ -140,30 +140,30 @@ async def _fetch(
         else:
             response, total, errors = _read_all(resolved, request, uses_ids)
             wake = purgatory.watch(tps)  # same loop step as the read: no lost wake-up
-        if _complete(broker, request, total, errors) or loop.time() >= deadline:
+        if _complete(deps, request, total, errors) or loop.time() >= deadline:
             purgatory.unwatch(wake, tps)
             return response
 
 
-def _name(broker: Broker, topic: FetchRequest.FetchTopic, uses_ids: bool) -> str:
+def _name(deps: FetchDeps, topic: FetchRequest.FetchTopic, uses_ids: bool) -> str:
     if not uses_ids:
         return str(topic.topic)
-    found = broker.topics.by_id(topic.topic_id)
+    found = deps.topics.by_id(topic.topic_id)
     return found.name if found is not None else ""
 
 
-def _resolve(broker: Broker, request: FetchRequest, uses_ids: bool) -> _Resolved:
+def _resolve(deps: FetchDeps, request: FetchRequest, uses_ids: bool) -> _Resolved:
     """Topic names and partition logs, looked up on the event loop (the topic table is
     loop-only state); the logs themselves are thread-safe to read."""
     out: _Resolved = []
     for topic in request.topics:
-        name = _name(broker, topic, uses_ids)
+        name = _name(deps, topic, uses_ids)
         targets = []
         for fp in topic.partitions:
             try:
                 if uses_ids and not name:
                     raise UnknownTopicIdError("unknown topic id")
-                targets.append(_Target(fp, broker.topics.partition_log(name, fp.partition), None))
+                targets.append(_Target(fp, deps.topics.partition_log(name, fp.partition), None))
             except Exception as exc:
                 targets.append(_Target(fp, None, exc))
         out.append((topic, name, targets))

@@ -7,14 +7,10 @@ not served: COORDINATOR_NOT_AVAILABLE, which clients treat as "retry later".
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import ClusterInfo
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 10
 BATCHED_VERSION = 4
@@ -22,13 +18,13 @@ GROUP_KEY_TYPE = 0
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: FindCoordinatorRequest
+    deps: ClusterInfo, ctx: RequestContext, request: FindCoordinatorRequest
 ) -> FindCoordinatorResponse:
     served = request.key_type == GROUP_KEY_TYPE
     code = ErrorCode.NONE if served else ErrorCode.COORDINATOR_NOT_AVAILABLE
     message = None if served else f"no coordinator for key type {request.key_type}"
-    node, host, port = (broker.node_id, broker.host, broker.port) if served else (-1, "", -1)
-    if header.api_version >= BATCHED_VERSION:
+    node, host, port = (deps.node_id, deps.host, deps.port) if served else (-1, "", -1)
+    if ctx.api_version >= BATCHED_VERSION:
         return FindCoordinatorResponse(
             throttle_time_ms=0,
             coordinators=[

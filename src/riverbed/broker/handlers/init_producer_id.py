@@ -8,15 +8,11 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED (:class:`TransactionsUnsupported`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import ProducerIdDeps
 from riverbed.errors import RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 22
 
@@ -28,14 +24,14 @@ class TransactionsUnsupported(RiverbedError):
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: InitProducerIdRequest
+    deps: ProducerIdDeps, ctx: RequestContext, request: InitProducerIdRequest
 ) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         exc = TransactionsUnsupported("transactions are not supported by this broker")
         return InitProducerIdResponse(
             throttle_time_ms=0, error_code=error_code_for(exc), producer_id=-1, producer_epoch=-1
         )
-    pid, epoch = broker.producer_ids.init_producer(
+    pid, epoch = deps.producer_ids.init_producer(
         getattr(request, "producer_id", -1), getattr(request, "producer_epoch", -1)
     )
     return InitProducerIdResponse(

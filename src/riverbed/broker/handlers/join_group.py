@@ -9,25 +9,22 @@ coordinator's; this adapter maps wire <-> :mod:`riverbed.coordinator.api` values
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
 
-from riverbed.broker.handlers.group_common import call_deferrable, client_host
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupDeps
+from riverbed.broker.handlers.group_common import call_deferrable
 from riverbed.coordinator import JoinGroupRequest as Join
 from riverbed.coordinator import JoinGroupResponse as Joined
 from riverbed.coordinator import SyncGroupResponse
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import JoinGroupRequest, JoinGroupResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 11
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: JoinGroupRequest
+    deps: GroupDeps, ctx: RequestContext, request: JoinGroupRequest
 ) -> JoinGroupResponse | Awaitable[JoinGroupResponse]:
-    version = header.api_version
+    version = ctx.api_version
     req = Join(
         group_id=request.group_id,
         member_id=request.member_id,
@@ -36,19 +33,19 @@ def handle(
         session_timeout_ms=request.session_timeout_ms,
         rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else -1,
         group_instance_id=request.group_instance_id,
-        client_id=header.client_id or "",
-        client_host=client_host(),
+        client_id=ctx.client_id,
+        client_host=ctx.client_host,
         api_version=version,
         reason=request.reason,
     )
-    coordinator = broker.groups.coordinator
+    coordinator = deps.groups.coordinator
 
     def encode(answer: Joined | SyncGroupResponse) -> JoinGroupResponse:
         assert isinstance(answer, Joined)
         return _encode(answer, version)
 
     return call_deferrable(
-        broker, lambda now: coordinator.join_group(req, now), encode,
+        deps.groups, lambda now: coordinator.join_group(req, now), encode,
         lambda code: _encode(Joined(code, member_id=request.member_id), version),
     )
 

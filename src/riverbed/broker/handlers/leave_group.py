@@ -7,34 +7,31 @@ v0-2 name one ``member_id`` (its error is the top-level one); v3+ a batch of mem
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
 
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import call
 from riverbed.coordinator import LeaveGroupRequest as Leave
 from riverbed.coordinator import LeaveGroupResponse as Left
 from riverbed.coordinator import MemberIdentity
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import LeaveGroupRequest, LeaveGroupResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 13
 BATCHED_VERSION = 3
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: LeaveGroupRequest
+    deps: GroupDeps, ctx: RequestContext, request: LeaveGroupRequest
 ) -> LeaveGroupResponse | Awaitable[LeaveGroupResponse]:
-    batched = header.api_version >= BATCHED_VERSION
+    batched = ctx.api_version >= BATCHED_VERSION
     if batched:
         members = tuple(MemberIdentity(m.member_id, m.group_instance_id, m.reason)
                         for m in request.members)
     else:
         members = (MemberIdentity(request.member_id),)
     req = Leave(request.group_id, members)
-    coordinator = broker.groups.coordinator
+    coordinator = deps.groups.coordinator
 
     def encode(answer: Left) -> LeaveGroupResponse:
         if not batched:
@@ -54,5 +51,5 @@ def handle(
             ],
         )
 
-    return call(broker, lambda now: coordinator.leave_group(req, now), encode,
+    return call(deps.groups, lambda now: coordinator.leave_group(req, now), encode,
                 lambda code: LeaveGroupResponse(throttle_time_ms=0, error_code=code))

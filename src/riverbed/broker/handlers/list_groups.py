@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import query
 from riverbed.coordinator import ListedGroup
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import ListGroupsRequest, ListGroupsResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 16
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: ListGroupsRequest
+    deps: GroupDeps, ctx: RequestContext, request: ListGroupsRequest
 ) -> ListGroupsResponse:
-    coordinator = broker.groups.coordinator
+    coordinator = deps.groups.coordinator
 
     def encode(groups: list[ListedGroup]) -> ListGroupsResponse:
         return ListGroupsResponse(
@@ -30,7 +26,7 @@ def handle(
         )
 
     return query(
-        broker,
+        deps.groups,
         lambda: coordinator.list_groups(request.states_filter, request.types_filter),
         encode,
         lambda code: ListGroupsResponse(throttle_time_ms=0, error_code=code, groups=[]),

@@ -13,16 +13,13 @@ none (Kafka's behaviour).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import ListOffsetsDeps
 from riverbed.errors import error_code_for
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from riverbed.storage.timestamps import offset_of_max_timestamp
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +33,11 @@ Partition = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: ListOffsetsRequest
+    deps: ListOffsetsDeps, ctx: RequestContext, request: ListOffsetsRequest
 ) -> ListOffsetsResponse:
     topics = []
     for topic in request.topics:
-        parts = [_offset(broker, topic.name, p) for p in topic.partitions]
+        parts = [_offset(deps, topic.name, p) for p in topic.partitions]
         topics.append(
             ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=parts)
         )
@@ -48,12 +45,12 @@ def handle(
 
 
 def _offset(
-    broker: Broker, name: str, wanted: ListOffsetsRequest.ListOffsetsPartition
+    deps: ListOffsetsDeps, name: str, wanted: ListOffsetsRequest.ListOffsetsPartition
 ) -> Partition:
     index = wanted.partition_index
     ts = wanted.timestamp
     try:
-        plog = broker.topics.partition_log(name, index)
+        plog = deps.topics.partition_log(name, index)
         offset, found_ts = -1, -1
         if ts in (EARLIEST, EARLIEST_LOCAL):
             offset = plog.log_start_offset

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING
 
 from riverbed.broker.barrier import Barrier
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import MetadataDeps
 from riverbed.broker.topics import Topic, is_internal_topic, validate_topic_name
 from riverbed.errors import (
     ProtocolError,
@@ -27,11 +28,7 @@ from riverbed.errors import (
     error_code_for,
 )
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import MetadataRequest, MetadataResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -43,23 +40,23 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: MetadataRequest
+    deps: MetadataDeps, ctx: RequestContext, request: MetadataRequest
 ) -> MetadataResponse | Barrier:
-    version = header.api_version
+    version = ctx.api_version
     allow_auto = version < AUTO_CREATE_FLAG_VERSION or bool(request.allow_auto_topic_creation)
     if request.topics is None:
-        return _response(broker, [_topic(broker, t) for t in broker.topics.topics()])
+        return _response(deps, [_topic(deps, t) for t in deps.topics.topics()])
     wanted = request.topics
     if allow_auto:
         missing = [w.name for w in wanted if w.name is not None]
-        missing = [name for name in missing if broker.topics.needs_creation(name)]
+        missing = [name for name in missing if deps.topics.needs_creation(name)]
         if missing:
-            return Barrier(_create_then_answer(broker, wanted, missing, version))
-    return _response(broker, [_lookup(broker, w, {}, version) for w in wanted])
+            return Barrier(_create_then_answer(deps, wanted, missing, version))
+    return _response(deps, [_lookup(deps, w, {}, version) for w in wanted])
 
 
 async def _create_then_answer(
-    broker: Broker,
+    deps: MetadataDeps,
     wanted: list[MetadataRequest.MetadataRequestTopic],
     missing: list[str],
     version: int,
@@ -68,31 +65,31 @@ async def _create_then_answer(
     errors: dict[str, RiverbedError] = {}
     for name in dict.fromkeys(missing):
         try:
-            await broker.topics.ensure_topic_async(name)
+            await deps.topics.ensure_topic_async(name)
         except RiverbedError as exc:
             errors[name] = exc
-    return _response(broker, [_lookup(broker, w, errors, version) for w in wanted])
+    return _response(deps, [_lookup(deps, w, errors, version) for w in wanted])
 
 
 def _response(
-    broker: Broker, topics: list[MetadataResponse.MetadataResponseTopic]
+    deps: MetadataDeps, topics: list[MetadataResponse.MetadataResponseTopic]
 ) -> MetadataResponse:
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[
             MetadataResponse.MetadataResponseBroker(
-                node_id=broker.node_id, host=broker.host, port=broker.port, rack=None
+                node_id=deps.node_id, host=deps.host, port=deps.port, rack=None
             )
         ],
-        cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        cluster_id=deps.cluster_id,
+        controller_id=deps.node_id,
         topics=topics,
         cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 
 def _lookup(
-    broker: Broker,
+    deps: MetadataDeps,
     wanted: MetadataRequest.MetadataRequestTopic,
     creation_errors: dict[str, RiverbedError],
     version: int,
@@ -106,18 +103,18 @@ def _lookup(
             name = ""
             raise ProtocolError(f"topic name can not be null in Metadata v{version}")
         if name is None:
-            found = broker.topics.by_id(topic_id) if topic_id is not None else None
+            found = deps.topics.by_id(topic_id) if topic_id is not None else None
             if found is None:
                 raise UnknownTopicIdError(f"unknown topic id {topic_id}")
-            return _topic(broker, found)
+            return _topic(deps, found)
         failed = creation_errors.get(name)
         if failed is not None:
             raise failed
-        existing = broker.topics.get(name)
+        existing = deps.topics.get(name)
         if existing is None:
             validate_topic_name(name)  # Kafka: an illegal name is INVALID_TOPIC_EXCEPTION
             raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
-        return _topic(broker, existing)
+        return _topic(deps, existing)
     except RiverbedError as exc:
         return MetadataResponse.MetadataResponseTopic(
             error_code=error_code_for(exc),
@@ -129,8 +126,8 @@ def _lookup(
         )
 
 
-def _topic(broker: Broker, topic: Topic) -> MetadataResponse.MetadataResponseTopic:
-    node = broker.node_id
+def _topic(deps: MetadataDeps, topic: Topic) -> MetadataResponse.MetadataResponseTopic:
+    node = deps.node_id
     return MetadataResponse.MetadataResponseTopic(
         error_code=ErrorCode.NONE,
         name=topic.name,

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
 
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import call
 from riverbed.coordinator import OffsetCommitPartition
 from riverbed.coordinator import OffsetCommitRequest as Commit
 from riverbed.coordinator import OffsetCommitResponse as Committed
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 8
 TOPIC_IDS_VERSION = 10
@@ -32,9 +29,9 @@ Partition = OffsetCommitResponse.OffsetCommitResponsePartition
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: OffsetCommitRequest
+    deps: GroupDeps, ctx: RequestContext, request: OffsetCommitRequest
 ) -> OffsetCommitResponse | Awaitable[OffsetCommitResponse]:
-    version = header.api_version
+    version = ctx.api_version
     by_id = version >= TOPIC_IDS_VERSION
     ids: dict[str, uuid.UUID] = {}
     rejected: list[tuple[str, uuid.UUID, int, ErrorCode]] = []
@@ -42,10 +39,10 @@ def handle(
     for topic in request.topics:
         name: str | None = topic.name
         if by_id:
-            found = broker.topics.by_id(topic.topic_id)
+            found = deps.topics.by_id(topic.topic_id)
             name = None if found is None else found.name
         else:
-            found = broker.topics.get(topic.name)
+            found = deps.topics.get(topic.name)
         for p in topic.partitions:
             if found is None or name is None or not 0 <= p.partition_index < found.partitions:
                 code = (ErrorCode.UNKNOWN_TOPIC_ID if by_id and found is None
@@ -61,7 +58,7 @@ def handle(
     req = Commit(request.group_id, tuple(partitions),
                  request.generation_id_or_member_epoch if version >= 1 else -1,
                  request.member_id if version >= 1 else "", request.group_instance_id)
-    coordinator = broker.groups.coordinator
+    coordinator = deps.groups.coordinator
 
     def encode(answer: Committed) -> OffsetCommitResponse:
         results = [(r.topic, ids.get(r.topic, uuid.UUID(int=0)), r.partition, r.error_code)
@@ -74,7 +71,7 @@ def handle(
 
     if not partitions:
         return _encode(rejected)
-    return call(broker, lambda now: coordinator.offset_commit(req, now), encode, error)
+    return call(deps.groups, lambda now: coordinator.offset_commit(req, now), encode, error)
 
 
 def _encode(results: list[tuple[str, uuid.UUID, int, ErrorCode]]) -> OffsetCommitResponse:

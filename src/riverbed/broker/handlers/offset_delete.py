@@ -7,17 +7,14 @@ unknown groups (GROUP_ID_NOT_FOUND); deletions are persisted as tombstones.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
 
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import call
 from riverbed.coordinator import OffsetDeleteRequest as Delete
 from riverbed.coordinator import OffsetDeleteResponse as Deleted
 from riverbed.coordinator import Reply, TopicPartition
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import OffsetDeleteRequest, OffsetDeleteResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 47
 
@@ -25,16 +22,16 @@ Resp = OffsetDeleteResponse
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: OffsetDeleteRequest
+    deps: GroupDeps, ctx: RequestContext, request: OffsetDeleteRequest
 ) -> OffsetDeleteResponse | Awaitable[OffsetDeleteResponse]:
     req = Delete(request.group_id, tuple(
         TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions))
-    coordinator = broker.groups.coordinator
+    coordinator = deps.groups.coordinator
 
     def run(now: int) -> Reply[Deleted]:
         return coordinator.offset_delete(req)
 
-    return call(broker, run, _encode, lambda code: _encode(Deleted(code)))
+    return call(deps.groups, run, _encode, lambda code: _encode(Deleted(code)))
 
 
 def _encode(answer: Deleted) -> OffsetDeleteResponse:

@@ -9,18 +9,15 @@ out of "all" answers).  A partition without a commit answers offset -1 and metad
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
 
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import query
 from riverbed.coordinator import OffsetFetchRequest as Fetch
 from riverbed.coordinator import OffsetFetchResponse as Fetched
 from riverbed.coordinator import TopicPartition
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 9
 BATCHED_VERSION = 8
@@ -31,13 +28,13 @@ Resp = OffsetFetchResponse
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: OffsetFetchRequest
+    deps: GroupDeps, ctx: RequestContext, request: OffsetFetchRequest
 ) -> OffsetFetchResponse:
-    version = header.api_version
+    version = ctx.api_version
     if version < BATCHED_VERSION:
         wanted = None if request.topics is None else tuple(
             TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes)
-        answer = _fetch(broker, Fetch(request.group_id, wanted, request.require_stable))
+        answer = _fetch(deps, Fetch(request.group_id, wanted, request.require_stable))
         code = answer.error_code
         topics: dict[str, list[Resp.OffsetFetchResponsePartition]] = {}
         for p in answer.partitions:
@@ -55,17 +52,17 @@ def handle(
         )
     groups = []
     for group in request.groups:
-        groups.append(_group(broker, group, version, request.require_stable))
+        groups.append(_group(deps, group, version, request.require_stable))
     return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
 
 
-def _fetch(broker: Broker, req: Fetch) -> Fetched:
-    coordinator = broker.groups.coordinator
-    return query(broker, lambda: coordinator.offset_fetch(req), lambda a: a,
+def _fetch(deps: GroupDeps, req: Fetch) -> Fetched:
+    coordinator = deps.groups.coordinator
+    return query(deps.groups, lambda: coordinator.offset_fetch(req), lambda a: a,
                  lambda code: Fetched(code))
 
 
-def _group(broker: Broker, group: OffsetFetchRequest.OffsetFetchRequestGroup, version: int,
+def _group(deps: GroupDeps, group: OffsetFetchRequest.OffsetFetchRequestGroup, version: int,
            require_stable: bool) -> Resp.OffsetFetchResponseGroup:
     by_id = version >= TOPIC_IDS_VERSION
     unknown: list[tuple[uuid.UUID, list[int]]] = []
@@ -75,14 +72,14 @@ def _group(broker: Broker, group: OffsetFetchRequest.OffsetFetchRequestGroup, ve
         for t in group.topics:
             name: str | None = t.name
             if by_id:
-                found = broker.topics.by_id(t.topic_id)
+                found = deps.topics.by_id(t.topic_id)
                 name = None if found is None else found.name
             if name is None:
                 unknown.append((t.topic_id, list(t.partition_indexes)))
                 continue
             parts += [TopicPartition(name, p) for p in t.partition_indexes]
         wanted = tuple(parts)
-    answer = _fetch(broker, Fetch(group.group_id, wanted, require_stable))
+    answer = _fetch(deps, Fetch(group.group_id, wanted, require_stable))
     topics: dict[str, list[Resp.OffsetFetchResponsePartitions]] = {}
     for p in answer.partitions:
         topics.setdefault(p.topic, []).append(Resp.OffsetFetchResponsePartitions(
@@ -94,7 +91,7 @@ def _group(broker: Broker, group: OffsetFetchRequest.OffsetFetchRequestGroup, ve
     for name, partitions in topics.items():
         topic_id = ZERO_UUID
         if by_id:
-            found = broker.topics.get(name)
+            found = deps.topics.get(name)
             if found is None:
                 continue
             topic_id = found.topic_id

@@ -7,8 +7,9 @@ partition.  ``acks``: 0 sends no response at all; 1 answers once the batch is in
 log; -1 (all) also waits for the log's flush future, i.e. durable under the topic's flush
 policy (group commit: concurrent requests share an fsync; the event loop never blocks on
 it).  A retry the log recognises as a duplicate waits for the flush covering the
-original batch too, so it is never acknowledged before the original is durable.  Any other value fails every existing partition with INVALID_REQUIRED_ACKS (unknown
-ones answer UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID first, as in Kafka).  Errors are per
+original batch too, so it is never acknowledged before the original is durable.  Any
+other value fails every existing partition with INVALID_REQUIRED_ACKS (unknown ones answer
+UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID first, as in Kafka).  Errors are per
 partition and mapped only through :func:`riverbed.errors.error_code_for`; one bad
 partition never affects another.  Versions 0-2 are advertised but refused
 (see :mod:`.api_versions`).
@@ -19,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from typing import TYPE_CHECKING
 
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import ProduceDeps
 from riverbed.errors import (
     InvalidRecordError,
     InvalidRequiredAcksError,
@@ -29,12 +31,8 @@ from riverbed.errors import (
     error_code_for,
 )
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import ProduceRequest, ProduceResponse
 from riverbed.protocol.topic_partition import TopicPartition
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +44,10 @@ PartitionResponse = ProduceResponse.PartitionProduceResponse
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: ProduceRequest
+    deps: ProduceDeps, ctx: RequestContext, request: ProduceRequest
 ) -> ProduceResponse | asyncio.Future[ProduceResponse] | None:
     acks = request.acks
-    version = header.api_version
+    version = ctx.api_version
     acks_error = (
         None if acks in (0, 1, -1) else InvalidRequiredAcksError(f"acks={acks} is not 0, 1 or -1")
     )
@@ -59,7 +57,7 @@ def handle(
         name = topic_data.name if version < TOPIC_IDS_VERSION else None
         topic_error: Exception | None = acks_error
         if version >= TOPIC_IDS_VERSION:
-            topic = broker.topics.by_id(topic_data.topic_id)
+            topic = deps.topics.by_id(topic_data.topic_id)
             if topic is None:
                 topic_error = topic_error or UnknownTopicIdError("unknown topic id")
                 name = ""
@@ -69,7 +67,7 @@ def handle(
         partitions = []
         for data in topic_data.partition_data:
             partitions.append(
-                _append(broker, name, data, topic_error, flushes if acks == -1 else None)
+                _append(deps, name, data, topic_error, flushes if acks == -1 else None)
             )
         responses.append(
             ProduceResponse.TopicProduceResponse(
@@ -85,7 +83,7 @@ def handle(
 
 
 def _append(
-    broker: Broker,
+    deps: ProduceDeps,
     name: str,
     data: ProduceRequest.PartitionProduceData,
     error: Exception | None,
@@ -96,7 +94,7 @@ def _append(
         if isinstance(error, UnknownTopicIdError):
             raise error
         # Kafka checks that the partition exists before it looks at acks.
-        plog = broker.topics.partition_log(name, index)
+        plog = deps.topics.partition_log(name, index)
         if error is not None:
             raise error
         records = data.records
@@ -109,7 +107,7 @@ def _append(
         if error_code_for(exc) == ErrorCode.UNKNOWN_SERVER_ERROR:
             log.exception("append to %s-%d failed", name, index)
         return _error(index, exc)
-    broker.purgatory.notify(TopicPartition(name, index))
+    deps.purgatory.notify(TopicPartition(name, index))
     if flushes is not None:
         # A retried batch (duplicate) answers with the original's offsets, so it must
         # also wait for the fsync covering the original: that may still be in flight.

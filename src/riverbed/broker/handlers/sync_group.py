@@ -7,23 +7,20 @@ coordinator, echoed back).
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
 
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import call_deferrable
 from riverbed.coordinator import JoinGroupResponse
 from riverbed.coordinator import SyncGroupRequest as Sync
 from riverbed.coordinator import SyncGroupResponse as Synced
-from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import SyncGroupRequest, SyncGroupResponse
-
-if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
 
 API_KEY = 14
 
 
 def handle(
-    broker: Broker, header: RequestHeader, request: SyncGroupRequest
+    deps: GroupDeps, ctx: RequestContext, request: SyncGroupRequest
 ) -> SyncGroupResponse | Awaitable[SyncGroupResponse]:
     req = Sync(
         group_id=request.group_id,
@@ -34,14 +31,14 @@ def handle(
         protocol_name=request.protocol_name,
         assignments=tuple((a.member_id, bytes(a.assignment)) for a in request.assignments),
     )
-    coordinator = broker.groups.coordinator
+    coordinator = deps.groups.coordinator
 
     def encode(answer: Synced | JoinGroupResponse) -> SyncGroupResponse:
         assert isinstance(answer, Synced)
         return _encode(answer)
 
     return call_deferrable(
-        broker, lambda now: coordinator.sync_group(req, now), encode,
+        deps.groups, lambda now: coordinator.sync_group(req, now), encode,
         lambda code: _encode(Synced(code)),
     )
 

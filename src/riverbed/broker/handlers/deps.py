@@ -1,0 +1,270 @@
+"""What each handler may touch: narrow, structural (``typing.Protocol``) dependencies.
+
+A handler is ``handle(deps, ctx, request)``: ``deps`` is one of the ``*Deps`` protocols
+below, naming only the services that API needs; ``ctx`` is the
+:class:`~riverbed.broker.context.RequestContext` the connection built.  The
+:class:`~riverbed.broker.server.Broker` satisfies every ``*Deps`` protocol structurally
+(it has ``topics``, ``purgatory``, ``groups``, ``node_id`` ...), and
+:func:`riverbed.broker.handlers.bind_handlers` binds it once at broker construction,
+so mypy checks the Broker against each handler's protocol.  Unit tests pass in-memory
+fakes of the same shape (``tests/unit/broker/handlers``).
+
+The log protocols (:class:`AppendLog`, :class:`ReadLog`, :class:`OffsetsLog`,
+:class:`TrimLog`) are the parts of :class:`~riverbed.storage.log.PartitionLog` each API
+uses; :class:`PartitionLogs` is the topic table narrowed to the log kind a handler reads.
+
+Every member is read from the event loop thread (handlers run there); a log's methods
+are thread-safe, the topic table is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from riverbed.broker.topic_configs import ConfigTopics, ConfigView
+
+if TYPE_CHECKING:
+    from riverbed.broker.groups import Deferred, Executed
+    from riverbed.broker.topics import ConfigChange, Topic
+    from riverbed.coordinator import GroupCoordinator, Pending, Reply
+    from riverbed.protocol.topic_partition import TopicPartition
+    from riverbed.storage.log import AppendResult, FetchResult
+    from riverbed.storage.segment import LogSegment
+
+R = TypeVar("R")
+L_co = TypeVar("L_co", covariant=True)
+
+
+# -- logs ---------------------------------------------------------------------------
+class AppendLog(Protocol):
+    """Produce's view of a partition log."""
+
+    def append(self, records: bytes | bytearray | memoryview) -> AppendResult: ...
+
+    def flush_future(self, offset: int) -> concurrent.futures.Future[None]: ...
+
+
+class ReadLog(Protocol):
+    """Fetch's view of a partition log (thread-safe: read off the loop too)."""
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> FetchResult: ...
+
+
+class OffsetsLog(Protocol):
+    """ListOffsets' view of a partition log."""
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    def segments(self) -> Sequence[LogSegment]: ...
+
+    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None: ...
+
+
+class TrimLog(Protocol):
+    """DeleteRecords' view of a partition log (``delete_records_before`` off the loop)."""
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    def delete_records_before(self, offset: int) -> int: ...
+
+
+# -- topics -------------------------------------------------------------------------
+class TopicNames(Protocol):
+    """Topic metadata lookups (loop-only state)."""
+
+    def get(self, name: str) -> Topic | None: ...
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None: ...
+
+    def topics(self) -> list[Topic]: ...
+
+
+class PartitionLogs(TopicNames, Protocol[L_co]):
+    """Topic lookups plus one partition's log; raises UnknownTopicOrPartitionError."""
+
+    def partition_log(self, name: str, partition: int) -> L_co: ...
+
+
+class AutoCreate(TopicNames, Protocol):
+    """Metadata's auto-creation (run on the topic manager's worker)."""
+
+    def needs_creation(self, name: str) -> bool: ...
+
+    async def ensure_topic_async(self, name: str) -> Topic | None: ...
+
+
+class TopicAdmin(TopicNames, ConfigTopics, Protocol):
+    """Topic changes (CreateTopics, CreatePartitions, DeleteTopics, AlterConfigs), and
+    the effective log configs CreateTopics describes."""
+
+    def get(self, name: str) -> Topic | None: ...
+
+    async def create_topic_async(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> Topic: ...
+
+    async def create_partitions_async(
+        self, name: str, count: int, *, validate_only: bool = False
+    ) -> Topic: ...
+
+    def begin_delete_topic(self, name: str) -> asyncio.Future[Topic]: ...
+
+    async def alter_configs_async(
+        self, name: str, change: ConfigChange, *, validate_only: bool = False
+    ) -> dict[str, str]: ...
+
+
+# -- other services -----------------------------------------------------------------
+class AppendListener(Protocol):
+    """Wakes long-poll fetches after an append (the purgatory)."""
+
+    def notify(self, tp: TopicPartition) -> None: ...
+
+
+class FetchWaits(Protocol):
+    """Where long-poll fetches wait (the purgatory)."""
+
+    def watch(self, partitions: Iterable[TopicPartition]) -> asyncio.Future[None]: ...
+
+    def unwatch(
+        self, future: asyncio.Future[None], partitions: Iterable[TopicPartition]
+    ) -> None: ...
+
+
+class WakeAll(Protocol):
+    """Wakes every long-poll fetch (topics deleted)."""
+
+    def notify_all(self) -> None: ...
+
+
+class FetchSettings(Protocol):
+    @property
+    def fetch_max_bytes(self) -> int: ...
+
+
+class ProducerIdSource(Protocol):
+    def init_producer(self, producer_id: int, producer_epoch: int) -> tuple[int, int]: ...
+
+
+class GroupsPort(Protocol):
+    """The group coordinator service (:class:`~riverbed.broker.groups.GroupService`)."""
+
+    @property
+    def coordinator(self) -> GroupCoordinator: ...
+
+    def execute(self, handler: Callable[[int], Reply[R]]) -> Executed[R]: ...
+
+    def query(self, fn: Callable[[], R]) -> R: ...
+
+    async def wait(self, pending: Pending) -> Deferred: ...
+
+
+# -- per-handler dependencies -------------------------------------------------------
+class ClusterInfo(Protocol):
+    """This node: FindCoordinator, DescribeCluster, Metadata."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def cluster_id(self) -> str: ...
+
+
+class ProduceDeps(Protocol):
+    @property
+    def topics(self) -> PartitionLogs[AppendLog]: ...
+
+    @property
+    def purgatory(self) -> AppendListener: ...
+
+
+class FetchDeps(Protocol):
+    @property
+    def topics(self) -> PartitionLogs[ReadLog]: ...
+
+    @property
+    def purgatory(self) -> FetchWaits: ...
+
+    @property
+    def config(self) -> FetchSettings: ...
+
+    @property
+    def closing(self) -> bool:
+        """True once the broker is stopping: a waiting fetch answers at once."""
+        ...
+
+
+class ListOffsetsDeps(Protocol):
+    @property
+    def topics(self) -> PartitionLogs[OffsetsLog]: ...
+
+
+class DeleteRecordsDeps(Protocol):
+    @property
+    def topics(self) -> PartitionLogs[TrimLog]: ...
+
+
+class MetadataDeps(ClusterInfo, Protocol):
+    @property
+    def topics(self) -> AutoCreate: ...
+
+
+class ApiVersionsDeps(Protocol):
+    def served_api_keys(self) -> list[int]: ...
+
+
+class TopicAdminDeps(ConfigView, Protocol):
+    """CreateTopics (describes the new topic's configs), CreatePartitions, AlterConfigs."""
+
+    @property
+    def topics(self) -> TopicAdmin: ...
+
+
+class DeleteTopicsDeps(Protocol):
+    @property
+    def topics(self) -> TopicAdmin: ...
+
+    @property
+    def purgatory(self) -> WakeAll: ...
+
+
+class ProducerIdDeps(Protocol):
+    @property
+    def producer_ids(self) -> ProducerIdSource: ...
+
+
+class GroupDeps(Protocol):
+    """The group APIs: the coordinator, and topic names/ids for the adapters' mapping."""
+
+    @property
+    def groups(self) -> GroupsPort: ...
+
+    @property
+    def topics(self) -> TopicNames: ...
