@@ -782,7 +782,20 @@ class PartitionLog:
     # -- close ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Clean shutdown: fsync, producer snapshot, checkpoint, clean-shutdown marker."""
+        """Clean shutdown: fsync, producer snapshot, checkpoint, clean-shutdown marker.
+
+        If a step fails (a full disk), the pending flush waiters are failed with a
+        StorageError naming the partition and the error propagates; the log stays open
+        (no marker written, so the next start recovers it) and the caller may retry
+        or release its descriptors with :meth:`close_unclean`.
+        """
+        try:
+            self._close_cleanly()
+        except Exception as exc:
+            self._fail_waiters(StorageError(f"closing {self.directory} failed: {exc}"))
+            raise
+
+    def _close_cleanly(self) -> None:
         if self._flusher is not None:
             self._flusher.unregister(self)
         with self._flush_lock, self._lock:

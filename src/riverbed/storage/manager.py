@@ -32,16 +32,17 @@ recovers itself on the next start (:mod:`riverbed.storage.recovery`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from riverbed.clock import SYSTEM_CLOCK, Clock
-from riverbed.errors import ConfigError
+from riverbed.errors import ConfigError, StorageError, describe_os_error
 from riverbed.storage.checkpoint import fsync_dir, write_atomically
 from riverbed.storage.cleaner import CleanerStatus, CleanResult, LogCleaner
 from riverbed.storage.config import DAY_MS, LogConfig
@@ -84,6 +85,31 @@ def _read_properties(directory: Path, default: LogConfig) -> LogConfig:
 def _write_properties(directory: Path, config: LogConfig) -> None:
     text = "".join(f"{k}={v}\n" for k, v in sorted(config.to_kafka_props().items()))
     write_atomically(directory / PROPERTIES_FILE, text.encode())
+
+
+class LogsNotClosedError(StorageError):
+    """:meth:`LogManager.close` could not close some logs cleanly (every other log was
+    closed).  One line: how many, which, and the first error with its path; chained
+    (``__cause__``) to that first error.  ``partitions``: ``"<topic>-<partition>"``
+    names, user topics first, internal (``__``) topics last."""
+
+    def __init__(self, failures: Sequence[tuple[PartitionLog, Exception]], total: int) -> None:
+        ordered = sorted(failures, key=lambda f: (f[0].topic.startswith("__"),
+                                                  f[0].topic, f[0].partition))
+        self.partitions = [plog.directory.name for plog, _exc in ordered]
+        first_log, first = failures[0]
+        shown = ", ".join(self.partitions[:5]) + (", ..." if len(ordered) > 5 else "")
+        super().__init__(
+            f"{len(failures)} of {total} partition log(s) not closed cleanly ({shown}), "
+            f"recovered at the next start; first error, in {first_log.directory}: "
+            f"{_one_line(first)}")
+
+
+def _one_line(exc: BaseException) -> str:
+    """``exc`` as one line; a bare OSError with its errno named and its file."""
+    if isinstance(exc, OSError):
+        return describe_os_error(exc, "at")
+    return " ".join(str(exc).split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +290,14 @@ class LogManager:
                 log.exception("log maintenance failed")
 
     def close(self) -> None:
-        """Clean shutdown: stop the threads, then flush and close every log."""
+        """Clean shutdown: stop the threads, then flush and close every log.
+
+        A log that fails to close (a full disk: ENOSPC on its fsync, snapshot or
+        checkpoint) never stops the others: each is closed on its own, a failed one
+        gets its descriptors released without further writes (no clean-shutdown marker,
+        so the next start recovers it), and at the end one :class:`LogsNotClosedError`
+        names them all.  The data dir lock is released in every case.
+        """
         if self._closed:
             return
         self._closed = True
@@ -273,8 +306,18 @@ class LogManager:
         if self._maintenance is not None:
             self._maintenance.join()
         self._flusher.stop()
+        failures: list[tuple[PartitionLog, Exception]] = []
         try:
-            for plog in self.logs().values():
-                plog.close()
+            logs = self.logs()
+            for plog in logs.values():
+                try:
+                    plog.close()
+                except Exception as exc:
+                    log.warning("closing %s failed: %s", plog.directory, exc)
+                    failures.append((plog, exc))
+                    with contextlib.suppress(Exception):
+                        plog.close_unclean()
         finally:
             self._dir_lock.release()
+        if failures:
+            raise LogsNotClosedError(failures, len(logs)) from failures[0][1]
