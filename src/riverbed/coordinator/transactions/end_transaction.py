@@ -153,19 +153,20 @@ def _prepare(ctx: TransactionContext, meta: TransactionMetadata, target: Transac
 
 def fence_and_abort(ctx: TransactionContext, meta: TransactionMetadata, now_ms: int
                     ) -> Outcome:
-    """Abort ``meta``'s Ongoing transaction with a bumped epoch, fencing its producer
+    """Abort ``meta``'s Ongoing transaction with the epoch bumped once, fencing its producer
     (InitProducerId from a new instance, or the transaction timed out).
 
-    As Kafka: ``prepareFenceProducerEpoch`` (epoch + 1, through PrepareEpochFence, in
-    memory), then an abort at the *cluster's* transaction version -- which, at version 2,
-    bumps once more.  The old producer's epoch is below the markers' either way.  Where the
-    second bump would pass ``Short.MaxValue`` (Kafka would overflow), we rotate the
-    producer id instead, as a TV2 end of an exhausted epoch does."""
-    meta.transition(S.PREPARE_EPOCH_FENCE)
-    meta.producer_epoch = min(meta.producer_epoch + 1, MAX_PRODUCER_EPOCH)
-    meta.last_producer_epoch = NO_PRODUCER_EPOCH
+    Through PrepareEpochFence (in memory) to PrepareAbort at the *cluster's* transaction
+    version, as Kafka's ``prepareFenceProducerEpoch`` + ``endTransaction(isFromClient =
+    false)``.  Kafka 4.1.1 bumps once at either version -- checked against its
+    ``__transaction_state`` in ``test_txn_kafka_reference.py``: TV1 bumps in the fence,
+    TV2 in the abort.  Under TV2 the producer whose transaction timed out may then abort
+    with its old epoch (a retry of the bump) and carry on with the new one (KIP-890); any
+    other request of its old epoch is PRODUCER_FENCED."""
     tv = ctx.config.transaction_version
+    meta.transition(S.PREPARE_EPOCH_FENCE)
+    meta.last_producer_epoch = NO_PRODUCER_EPOCH
     if tv >= TV_2:
-        return _prepare(ctx, meta, S.PREPARE_ABORT, tv, now_ms, bump=True,
-                        rotate=meta.producer_epoch >= MAX_PRODUCER_EPOCH)
+        return _prepare(ctx, meta, S.PREPARE_ABORT, tv, now_ms, bump=True, rotate=False)
+    meta.producer_epoch = min(meta.producer_epoch + 1, MAX_PRODUCER_EPOCH)
     return _prepare(ctx, meta, S.PREPARE_ABORT, tv, now_ms, bump=False)

@@ -3,7 +3,8 @@
 * A transaction Ongoing for longer than its ``transaction.timeout.ms``
   (``start_ms + timeout_ms < now``, Kafka's ``timedOutTransactions``) is aborted with a
   bumped epoch, fencing its producer (:func:`fence_and_abort`, as Kafka's
-  ``abortTimedOutTransactions``).
+  ``abortTimedOutTransactions``); under transaction version 2 the producer may recover by
+  aborting (its EndTxn is taken as a retry and answered with the new epoch).
 * An id in Empty, CompleteCommit or CompleteAbort not updated for
   ``transactional.id.expiration.ms`` (``last_update_ms <= now - expiration``) passes
   through Dead and is forgotten: a tombstone is written (Kafka's

@@ -6,8 +6,11 @@ marker completion / restart-by-replay, checked against the coordinator's invaria
 * one transaction per id at a time: a queued marker request exists exactly for the ids
   in PrepareCommit/PrepareAbort, at their producer id and epoch; partitions only while a
   transaction is in progress; no two live ids share a producer id;
-* a fenced producer (a newer instance initialized, or its transaction was aborted by the
-  coordinator, or its id expired) never gets a successful answer.
+* a superseded producer (a newer instance of its id initialized, or the id expired)
+  never gets a successful answer; one whose transaction the coordinator aborted (timeout,
+  or a new instance's InitProducerId) gets none either, except -- transaction version 2,
+  KIP-890 -- for an EndTxn(abort) or its own InitProducerId, which hand it the bumped
+  epoch to carry on with (until another instance initializes).
 """
 
 from __future__ import annotations
@@ -37,7 +40,12 @@ class Producer:
     transactional_id: str
     producer_id: int
     epoch: int
-    fenced: bool = False
+    superseded: bool = False
+    aborted: bool = False
+
+    @property
+    def fenced(self) -> bool:
+        return self.superseded or self.aborted
 
 
 class TransactionMachine(RuleBasedStateMachine):
@@ -53,10 +61,15 @@ class TransactionMachine(RuleBasedStateMachine):
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _fence_all(self, transactional_id: str, except_: Producer | None = None) -> None:
+    def _supersede(self, transactional_id: str, except_: Producer | None = None) -> None:
         for p in self.producers:
             if p.transactional_id == transactional_id and p is not except_:
-                p.fenced = True
+                p.superseded = True
+
+    def _abort(self, transactional_id: str) -> None:
+        for p in self.producers:
+            if p.transactional_id == transactional_id:
+                p.aborted = True
 
     def _state(self, transactional_id: str) -> TransactionState | None:
         meta = self.d.coordinator.transaction(transactional_id)
@@ -70,10 +83,10 @@ class TransactionMachine(RuleBasedStateMachine):
         r = self.d.init(transactional_id, timeout_ms=timeout)
         if r.error_code is E.NONE:
             producer = Producer(transactional_id, r.producer_id, r.producer_epoch)
-            self._fence_all(transactional_id)
+            self._supersede(transactional_id)
             self.producers.append(producer)
         elif r.error_code is E.CONCURRENT_TRANSACTIONS and was_ongoing:
-            self._fence_all(transactional_id)  # its transaction is being aborted
+            self._abort(transactional_id)  # its transaction is being aborted
 
     @precondition(lambda self: self.producers)
     @rule(data=st.data())
@@ -81,13 +94,18 @@ class TransactionMachine(RuleBasedStateMachine):
         p = data.draw(st.sampled_from(self.producers))
         was_ongoing = self._state(p.transactional_id) is S.ONGOING
         r = self.d.init(p.transactional_id, 2000, p.producer_id, p.epoch)
-        if p.fenced:
-            assert r.error_code is not E.NONE, r
-        elif r.error_code is E.NONE:
+        if r.error_code is E.NONE:
+            assert not p.superseded, r
+            if p.aborted:
+                # TV2: the abort's bump left the old epoch as the last one, so the producer
+                # re-initializing with it (KIP-360) is a retry and gets the abort's epoch
+                assert self.transaction_version >= 2, r
+                event("aborted producer recovers by re-initializing (TV2)")
+                p.aborted = False
             p.producer_id, p.epoch = r.producer_id, r.producer_epoch
-            self._fence_all(p.transactional_id, except_=p)
+            self._supersede(p.transactional_id, except_=p)
         elif r.error_code is E.CONCURRENT_TRANSACTIONS and was_ongoing:
-            self._fence_all(p.transactional_id)
+            self._abort(p.transactional_id)
 
     @precondition(lambda self: self.producers)
     @rule(data=st.data(), parts=st.sets(st.sampled_from(PARTITIONS), min_size=1),
@@ -119,9 +137,14 @@ class TransactionMachine(RuleBasedStateMachine):
         resp = self.d.end(p.transactional_id, p.producer_id, p.epoch, commit,
                           tv=self.transaction_version)
         event(f"EndTxn {'fenced ' if p.fenced else ''}{resp.error_code.name}")
-        if p.fenced:
-            assert resp.error_code is not E.NONE, resp
-        elif resp.error_code is E.NONE and resp.producer_id != -1:
+        if resp.error_code is not E.NONE:
+            return
+        assert not p.superseded, resp
+        if p.aborted:
+            assert self.transaction_version >= 2 and not commit, resp
+            event("aborted producer recovers by aborting (TV2)")
+            p.aborted = False
+        if resp.producer_id != -1:
             p.producer_id, p.epoch = resp.producer_id, resp.producer_epoch
 
     @rule(ms=st.integers(0, 4000))
@@ -131,9 +154,12 @@ class TransactionMachine(RuleBasedStateMachine):
         self.d.tick()
         for t in IDS:
             after = self._state(t)
-            if after is None or (before[t] is S.ONGOING and after is not S.ONGOING):
-                event("expired" if after is None else "timed out")
-                self._fence_all(t)  # expired, or aborted on timeout
+            if after is None:
+                event("expired")
+                self._supersede(t)
+            elif before[t] is S.ONGOING and after is not S.ONGOING:
+                event("timed out")
+                self._abort(t)
 
     @precondition(lambda self: self.d.markers)
     @rule(data=st.data())

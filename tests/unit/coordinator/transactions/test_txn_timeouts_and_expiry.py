@@ -38,16 +38,24 @@ def test_timed_out_transaction_is_aborted_with_an_epoch_bump_and_the_producer_fe
     assert d.add("tx", r.producer_id, 0, A0).errors[A0] is E.PRODUCER_FENCED
 
 
-def test_timeout_under_tv2_fences_with_two_bumps() -> None:
+def test_timeout_under_tv2_lets_the_producer_abort_and_carry_on() -> None:
+    # KIP-890: the abort bumps the epoch once; the producer's own EndTxn(abort) with its old
+    # epoch is a retry of that bump and learns the new epoch; a commit is refused
     d = TransactionDriver()
     r = d.init("tx", timeout_ms=1000)
     d.add("tx", r.producer_id, 0, A0, tv=2)
     d.advance(1001)
     d.tick()
     [marker] = d.markers
-    assert marker.producer_epoch == 2
+    assert marker.producer_epoch == 1
+    assert d.end("tx", r.producer_id, 0, commit=False, tv=2).error_code \
+        is E.CONCURRENT_TRANSACTIONS
     d.write_markers()
-    assert d.end("tx", r.producer_id, 0, commit=False, tv=2).error_code is E.PRODUCER_FENCED
+    assert d.end("tx", r.producer_id, 0, commit=True, tv=2).error_code is E.INVALID_TXN_STATE
+    assert d.add("tx", r.producer_id, 0, A0, tv=2).errors[A0] is E.PRODUCER_FENCED
+    resp = d.end("tx", r.producer_id, 0, commit=False, tv=2)
+    assert (resp.error_code, resp.producer_epoch) == (E.NONE, 1)
+    assert d.add("tx", r.producer_id, 1, A0, tv=2).errors[A0] is E.NONE
 
 
 def test_no_timeout_while_completing_or_idle() -> None:

@@ -1,0 +1,174 @@
+"""Differential check against Apache Kafka 4.1.1: what a real Kafka writes to
+``__transaction_state`` for a confluent-kafka transactional producer decodes with our
+format code, re-encodes to the same bytes, and follows the same state/epoch sequence as
+our coordinator driven through the same calls.
+
+Starts its own reference broker (jars cached under ~/.cache/riverbed, see
+:mod:`riverbed.testing.kafka_reference`); marked ``kafka``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from riverbed.coordinator.transactions import (
+    TransactionCoordinatorConfig,
+    TransactionMetadata,
+    TransactionState,
+)
+from riverbed.coordinator.transactions.transaction_driver import TransactionDriver
+from riverbed.coordinator.transactions.transaction_log import (
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    value_version_for,
+)
+from riverbed.protocol.topic_partition import TopicPartition as TP
+from riverbed.testing.kafka_reference import KafkaReference
+
+pytestmark = pytest.mark.kafka
+ck = pytest.importorskip("confluent_kafka")
+admin_mod = pytest.importorskip("confluent_kafka.admin")
+
+TXN_PARTITIONS = 3  # the reference broker's transaction.state.log.num.partitions
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[KafkaReference]:
+    for tool in ("java", "mvn"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not on PATH")
+    broker = KafkaReference().start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def _transaction_log(bootstrap: str) -> list[tuple[bytes, bytes | None]]:
+    consumer = ck.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4()}",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+    })
+    try:
+        ends = []
+        for p in range(TXN_PARTITIONS):
+            tp = ck.TopicPartition("__transaction_state", p)
+            _, high = consumer.get_watermark_offsets(tp, timeout=10)
+            if high > 0:
+                ends.append((p, high))
+        consumer.assign([ck.TopicPartition("__transaction_state", p, 0) for p, _ in ends])
+        out: list[tuple[bytes, bytes | None]] = []
+        want = sum(high for _, high in ends)
+        seen = 0
+        for _ in range(200):
+            if seen >= want:
+                break
+            for msg in consumer.consume(100, timeout=0.5):
+                if msg.error():
+                    continue
+                seen += 1
+                out.append((msg.key(), msg.value()))
+        return out
+    finally:
+        consumer.close()
+
+
+def test_kafka_transaction_log_records_match_ours(kafka: KafkaReference) -> None:
+    bootstrap = kafka.bootstrap_servers
+    topic = f"txn-diff-{uuid.uuid4().hex[:8]}"
+    admin = admin_mod.AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([admin_mod.NewTopic(topic, 1, 1)])[topic].result(30)
+    txn_id = f"txn-{uuid.uuid4().hex[:8]}"
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+                            "transaction.timeout.ms": 45_000})
+    producer.init_transactions(30)
+    for commit in (True, False):
+        producer.begin_transaction()
+        producer.produce(topic, b"v")
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+
+    kafka_metas, value_version = _kafka_records(bootstrap, txn_id)
+
+    # drive our coordinator through the same calls at the client's transaction version
+    tv = max(m.client_transaction_version for m in kafka_metas)
+    d = TransactionDriver(TransactionCoordinatorConfig(transaction_version=2))
+    r = d.init(txn_id, timeout_ms=45_000)
+    pid, epoch = r.producer_id, r.producer_epoch
+    for commit in (True, False):
+        d.add(txn_id, pid, epoch, TP(topic, 0), tv=tv)
+        resp = d.end(txn_id, pid, epoch, commit, tv=tv)
+        if resp.producer_id != -1:
+            pid, epoch = resp.producer_id, resp.producer_epoch
+        d.write_markers()
+    assert _shape(_ours(d, txn_id)) == _shape(kafka_metas)
+    assert kafka_metas[-1].state is TransactionState.COMPLETE_ABORT
+    assert {value_version_for(2)} == value_version
+
+
+def test_kafka_fences_a_zombie_as_we_do(kafka: KafkaReference) -> None:
+    """A second instance's InitProducerId during the first one's transaction: Kafka aborts
+    it with a bumped epoch (at the cluster's transaction version) before answering."""
+    bootstrap = kafka.bootstrap_servers
+    topic = f"txn-fence-{uuid.uuid4().hex[:8]}"
+    admin = admin_mod.AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([admin_mod.NewTopic(topic, 1, 1)])[topic].result(30)
+    txn_id = f"zombie-{uuid.uuid4().hex[:8]}"
+    conf = {"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+            "transaction.timeout.ms": 45_000}
+    zombie = ck.Producer(conf)
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce(topic, b"v")
+    zombie.flush(30)
+    ck.Producer(conf).init_transactions(60)
+    kafka_metas, _ = _kafka_records(bootstrap, txn_id)
+    states = [m.state for m in kafka_metas]
+    assert states[:2] == [TransactionState.EMPTY, TransactionState.ONGOING]
+
+    # our coordinator at the transaction version Kafka's abort record shows
+    cluster_tv = next(m.client_transaction_version for m in kafka_metas
+                      if m.state is TransactionState.PREPARE_ABORT)
+    d = TransactionDriver(TransactionCoordinatorConfig(transaction_version=max(cluster_tv, 1)))
+    r = d.init(txn_id, timeout_ms=45_000)
+    d.add(txn_id, r.producer_id, r.producer_epoch, TP(topic, 0))
+    while d.init(txn_id, timeout_ms=45_000).error_code.name == "CONCURRENT_TRANSACTIONS":
+        d.write_markers()
+    assert _shape(_ours(d, txn_id)) == _shape(kafka_metas)
+
+
+def _kafka_records(bootstrap: str, txn_id: str) -> tuple[list[TransactionMetadata], set[int]]:
+    records = [(k, v) for k, v in _transaction_log(bootstrap) if decode_key(k) == txn_id]
+    assert records, "Kafka wrote no __transaction_state record for the transactional id"
+    metas, versions = [], set()
+    for key, value in records:
+        assert key == encode_key(txn_id)
+        assert value is not None
+        meta = decode_value(txn_id, value)
+        version = int.from_bytes(value[:2], "big")
+        versions.add(version)
+        # our encoder, given what we decoded, writes Kafka's bytes back (one partition per
+        # transaction, so the order of Kafka's partition map does not matter)
+        assert encode_value(meta, version) == value
+        metas.append(meta)
+    return metas, versions
+
+
+def _ours(d: TransactionDriver, txn_id: str) -> list[TransactionMetadata]:
+    return [decode_value(txn_id, rec.value) for rec in d.log if rec.value is not None]
+
+
+def _shape(metas: list[TransactionMetadata]) -> list[str]:
+    """One readable line per record: state, epoch, timeout, partitions, client TV."""
+    return [f"{m.state.wire_name} epoch={m.producer_epoch} timeout={m.timeout_ms} "
+            f"partitions={sorted(m.partitions)} tv={m.client_transaction_version}"
+            for m in metas]
