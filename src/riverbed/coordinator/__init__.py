@@ -5,6 +5,7 @@ return a :class:`Reply` (response or :class:`Pending`, plus ``__consumer_offsets
 records to append); :meth:`GroupCoordinator.tick` fires timers; deferred answers come
 from :meth:`GroupCoordinator.poll_completions`; :meth:`GroupCoordinator.replay` rebuilds
 state from the records.  See :mod:`riverbed.coordinator.coordinator` for the contract.
+Kafka transactions live in :mod:`riverbed.coordinator.transactions`, in the same shape.
 """
 
 from riverbed.coordinator.api import (
@@ -48,7 +49,12 @@ from riverbed.coordinator.consumer import TopicMetadata
 from riverbed.coordinator.context import Completion, Reply
 from riverbed.coordinator.coordinator import GroupCoordinator
 from riverbed.coordinator.errors import GroupCoordinatorError
-from riverbed.coordinator.partitioning import OFFSETS_TOPIC_NAME, java_string_hash, partition_for
+from riverbed.coordinator.partitioning import (
+    OFFSETS_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+    java_string_hash,
+    partition_for,
+)
 from riverbed.coordinator.records import CoordinatorRecord
 from riverbed.coordinator.state import ClassicGroupState, ConsumerGroupState, MemberState
 from riverbed.protocol.topic_partition import TopicPartition
@@ -58,6 +64,7 @@ __all__ = [
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
     "NO_GENERATION",
     "OFFSETS_TOPIC_NAME",
+    "TRANSACTION_STATE_TOPIC_NAME",
     "UNKNOWN_MEMBER_ID",
     "ClassicGroupState",
     "Completion",
