@@ -69,6 +69,7 @@ from riverbed.errors import (
     MessageTooLargeError,
     OffsetOutOfRangeError,
     StorageError,
+    describe_os_error,
 )
 from riverbed.protocol.batch import (
     ATTR_TIMESTAMP_TYPE,
@@ -134,6 +135,14 @@ def _settle(fut: Future[None], exc: BaseException | None = None) -> None:
             fut.set_exception(exc)
     except InvalidStateError:
         pass  # cancelled (or, impossibly, already done): nobody is waiting for it
+
+
+def os_reason(exc: OSError) -> str:
+    """One line for an OSError whose file the caller names itself: the reason and the
+    errno's name, ``"no space left on device (ENOSPC)"``."""
+    if exc.errno is None:
+        return " ".join(str(exc).split())
+    return describe_os_error(OSError(exc.errno, exc.strerror))
 
 
 def _set_log_append_time(buf: bytearray, pos: int, header: BatchHeader, now_ms: int) -> None:
@@ -399,8 +408,8 @@ class PartitionLog:
                 seg.close()
                 raise
         except OSError as exc:
-            raise StorageError(f"rolling {self.directory.name} at offset {base} failed: "
-                               f"{exc}") from exc
+            raise StorageError(f"rolling {self.directory} at offset {base} failed: "
+                               f"{os_reason(exc)}") from exc
         self._segments.append(seg)
         self._bases.append(base)
         self._rolled.append((old, self.producers.snapshot_data()))
@@ -444,20 +453,25 @@ class PartitionLog:
         when all of it is done, so it never passes a segment whose fsync is owed.
         """
         with self._flush_lock:
-            with self._lock:
-                if self._closed:
-                    return self._flushed_offset
-                rolled = list(self._rolled)
-                active = self._segments[-1]
-                target = active.next_offset
-                if target <= self._flushed_offset and not rolled:
-                    self._reset_unflushed()
-                    ready = self._pop_waiters(self._flushed_offset)
-                    flushed = self._flushed_offset
-                else:
-                    active.flush_indexes()
-                    mark = FlushMark(active.base_offset, target, active.size)
-                    ready = None
+            try:
+                with self._lock:
+                    if self._closed:
+                        return self._flushed_offset
+                    rolled = list(self._rolled)
+                    active = self._segments[-1]
+                    target = active.next_offset
+                    if target <= self._flushed_offset and not rolled:
+                        self._reset_unflushed()
+                        ready = self._pop_waiters(self._flushed_offset)
+                        flushed = self._flushed_offset
+                    else:
+                        active.flush_indexes()
+                        mark = FlushMark(active.base_offset, target, active.size)
+                        ready = None
+            except OSError as exc:  # a full disk: nobody may wait for a retry that may not come
+                self._fail_waiters(StorageError(f"writing the indexes of {active.log_path} "
+                                                f"failed: {os_reason(exc)}"))
+                raise
             if ready is not None:
                 for fut in ready:
                     _settle(fut)
@@ -473,7 +487,8 @@ class PartitionLog:
                 path = active.log_path
                 active.fsync()
             except OSError as exc:
-                self._fail_waiters(StorageError(f"fsync of {path} failed: {exc}"))
+                failed = exc.filename or path  # a producer snapshot names its own file
+                self._fail_waiters(StorageError(f"fsync of {failed} failed: {os_reason(exc)}"))
                 raise
             self._write_flush_mark(mark)
             with self._lock:
@@ -792,7 +807,8 @@ class PartitionLog:
         try:
             self._close_cleanly()
         except Exception as exc:
-            self._fail_waiters(StorageError(f"closing {self.directory} failed: {exc}"))
+            reason = os_reason(exc) if isinstance(exc, OSError) else exc
+            self._fail_waiters(StorageError(f"closing {self.directory} failed: {reason}"))
             raise
 
     def _close_cleanly(self) -> None:
@@ -822,7 +838,8 @@ class PartitionLog:
         for fut in ready:
             _settle(fut)
         for _o, _s, fut in stale:
-            _settle(fut, LogClosedError("log closed"))
+            _settle(fut, LogClosedError(f"log {self.directory} was closed before an fsync "
+                                        f"reached offset {_o}"))
 
     def close_unclean(self) -> None:
         """Close the files without any of the clean-shutdown steps (tests: simulate a crash).

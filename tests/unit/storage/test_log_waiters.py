@@ -180,3 +180,41 @@ def test_close_for_deletion_of_an_offline_or_empty_log(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     log.close_for_deletion()
     assert not _open_fds_under(tmp_path / "t-0")
+
+
+def test_failed_fsync_names_the_file_and_the_errno(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    (fut,) = waiters(log, 1)
+    with faults.inject("segment.fsync", error=errno.ENOSPC), pytest.raises(OSError):
+        log.flush()
+    message = str(fut.exception(timeout=0))
+    path = log.segments()[-1].log_path
+    assert message.startswith(f"fsync of {path} failed: no space left on device"), message
+    assert message.endswith("(ENOSPC)") and "\n" not in message, message
+    log.close()
+
+
+def test_failed_index_write_fails_the_waiters_instead_of_stranding_them(tmp_path: Path) -> None:
+    log = open_log(tmp_path, LogConfig(flush_messages=1_000_000, flush_ms=3_600_000,
+                                       index_interval_bytes=1))
+    futures = waiters(log, 3)
+    futures[0].cancel()
+    with faults.inject("index.flush", error=errno.ENOSPC), pytest.raises(OSError):
+        log.flush()
+    for f in futures[1:]:
+        message = str(f.exception(timeout=0))
+        assert "writing the indexes of" in message and "(ENOSPC)" in message, message
+    assert log.flushed_offset == 0
+    assert log.flush() == 3  # the disk is back; the data was never lost
+    log.close()
+
+
+def test_close_fails_the_waiters_when_it_cannot_finish(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    (fut,) = waiters(log, 1)
+    with faults.inject("segment.fsync", error=errno.ENOSPC), pytest.raises(OSError):
+        log.close()
+    message = str(fut.exception(timeout=0))
+    assert message.startswith(f"closing {tmp_path / 't-0'} failed: no space left on device")
+    log.close_unclean()
+    assert not (tmp_path / "t-0" / ".clean_shutdown").exists()

@@ -149,6 +149,6 @@ async def _after_flush(
             for part in topic.partition_responses:
                 if part.error_code == ErrorCode.NONE:
                     part.error_code = code
-                    part.error_message = f"flush failed: {failures[0]}"
+                    part.error_message = str(failures[0]) or "flush failed"  # names file and errno
                     part.base_offset = -1
     return response
