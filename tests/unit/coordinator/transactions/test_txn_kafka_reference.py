@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,7 +47,9 @@ def kafka() -> Iterator[KafkaReference]:
     for tool in ("java", "mvn"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} not on PATH")
-    broker = KafkaReference().start()
+    # scan for timed-out transactions every 200 ms instead of 10 s
+    broker = KafkaReference(overrides={
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}).start()
     try:
         yield broker
     finally:
@@ -191,6 +194,50 @@ def test_kafka_java_producer_tv2_matches_ours(kafka: KafkaReference) -> None:
         pid, epoch = resp.producer_id, resp.producer_epoch
         d.write_markers()
     assert _shape(_ours(d, txn_id)) == _shape(kafka_metas)
+
+
+def test_kafka_times_out_a_transaction_as_we_do(kafka: KafkaReference) -> None:
+    bootstrap = kafka.bootstrap_servers
+    topic = f"txn-timeout-{uuid.uuid4().hex[:8]}"
+    admin = admin_mod.AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([admin_mod.NewTopic(topic, 1, 1)])[topic].result(30)
+    txn_id = f"slow-{uuid.uuid4().hex[:8]}"
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+                            "transaction.timeout.ms": 1000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"v")
+    producer.flush(30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        kafka_metas, _ = _kafka_records(bootstrap, txn_id)
+        if kafka_metas[-1].state is TransactionState.COMPLETE_ABORT:
+            break
+        time.sleep(0.3)
+    cluster_tv = kafka_metas[-1].client_transaction_version
+
+    d = TransactionDriver(TransactionCoordinatorConfig(transaction_version=max(cluster_tv, 1)))
+    r = d.init(txn_id, timeout_ms=1000)
+    d.add(txn_id, r.producer_id, r.producer_epoch, TP(topic, 0))
+    d.advance(1001)
+    d.tick()
+    d.write_markers()
+    assert _shape(_ours(d, txn_id)) == _shape(kafka_metas)
+
+
+def test_kafka_refuses_a_timeout_above_the_maximum_and_writes_nothing(
+        kafka: KafkaReference) -> None:
+    txn_id = f"long-{uuid.uuid4().hex[:8]}"
+    producer = ck.Producer({"bootstrap.servers": kafka.bootstrap_servers,
+                            "transactional.id": txn_id, "transaction.timeout.ms": 900_001})
+    with pytest.raises(ck.KafkaException) as info:
+        producer.init_transactions(30)
+    assert info.value.args[0].code() == ck.KafkaError.INVALID_TRANSACTION_TIMEOUT
+    assert [k for k, _ in _transaction_log(kafka.bootstrap_servers)
+            if decode_key(k) == txn_id] == []
+    d = TransactionDriver()
+    assert d.init(txn_id, timeout_ms=900_001).error_code.name == "INVALID_TRANSACTION_TIMEOUT"
+    assert d.log == []
 
 
 def _kafka_records(bootstrap: str, txn_id: str) -> tuple[list[TransactionMetadata], set[int]]:
