@@ -166,6 +166,19 @@ class TransactionMachine(RuleBasedStateMachine):
     def write_markers(self, data: st.DataObject) -> None:
         self.d.write_markers([data.draw(st.sampled_from(self.d.markers))])
 
+    @precondition(lambda self: self.d.markers)
+    @rule(data=st.data())
+    def write_some_markers(self, data: st.DataObject) -> None:
+        """The broker reports a marker request's partitions a few at a time."""
+        m = data.draw(st.sampled_from(self.d.markers))
+        some = data.draw(st.sets(st.sampled_from(sorted(m.partitions))))
+        records = self.d.coordinator.markers_written(
+            m.transactional_id, m.producer_id, m.producer_epoch, some, self.d.now)
+        if records:  # that was the last one missing
+            event("transaction completed by partial marker reports")
+            self.d.log += records
+            self.d.markers.remove(m)
+
     @rule()
     def restart(self) -> None:
         before = self.d.coordinator.snapshot()
