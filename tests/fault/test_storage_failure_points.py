@@ -61,7 +61,7 @@ def test_match_and_times_select_the_calls(tmp_path: Path) -> None:
     with faults.inject("dir.fsync", error=errno.EIO, match="b-dir", times=1) as fault:
         (tmp_path / "a-dir").mkdir()
         (tmp_path / "b-dir").mkdir()
-        from riverbed.storage.checkpoint import fsync_dir
+        from riverbed.storage.atomic_file import fsync_dir
 
         fsync_dir(tmp_path / "a-dir")  # not matched
         with pytest.raises(OSError) as info:

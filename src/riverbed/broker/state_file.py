@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from riverbed.errors import StorageError
-from riverbed.storage.checkpoint import write_atomically
+from riverbed.storage.atomic_file import write_atomically
 
 
 def read_json(path: Path) -> Any | None:

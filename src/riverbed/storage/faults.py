@@ -17,10 +17,10 @@ name                 where (just before the system call)                        
 ``segment.fsync``    :meth:`LogSegment.fsync`                                       the .log
 ``segment.truncate`` :meth:`LogSegment.truncate_bytes` (recovery, truncation)       the .log
 ``index.flush``      :meth:`LogSegment.flush_indexes` (appending index entries)     the .log
-``file.fsync``       :func:`checkpoint.write_atomically`, fsync of the ``.tmp``      the target
+``file.fsync``       :func:`atomic_file.write_atomically`, fsync of the ``.tmp``     the target
 ``file.rename``      ``write_atomically``'s rename over; retiring a segment         the source
                      (``.deleted``); the compaction swap renames
-``dir.fsync``        :func:`checkpoint.fsync_dir`                                   the dir
+``dir.fsync``        :func:`atomic_file.fsync_dir`                                  the dir
 ``log.roll``         :meth:`PartitionLog._roll_locked`, before the new segment      the dir
 ===================  ============================================================  ==========
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from riverbed.protocol.batch import crc32c
-from riverbed.storage.checkpoint import fsync_dir
+from riverbed.storage.atomic_file import fsync_dir
 
 log = logging.getLogger(__name__)
 

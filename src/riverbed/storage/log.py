@@ -3,7 +3,8 @@
 Directory ``<data_dir>/<topic>-<partition>/`` holds the segments (see
 :mod:`riverbed.storage.segment`), producer-state snapshots
 (:mod:`riverbed.storage.producer_state`), ``partition.checkpoint`` and, after a clean
-close, ``.clean_shutdown`` (:mod:`riverbed.storage.checkpoint`).
+close, ``.clean_shutdown`` (:mod:`riverbed.storage.checkpoint`,
+:mod:`riverbed.storage.clean_shutdown`).
 
 Offsets: ``log_start_offset <= log_end_offset``; ``high_watermark == log_end_offset`` (a
 single node has no followers to wait for).  Offsets are assigned at append and never
@@ -80,14 +81,9 @@ from riverbed.protocol.batch import (
     set_base_offset,
 )
 from riverbed.storage import faults, retention
-from riverbed.storage.checkpoint import (
-    PartitionCheckpoint,
-    consume_clean_shutdown,
-    fsync_dir,
-    mark_clean_shutdown,
-    read_checkpoint,
-    write_checkpoint,
-)
+from riverbed.storage.atomic_file import fsync_dir
+from riverbed.storage.checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
+from riverbed.storage.clean_shutdown import consume_clean_shutdown, mark_clean_shutdown
 from riverbed.storage.config import DAY_MS, FlushPolicy, LogConfig
 from riverbed.storage.deletion import DeletionQueue
 from riverbed.storage.flush_mark import FlushMark, reset_flush_mark, write_flush_mark

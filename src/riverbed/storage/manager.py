@@ -43,7 +43,7 @@ from pathlib import Path
 
 from riverbed.clock import SYSTEM_CLOCK, Clock
 from riverbed.errors import ConfigError, StorageError, describe_os_error
-from riverbed.storage.checkpoint import fsync_dir, write_atomically
+from riverbed.storage.atomic_file import fsync_dir, write_atomically
 from riverbed.storage.cleaner import CleanerStatus, CleanResult, LogCleaner
 from riverbed.storage.config import DAY_MS, LogConfig
 from riverbed.storage.dir_lock import DataDirLock

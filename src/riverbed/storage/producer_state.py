@@ -50,7 +50,7 @@ from pathlib import Path
 
 from riverbed.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from riverbed.protocol.batch import BatchHeader, crc32c
-from riverbed.storage.checkpoint import write_atomically
+from riverbed.storage.atomic_file import write_atomically
 
 BATCHES_PER_PRODUCER = 5
 SNAPSHOT_SUFFIX = ".snapshot"

@@ -46,7 +46,8 @@ from pathlib import Path
 
 from riverbed.errors import CorruptRecordError, CorruptSegmentError
 from riverbed.protocol.batch import HEADER_SIZE, BatchHeader
-from riverbed.storage.checkpoint import PartitionCheckpoint, fsync_dir
+from riverbed.storage.atomic_file import fsync_dir
+from riverbed.storage.checkpoint import PartitionCheckpoint
 from riverbed.storage.flush_mark import FlushMark, read_flush_mark
 from riverbed.storage.segment import (
     DELETED_SUFFIX,
