@@ -1,20 +1,21 @@
 """Crash campaign: SIGKILL a ``riverbed broker`` under producer load, cycle after cycle.
 
 One *cycle*: producers are sending to a topic (pipelines full); after a random number of
-fresh acknowledgements (``acks_per_cycle``: a random moment, measured in load rather than
-in seconds so a slow machine gets the same amount of work) every producer sends one more
-burst that nobody has polled for yet, so records are in flight, and the broker is
-SIGKILLed and restarted on the same data dir and port.  The *same* producer objects carry
-on: librdkafka reconnects and retries its in-flight batches.  Every ``cycles_per_round``
-cycles the round ends: the producers flush, a consumer reads every partition from offset 0
-to the high watermark and :func:`check` compares the log with what the producers were
-told; the next round uses a fresh topic and fresh producers (so memory stays bounded
-over 1,000 cycles).  Topics use a small ``segment.bytes`` so kills also land around
-segment rolls.
+fresh acknowledgements (``acks_per_cycle``: a random moment, measured in load rather
+than in seconds so a slow machine gets the same amount of work) every producer sends one
+more burst that nobody has polled for yet, serves its reports for a random 0-50 ms (so
+the kill may land mid-append, responses unsent), sends a few more so records are always
+in flight, and the broker is SIGKILLed and restarted on the same data dir and port. The
+*same* producer objects carry on: librdkafka reconnects and retries its in-flight
+batches. Every ``cycles_per_round`` cycles the round ends: the producers flush, a
+consumer reads every partition from offset 0 to the high watermark and :func:`check`
+compares the log with what the producers were told; the next round uses a fresh topic
+and fresh producers (so memory stays bounded over 1,000 cycles). Topics use a small
+``segment.bytes`` so kills also land around segment rolls.
 
 Payloads: ``b"<producer>:<sequence>"`` padded to :data:`VALUE_SIZE` bytes, where
-``<producer>`` names the application producer (mode, index and generation, e.g.
-``I1.0``) and ``<sequence>`` counts its sends from 0.  A payload is never sent twice by
+``<producer>`` names the application producer (mode, round, index and generation, e.g.
+``I3x1.0``) and ``<sequence>`` counts its sends from 0.  A payload is never sent twice by
 the application, so two copies in the log can only come from a client retry.
 
 What each mode guarantees after a SIGKILL (docs/storage.md, "what survives a crash"): a
