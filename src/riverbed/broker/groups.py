@@ -9,7 +9,7 @@ event loop and does everything the coordinator may not do itself:
   start with ``cleanup.policy=compact`` and ``offsets.topic.num.partitions`` partitions,
   default 50), partition :func:`~riverbed.coordinator.partition_for` of its group — the
   same partition Kafka would use, in Kafka's record formats
-  (:mod:`riverbed.coordinator.records`), one v2 batch per partition per call.
+  (:mod:`riverbed.coordinator.offsets_topic_records`), one v2 batch per partition per call.
   Under a durable flush policy (Riverbed's default, ``flush.messages=1``) the answer to
   a call that wrote records waits for the fsync that covers them
   (returned with the answer by :meth:`GroupService.execute` as :class:`Executed`,

@@ -49,13 +49,13 @@ from riverbed.coordinator.consumer import TopicMetadata
 from riverbed.coordinator.context import Completion, Reply
 from riverbed.coordinator.coordinator import GroupCoordinator
 from riverbed.coordinator.errors import GroupCoordinatorError
+from riverbed.coordinator.offsets_topic_records import CoordinatorRecord
 from riverbed.coordinator.partitioning import (
     OFFSETS_TOPIC_NAME,
     TRANSACTION_STATE_TOPIC_NAME,
     java_string_hash,
     partition_for,
 )
-from riverbed.coordinator.records import CoordinatorRecord
 from riverbed.coordinator.state import ClassicGroupState, ConsumerGroupState, MemberState
 from riverbed.protocol.topic_partition import TopicPartition
 

@@ -38,7 +38,7 @@ from riverbed.coordinator.api import (
 from riverbed.coordinator.classic_group import ClassicGroup, ClassicGroupMember
 from riverbed.coordinator.context import CoordinatorContext, Reply
 from riverbed.coordinator.errors import GroupCoordinatorError
-from riverbed.coordinator.records import (
+from riverbed.coordinator.offsets_topic_records import (
     CoordinatorRecord,
     GroupMetadataValue,
     MemberMetadata,

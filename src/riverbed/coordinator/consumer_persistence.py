@@ -1,7 +1,7 @@
 """Persisting KIP-848 consumer groups: state -> records, and records -> state on load.
 
 Writing is a *diff*: :meth:`ConsumerGroupPersistence.records_for` encodes a group's whole
-persistent state as ``key -> value`` bytes (:mod:`riverbed.coordinator.consumer_records`),
+persistent state as ``key -> value`` bytes (:mod:`riverbed.coordinator.consumer_group_records`),
 compares it with what was last written for that group, and returns records for the keys
 whose value changed, then tombstones for keys that are gone (members before group-level
 keys, so a replayed member tombstone never meets a group that was already removed).  A
@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from riverbed.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, Partitions
-from riverbed.coordinator.consumer_records import (
+from riverbed.coordinator.consumer_group_records import (
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
     CONSUMER_GROUP_MEMBER_METADATA,
     CONSUMER_GROUP_METADATA,
@@ -51,7 +51,7 @@ from riverbed.coordinator.consumer_records import (
     encode_value,
 )
 from riverbed.coordinator.context import CoordinatorContext
-from riverbed.coordinator.records import CoordinatorRecord
+from riverbed.coordinator.offsets_topic_records import CoordinatorRecord
 from riverbed.coordinator.state import MemberState
 
 MEMBER_STATE_CODES: dict[MemberState, int] = {

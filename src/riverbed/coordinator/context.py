@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from riverbed.coordinator.api import JoinGroupResponse, Pending, SyncGroupResponse
 from riverbed.coordinator.config import GroupCoordinatorConfig
-from riverbed.coordinator.records import CoordinatorRecord
+from riverbed.coordinator.offsets_topic_records import CoordinatorRecord
 
 if TYPE_CHECKING:
     from riverbed.coordinator.classic_group import ClassicGroup

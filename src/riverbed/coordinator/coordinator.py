@@ -62,11 +62,11 @@ from riverbed.coordinator.classic_group import ClassicGroup
 from riverbed.coordinator.config import GroupCoordinatorConfig
 from riverbed.coordinator.consumer import ConsumerGroupManager, TopicMetadata
 from riverbed.coordinator.consumer_group import ConsumerGroup
+from riverbed.coordinator.consumer_group_records import ConsumerGroupRecordKey
 from riverbed.coordinator.consumer_persistence import ConsumerGroupPersistence
-from riverbed.coordinator.consumer_records import ConsumerGroupRecordKey
 from riverbed.coordinator.context import Completion, CoordinatorContext, Reply, default_member_id
 from riverbed.coordinator.offsets import OffsetManager
-from riverbed.coordinator.records import (
+from riverbed.coordinator.offsets_topic_records import (
     CoordinatorRecord,
     GroupMetadataKey,
     OffsetCommitKey,

@@ -41,7 +41,7 @@ from riverbed.coordinator.classic_group import ClassicGroup
 from riverbed.coordinator.consumer_group import ConsumerGroup
 from riverbed.coordinator.context import CoordinatorContext, Reply
 from riverbed.coordinator.errors import GroupCoordinatorError
-from riverbed.coordinator.records import (
+from riverbed.coordinator.offsets_topic_records import (
     CoordinatorRecord,
     OffsetCommitValue,
     group_metadata_record,

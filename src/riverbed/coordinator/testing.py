@@ -27,7 +27,7 @@ from riverbed.coordinator.config import GroupCoordinatorConfig
 from riverbed.coordinator.consumer_protocol import encode_subscription
 from riverbed.coordinator.context import Reply
 from riverbed.coordinator.coordinator import GroupCoordinator
-from riverbed.coordinator.records import CoordinatorRecord
+from riverbed.coordinator.offsets_topic_records import CoordinatorRecord
 
 R = TypeVar("R")
 

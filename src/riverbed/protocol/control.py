@@ -19,8 +19,8 @@ from enum import IntEnum
 
 from riverbed.errors import CorruptRecordError
 from riverbed.protocol.batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, NO_SEQUENCE
-from riverbed.protocol.record import Record
 from riverbed.protocol.record_build import assemble_batch, encode_record
+from riverbed.protocol.record_format import Record
 
 __all__ = [
     "CONTROL_RECORD_VERSION",

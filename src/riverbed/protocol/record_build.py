@@ -4,7 +4,7 @@
 :func:`encode_record` and :func:`assemble_batch` are the two steps it is made of, shared
 with :mod:`riverbed.protocol.control` (transaction markers) and
 :mod:`riverbed.protocol.record_rebuild` (log compaction).  Each record is written in the
-layout drawn in :mod:`riverbed.protocol.record`, the header in the layout drawn in
+layout drawn in :mod:`riverbed.protocol.record_format`, the header in the layout drawn in
 :mod:`riverbed.protocol.batch`.
 
 Invariants of every batch written here: magic 2, ``batchLength`` and the CRC-32C of
@@ -37,7 +37,7 @@ from riverbed.protocol.batch import (
     NO_SEQUENCE,
 )
 from riverbed.protocol.compression import CompressionType, codec_for, compress
-from riverbed.protocol.record import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, Header
+from riverbed.protocol.record_format import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, Header
 from riverbed.protocol.varint import zigzag_bytes
 
 __all__ = [
@@ -87,7 +87,8 @@ def encode_record(
     value: bytes | None,
     headers: Iterable[Header | tuple[str, bytes | None]],
 ) -> None:
-    """Append one record, length prefix first, to ``out`` (see :mod:`riverbed.protocol.record`).
+    """Append one record, length prefix first, to ``out`` (layout:
+    :mod:`~riverbed.protocol.record_format`).
 
     ``headers`` may be Header values or ``(key, value)`` pairs; an empty ``headers`` is
     written as a zero count.

@@ -3,7 +3,7 @@
 :mod:`riverbed.protocol.batch` validates a batch's fixed 61-byte header without looking at
 its records; :func:`read_batch` does that and then decodes the records section that
 follows (decompressed as a whole first when the batch's codec is not none), each record
-in the layout drawn in :mod:`riverbed.protocol.record`.
+in the layout drawn in :mod:`riverbed.protocol.record_format`.
 
 Invariants checked on read (violations raise :class:`~riverbed.errors.CorruptRecordError`,
 or another :class:`~riverbed.errors.RiverbedError` subclass, never anything else): the
@@ -27,7 +27,7 @@ from riverbed.errors import CorruptRecordError
 from riverbed.protocol import batch as _batch
 from riverbed.protocol.batch import ATTR_TIMESTAMP_TYPE, HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from riverbed.protocol.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, decompress
-from riverbed.protocol.record import Header, Record
+from riverbed.protocol.record_format import Header, Record
 from riverbed.protocol.varint import read_unsigned, read_varint
 
 __all__ = ["iter_batches_with_records", "iter_records", "read_batch"]
@@ -52,7 +52,8 @@ _set_header_value = _slot_setter(Header, "value")
 def _decode_records(
     data: bytes, count: int, base_offset: int, base_timestamp: int, fixed_timestamp: int | None
 ) -> list[Record]:
-    """Decode ``count`` records filling ``data`` exactly (layout: :mod:`~riverbed.protocol.record`).
+    """Decode ``count`` records filling ``data`` exactly (layout:
+    :mod:`~riverbed.protocol.record_format`).
 
     Hot loop, written out by hand: varints of one or two bytes (every length below 8 KiB,
     offset deltas below 8192, timestamp deltas within +-8 s) are decoded inline, longer

@@ -24,8 +24,8 @@ from riverbed.protocol.batch import (
     ATTR_TRANSACTIONAL,
     BatchHeader,
 )
-from riverbed.protocol.record import NO_TIMESTAMP, Record
 from riverbed.protocol.record_build import assemble_batch, encode_record
+from riverbed.protocol.record_format import NO_TIMESTAMP, Record
 
 __all__ = ["rebuild_batch"]
 

@@ -2,7 +2,7 @@
 
 Re-exports, unchanged, the names other layers use; each concept lives in its own module:
 
-- :mod:`riverbed.protocol.record`: one record's wire layout; ``Record``, ``Header``.
+- :mod:`riverbed.protocol.record_format`: one record's wire layout; ``Record``, ``Header``.
 - :mod:`riverbed.protocol.record_decode`: ``read_batch``, ``iter_batches_with_records``,
   ``iter_records`` (validation of header, CRC and every record; the hot read path).
 - :mod:`riverbed.protocol.record_build`: ``SimpleRecord``, ``RecordInput``, ``build_batch``.
@@ -24,12 +24,12 @@ from riverbed.protocol.control import (
     build_control_batch,
     parse_control_record,
 )
-from riverbed.protocol.record import CREATE_TIME as CREATE_TIME
-from riverbed.protocol.record import LOG_APPEND_TIME as LOG_APPEND_TIME
-from riverbed.protocol.record import NO_TIMESTAMP as NO_TIMESTAMP
-from riverbed.protocol.record import Header, Record
 from riverbed.protocol.record_build import RecordInput, SimpleRecord, build_batch
 from riverbed.protocol.record_decode import iter_batches_with_records, iter_records, read_batch
+from riverbed.protocol.record_format import CREATE_TIME as CREATE_TIME
+from riverbed.protocol.record_format import LOG_APPEND_TIME as LOG_APPEND_TIME
+from riverbed.protocol.record_format import NO_TIMESTAMP as NO_TIMESTAMP
+from riverbed.protocol.record_format import Header, Record
 from riverbed.protocol.record_rebuild import rebuild_batch
 
 __all__ = [

@@ -12,7 +12,7 @@ from groups_helpers import BROKER_CONFIG, create_topic, produce, wait_until
 
 from riverbed.clock import ManualClock
 from riverbed.coordinator import OFFSETS_TOPIC_NAME, partition_for
-from riverbed.coordinator.records import OffsetCommitKey, decode_key
+from riverbed.coordinator.offsets_topic_records import OffsetCommitKey, decode_key
 from riverbed.protocol.records import iter_batches_with_records
 from riverbed.testing.embedded import EmbeddedBroker
 

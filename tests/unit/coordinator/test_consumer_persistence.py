@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from riverbed.coordinator import ConsumerGroupState, MemberState
 from riverbed.coordinator.consumer_group import ConsumerGroup
-from riverbed.coordinator.consumer_records import (
+from riverbed.coordinator.consumer_group_records import (
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
@@ -26,7 +26,7 @@ from riverbed.coordinator.consumer_records import (
     encode_value,
     key_version_of,
 )
-from riverbed.coordinator.records import decode_key
+from riverbed.coordinator.offsets_topic_records import decode_key
 from riverbed.coordinator.testing import CoordinatorDriver
 from riverbed.protocol.error_codes import ErrorCode
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from riverbed.coordinator import consumer_group_records as C
 from riverbed.coordinator import consumer_protocol as P
-from riverbed.coordinator import consumer_records as C
-from riverbed.coordinator import records as R
+from riverbed.coordinator import offsets_topic_records as R
 from riverbed.errors import DecodeError
 from riverbed.protocol.messages import generated_records as gen
 from riverbed.protocol.messages.base import Message

@@ -18,7 +18,7 @@ from riverbed.coordinator import (
     partition_for,
 )
 from riverbed.coordinator.classic_group import ClassicGroup
-from riverbed.coordinator.records import (
+from riverbed.coordinator.offsets_topic_records import (
     GroupMetadataValue,
     MemberMetadata,
     OffsetCommitKey,

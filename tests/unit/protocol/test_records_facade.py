@@ -6,14 +6,14 @@ modules define, so ``isinstance`` checks and monkeypatching see one class, not t
 
 from __future__ import annotations
 
-from riverbed.protocol import control, record, record_build, record_decode, record_rebuild
+from riverbed.protocol import control, record_build, record_decode, record_format, record_rebuild
 from riverbed.protocol import records as facade
 
 EXPORTED = {
     "ControlRecordType": control,
     "EndTransactionMarker": control,
-    "Header": record,
-    "Record": record,
+    "Header": record_format,
+    "Record": record_format,
     "RecordInput": record_build,
     "SimpleRecord": record_build,
     "build_batch": record_build,

@@ -24,7 +24,7 @@ with an int16 value version; we write::
 
 (big-endian; ``string`` is an int16 length + UTF-8, -1 = null; ``bytes`` an int32 length).
 KIP-848 consumer groups use record types 3-8, described in
-:mod:`riverbed.coordinator.consumer_records`.
+:mod:`riverbed.coordinator.consumer_group_records`.
 
 A ``None`` value is a tombstone: the offset, or the whole group, is deleted.  Decoding
 accepts record type 0 (LegacyOffsetCommitKey, same layout) and every version of the value
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from riverbed.coordinator.consumer_records import (
+from riverbed.coordinator.consumer_group_records import (
     CONSUMER_GROUP_KEY_VERSIONS,
     ConsumerGroupRecordKey,
     decode_key_body,
@@ -152,7 +152,7 @@ def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
 
 def decode_key(key: bytes) -> OffsetCommitKey | GroupMetadataKey | ConsumerGroupRecordKey:
     """Decode a ``__consumer_offsets`` key: offsets (0, 1), classic groups (2), KIP-848
-    consumer groups (3-8, :mod:`riverbed.coordinator.consumer_records`);
+    consumer groups (3-8, :mod:`riverbed.coordinator.consumer_group_records`);
     :class:`DecodeError` for types we don't know."""
     version = read_prefix(key, "__consumer_offsets key")
     buf = memoryview(key)
