@@ -23,6 +23,10 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from riverbed.testing.kafka_reference import free_port
+
+__all__ = ["CLI", "BrokerProcess", "free_port", "wait_until"]
+
 CLI = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "broker"]
 
 
@@ -41,14 +45,6 @@ def wait_until(
             step()
         else:
             time.sleep(0.02)  # polling interval only; the condition is what we wait on
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class BrokerProcess:
