@@ -40,9 +40,9 @@ import asyncio
 import concurrent.futures
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from riverbed.coordinator import (
     OFFSETS_TOPIC_NAME,
@@ -62,7 +62,10 @@ from riverbed.protocol.records import build_batch, iter_batches_with_records
 from riverbed.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
-    from riverbed.broker.server import Broker
+    from riverbed.broker.handlers.deps import AppendListener, TopicNames
+    from riverbed.broker.topics import Topic
+    from riverbed.clock import Clock
+    from riverbed.config import BrokerConfig
     from riverbed.storage.log import PartitionLog
 
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
@@ -93,37 +96,78 @@ class CoordinatorClosedError(RiverbedError):
     retriable = True
 
 
+class OffsetsTopics(Protocol):
+    """The topic table as the group service uses it: lookups, creating
+    ``__consumer_offsets`` and its partitions' logs (a
+    :class:`~riverbed.broker.topics.TopicManager`)."""
+
+    def get(self, name: str) -> Topic | None: ...
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None: ...
+
+    def topics(self) -> list[Topic]: ...
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> Topic: ...
+
+    def partition_log(self, name: str, partition: int) -> PartitionLog: ...
+
+
+class GroupHost(Protocol):
+    """What :class:`GroupService` needs of the broker (the
+    :class:`~riverbed.broker.server.Broker` satisfies it structurally)."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def topics(self) -> OffsetsTopics: ...
+
+    @property
+    def purgatory(self) -> AppendListener: ...
+
+
 class BrokerTopics:
     """The coordinator's view of the broker's topics (:class:`TopicMetadata`).  Internal
     topics are left out of regex subscriptions, as in Kafka."""
 
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, topics: TopicNames) -> None:
+        self._topics = topics
 
     def partition_count(self, topic: str) -> int | None:
-        found = self._broker.topics.get(topic)
+        found = self._topics.get(topic)
         return None if found is None else found.partitions
 
     def topic_names(self) -> Iterable[str]:
-        return [t.name for t in self._broker.topics.topics() if not t.name.startswith("__")]
+        return [t.name for t in self._topics.topics() if not t.name.startswith("__")]
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
-        found = self._broker.topics.get(topic)
+        found = self._topics.get(topic)
         return None if found is None else found.topic_id
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        found = self._broker.topics.by_id(topic_id)
+        found = self._topics.by_id(topic_id)
         return None if found is None else found.name
 
 
 class GroupService:
     """One broker's group coordinator, persisted in ``__consumer_offsets``."""
 
-    def __init__(self, broker: Broker, config: GroupCoordinatorConfig | None = None) -> None:
+    def __init__(self, broker: GroupHost, config: GroupCoordinatorConfig | None = None) -> None:
         self._broker = broker
         self.config = config or coordinator_config_from_props(broker.config.source)
         self._clock = broker.clock
-        self.coordinator = GroupCoordinator(self.config, BrokerTopics(broker))
+        self.coordinator = GroupCoordinator(self.config, BrokerTopics(broker.topics))
         self._waiting: dict[int, asyncio.Future[Deferred]] = {}
         self._early: dict[int, Deferred] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -145,7 +189,7 @@ class GroupService:
 
     def load(self) -> int:
         """Replay ``__consumer_offsets`` into a fresh coordinator; returns records read."""
-        self.coordinator = GroupCoordinator(self.config, BrokerTopics(self._broker))
+        self.coordinator = GroupCoordinator(self.config, BrokerTopics(self._broker.topics))
         count = 0
         for p in range(self.num_partitions):
             plog = self._broker.topics.partition_log(OFFSETS_TOPIC_NAME, p)
