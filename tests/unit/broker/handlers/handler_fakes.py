@@ -240,13 +240,15 @@ class FakeCoordinator:
 
 class FakeGroups:
     """The group service: runs calls at a fixed ``now``, returns scripted flushes,
-    resolves Pending answers from ``deferred``; ``closed`` makes every call refuse."""
+    resolves Pending answers from ``deferred``; ``closed`` makes every call refuse,
+    ``closed_on_wait`` only the waits (a stop during a rebalance)."""
 
     def __init__(self) -> None:
         self.coordinator: Any = FakeCoordinator()
         self.closed = False
         self.flushes: tuple[concurrent.futures.Future[None], ...] = ()
         self.deferred: dict[int, Any] = {}
+        self.closed_on_wait = False  # the broker stops while an answer is awaited
         self.now_ms = 1_000
 
     def execute(self, handler: Callable[[int], Reply[Any]]) -> Executed[Any]:
@@ -260,7 +262,7 @@ class FakeGroups:
         return fn()
 
     async def wait(self, pending: Pending) -> Any:
-        if self.closed:
+        if self.closed or self.closed_on_wait:
             raise CoordinatorClosedError("closed")
         return self.deferred[pending.token]
 
