@@ -1,7 +1,8 @@
 """The Kafka-protocol broker: an asyncio server over the storage layer.
 
 Layout: :mod:`.server` (life cycle, wiring), :mod:`.connection` (framing, pipelining),
-:mod:`.handlers` (one adapter per API), :mod:`.topics` (topic metadata),
-:mod:`.topic_configs` (describe/validate configs), :mod:`.purgatory` (long-poll fetches),
+:mod:`.context` (what a handler knows of its request's connection), :mod:`.handlers` (one
+adapter per API, each taking the narrow services of :mod:`.handlers.deps`),
+:mod:`.topics` (topic metadata), :mod:`.topic_configs` (describe/validate configs), :mod:`.purgatory` (long-poll fetches),
 :mod:`.producer_ids`, :mod:`.cluster`, :mod:`.state_file`, :mod:`.request_decoding`.
 """
