@@ -8,6 +8,7 @@ import uuid
 from handler_fakes import FakeBroker, answer, ctx
 
 from riverbed.broker.handlers import (
+    consumer_group_describe,
     consumer_group_heartbeat,
     delete_groups,
     describe_groups,
@@ -17,8 +18,9 @@ from riverbed.broker.handlers import (
     offset_fetch,
     sync_group,
 )
-from riverbed.coordinator import ConsumerGroupHeartbeatResponse as Beaten
 from riverbed.coordinator import (
+    ConsumerGroupDescription,
+    ConsumerGroupMemberDescription,
     DeletedGroup,
     DescribedGroup,
     LeaveGroupMemberResponse,
@@ -28,12 +30,14 @@ from riverbed.coordinator import (
     Pending,
     Reply,
 )
+from riverbed.coordinator import ConsumerGroupHeartbeatResponse as Beaten
 from riverbed.coordinator import LeaveGroupResponse as Left
 from riverbed.coordinator import OffsetDeleteResponse as Deleted
 from riverbed.coordinator import OffsetFetchResponse as Fetched
 from riverbed.coordinator import SyncGroupResponse as Synced
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
+    ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -198,3 +202,25 @@ def test_offset_delete_and_describe_groups() -> None:
                        DescribeGroupsRequest(groups=["g"]))
     assert [(g.group_id, g.group_state, g.authorized_operations) for g in described.groups] == [
         ("g", "Dead", describe_groups.AUTHORIZED_OPERATIONS_OMITTED)]
+
+
+def test_consumer_group_describe_names_topics_by_id_and_name() -> None:
+    broker = FakeBroker()
+    t = broker.topics.add("t", 2)
+    member = ConsumerGroupMemberDescription(
+        "m", None, None, 3, "client", "/10.0.0.1", ("t",), None,
+        assignment={"t": frozenset({1, 0})}, target_assignment={"gone": frozenset({0})})
+    broker.groups.coordinator.replies["consumer_group_describe"] = [
+        ConsumerGroupDescription("g", ErrorCode.NONE, "Stable", 3, 3, "uniform", (member,)),
+        ConsumerGroupDescription("classic", ErrorCode.GROUP_ID_NOT_FOUND),
+    ]
+    response = answer(consumer_group_describe.handle, broker,
+                      ctx(consumer_group_describe.API_KEY, 0),
+                      ConsumerGroupDescribeRequest(group_ids=["g", "classic"]))
+    assert [(g.group_id, g.error_code) for g in response.groups] == [
+        ("g", ErrorCode.NONE), ("classic", ErrorCode.GROUP_ID_NOT_FOUND)]
+    [described] = response.groups[0].members
+    assert [(a.topic_id, a.topic_name, a.partitions)
+            for a in described.assignment.topic_partitions] == [(t.topic_id, "t", [0, 1])]
+    assert [(a.topic_id, a.topic_name)
+            for a in described.target_assignment.topic_partitions] == [(uuid.UUID(int=0), "gone")]
