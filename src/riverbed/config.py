@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from riverbed.broker.security.listeners import Listener, parse_listeners
+from riverbed.broker.security.sasl import sasl_settings
 from riverbed.coordinator.config import (
     COORDINATOR_KEYS,
     CoordinatorConfigError,
@@ -91,7 +93,6 @@ IGNORED_KEYS: frozenset[str] = frozenset(
         "controller.quorum.bootstrap.servers",
         "default.replication.factor",
         "inter.broker.listener.name",
-        "listener.security.protocol.map",
         "log.dirs",
         "log.dir",
         "log.retention.check.interval.ms",
@@ -108,10 +109,22 @@ IGNORED_KEYS: frozenset[str] = frozenset(
         "transaction.state.log.replication.factor",
         "zookeeper.connect",
         "zookeeper.connection.timeout.ms",
-        "listeners",
-        "advertised.listeners",
+        "security.inter.broker.protocol",
+        "sasl.mechanism.inter.broker.protocol",
+        "sasl.mechanism.controller.protocol",
     }
 )
+# Security settings (validated where they are used, riverbed.broker.security): every
+# ssl.* and sasl.* key, per-listener ``listener.name.<l>.*`` overrides and these.
+LISTENER_KEYS: frozenset[str] = frozenset(
+    {
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "connections.max.reauth.ms",
+    }
+)
+_SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
 
 DEFAULT_MESSAGE_MAX_BYTES = 1_048_588
 DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104_857_600
@@ -121,9 +134,6 @@ DEFAULT_FETCH_MAX_BYTES = 57_671_680  # Kafka's broker fetch.max.bytes (55 MiB)
 DEFAULT_MAX_QUEUED_RESPONSE_BYTES = 33_554_432  # per connection; riverbed's own key
 DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600_000  # Kafka's default (10 minutes)
 UNLIMITED = 2_147_483_647  # Kafka's Int.MaxValue default for the connection caps
-# Listener security protocols Riverbed serves (TLS and SASL do not exist yet).
-SERVED_PROTOCOLS = frozenset({"PLAINTEXT"})
-_KNOWN_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +156,9 @@ class BrokerConfig:
     max_connections: int = UNLIMITED  # max.connections (also capped by the open-file limit)
     max_connections_per_ip: int = UNLIMITED  # max.connections.per.ip
     connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS  # connections.max.idle.ms
+    # listeners / advertised.listeners / listener.security.protocol.map; empty: one
+    # PLAINTEXT listener on the address the broker is given (``--listen``)
+    listeners: tuple[Listener, ...] = ()
     topic_defaults: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     source: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -195,6 +208,8 @@ class BrokerConfig:
                 topic[TOPIC_SYNONYMS[key]] = value
             elif key in TOPIC_KEYS:
                 topic[key] = value
+            elif key in LISTENER_KEYS or key.startswith(_SECURITY_PREFIXES):
+                continue  # riverbed.broker.security parses these
             elif key in IGNORED_KEYS or key in COORDINATOR_KEYS:
                 continue  # COORDINATOR_KEYS: parsed by riverbed.coordinator.config
             else:
@@ -202,7 +217,11 @@ class BrokerConfig:
         for key, value in coarse.items():
             name, unit = _COARSE_SYNONYMS[key]
             topic.setdefault(name, str(_int(key, value, minimum=-1) * unit))
-        _check_listeners(props)
+        listeners = parse_listeners(props)
+        for listener in listeners:
+            if listener.protocol.uses_sasl:
+                sasl_settings(props, listener.name)  # one-line ConfigError now, not at start
+        values["listeners"] = tuple(listeners)
         try:
             coordinator_config_from_props(props)
         except CoordinatorConfigError as exc:
@@ -210,40 +229,6 @@ class BrokerConfig:
         values["topic_defaults"] = MappingProxyType(dict(topic))
         values["source"] = MappingProxyType({k.strip(): str(v) for k, v in props.items()})
         return cls(**values)  # type: ignore[arg-type]
-
-
-def _check_listeners(props: Mapping[str, str]) -> None:
-    """Refuse ``listeners`` / ``advertised.listeners`` whose security protocol is not
-    served: silently serving plaintext where TLS or SASL was asked for would be worse.
-    The controller listener of a stock KRaft ``server.properties`` is skipped; the bound
-    address itself always comes from ``--listen``."""
-    clean = {k.strip(): str(v).strip() for k, v in props.items()}
-    mapping: dict[str, str] = {p: p for p in _KNOWN_PROTOCOLS}
-    for entry in filter(None, clean.get("listener.security.protocol.map", "").split(",")):
-        name, _, protocol = entry.partition(":")
-        mapping[name.strip().upper()] = protocol.strip().upper()
-    controllers = {
-        n.strip().upper() for n in clean.get("controller.listener.names", "").split(",")
-    }
-    for key in ("listeners", "advertised.listeners"):
-        for listener in filter(None, (x.strip() for x in clean.get(key, "").split(","))):
-            name, sep, _ = listener.partition("://")
-            name = name.strip().upper()
-            if not sep:
-                raise ConfigError(f"setting {key!r}: {listener!r} is not NAME://HOST:PORT")
-            if name in controllers:
-                continue
-            served_as = mapping.get(name)
-            if served_as is None:
-                raise ConfigError(
-                    f"setting {key!r}: listener {name} has no security protocol "
-                    "(not in listener.security.protocol.map)"
-                )
-            if served_as not in SERVED_PROTOCOLS:
-                raise ConfigError(
-                    f"setting {key!r}: {listener} asks for {served_as}, which riverbed does "
-                    "not serve yet (only PLAINTEXT); refusing to serve it unencrypted"
-                )
 
 
 def _int(key: str, value: str, *, minimum: int | None = None) -> int:

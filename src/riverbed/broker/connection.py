@@ -57,10 +57,14 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from riverbed.broker.barrier import Barrier
-from riverbed.broker.context import RequestContext
+from riverbed.broker.context import ANONYMOUS, RequestContext
+from riverbed.broker.handlers import sasl_authenticate, sasl_handshake
 from riverbed.broker.handlers.fetch import API_KEY as FETCH_KEY
 from riverbed.broker.handlers.fetch import read_limit
 from riverbed.broker.request_decoding import decode_request
+from riverbed.broker.security.endpoint import ListenerEndpoint
+from riverbed.broker.security.sasl import SASL_AUTHENTICATE_KEY, SASL_HANDSHAKE_KEY, SaslSession
+from riverbed.broker.security.tls import certificate_principal
 from riverbed.errors import DecodeError, UnsupportedVersionError
 from riverbed.protocol.framing import RequestHeader, encode_response_parts
 from riverbed.protocol.messages import FetchRequest
@@ -98,8 +102,14 @@ class _Pending:
 class KafkaConnection(asyncio.Protocol):
     """asyncio protocol for one client socket (see the module docstring)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, endpoint: ListenerEndpoint | None = None) -> None:
         self._broker = broker
+        # Security (riverbed.broker.security): the listener this connection came on, its
+        # SASL session on SASL listeners, and the principal an authorizer would check.
+        self._endpoint = endpoint
+        self._advertised = endpoint.advertised if endpoint is not None else None
+        self.sasl: SaslSession | None = None
+        self.principal = ANONYMOUS
         config = broker.config
         self._max_frame = config.socket_request_max_bytes
         self._max_in_flight = config.max_in_flight_requests_per_connection
@@ -140,6 +150,15 @@ class KafkaConnection(asyncio.Protocol):
             transport.abort()  # type: ignore[attr-defined]
             return
         self._counted = True
+        endpoint = self._endpoint
+        if endpoint is not None and endpoint.ssl_context is not None:
+            # asyncio calls connection_made after the TLS handshake: the cert is known.
+            self.principal = certificate_principal(transport.get_extra_info("peercert"))
+        if endpoint is not None and endpoint.sasl is not None:
+            clock = self._broker.clock
+            self.sasl = SaslSession(
+                endpoint.sasl, self._broker.scram_credentials.get, clock.now_ms
+            )
         high = min(_WRITE_HIGH_WATER, self._response_budget)
         transport.set_write_buffer_limits(high=high)  # type: ignore[attr-defined]
         self._broker.connections.add(self)
@@ -308,6 +327,8 @@ class KafkaConnection(asyncio.Protocol):
             log.warning("closing connection from %s: malformed request: %s", self.peer, exc)
             self.abort()
             return None
+        if self.sasl is not None and not self._sasl_admits(header, request):
+            return None
         handler = self._broker.handler_for(header.api_key)
         if handler is not None and header.api_version < self._broker.min_accepted_version(
             header.api_key
@@ -331,7 +352,7 @@ class KafkaConnection(asyncio.Protocol):
             bound = min(read_limit(request), self._fetch_max_bytes)
         # What the handler may know of this connection (the client's host, reported by
         # JoinGroup and ConsumerGroupHeartbeat) travels in its request context.
-        ctx = RequestContext(header, self.peer_ip)
+        ctx = RequestContext(header, self.peer_ip, self.principal, self._advertised)
         try:
             result = handler(ctx, request)
         except Exception:
@@ -358,6 +379,38 @@ class KafkaConnection(asyncio.Protocol):
             return slot
         self._enqueue_ready(header, result, bound)
         return None
+
+    def _sasl_admits(self, header: RequestHeader, request: Any) -> bool:
+        """On a SASL listener: False when the session answered the request itself
+        (SaslHandshake, SaslAuthenticate) or refused it (closing the connection, as Kafka
+        does for any other API before authentication or after the session expired)."""
+        session = self.sasl
+        assert session is not None
+        refused = session.admits(header.api_key)
+        if refused is not None:
+            log.warning("closing connection from %s: %s", self.peer, refused)
+            self.abort()
+            return False
+        if header.api_key not in (SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY):
+            return True
+        ctx = RequestContext(header, self.peer_ip, self.principal, self._advertised)
+        response: Any
+        if header.api_key == SASL_HANDSHAKE_KEY:
+            response, close = sasl_handshake.handle_session(session, ctx, request)
+        else:
+            response, close = sasl_authenticate.handle_session(session, ctx, request)
+        if session.principal is not None:
+            self.principal = session.principal
+        self._enqueue_ready(header, response)
+        if close:
+            log.info(
+                "closing connection from %s: SASL %s failed (error %d)",
+                self.peer,
+                "handshake" if header.api_key == SASL_HANDSHAKE_KEY else "authentication",
+                response.error_code,
+            )
+            self.close()
+        return False
 
     def _enqueue_ready(self, header: RequestHeader, response: Any, bound: int = 0) -> None:
         if response is None and not self._pending:

@@ -27,13 +27,18 @@ class RequestContext:
     """One request's header and the connection facts a handler may need.
 
     ``client_address``: the peer's IP address as the socket reports it, None when unknown
-    (a test, a Unix socket).  ``principal``: the authenticated identity, Kafka's
-    ``User:ANONYMOUS`` until a security layer sets it.
+    (a test, a Unix socket).  ``principal``: the authenticated identity
+    (:mod:`riverbed.broker.security`): ``User:ANONYMOUS`` on PLAINTEXT and on SSL without
+    a client certificate, the certificate's subject (``User:CN=...``) with one,
+    ``User:<name>`` after SASL — what an authorizer checks.  ``endpoint``: the advertised
+    ``(host, port)`` of the listener the request arrived on (Metadata, FindCoordinator and
+    DescribeCluster answer with it), None for the broker's default address.
     """
 
     header: RequestHeader
     client_address: str | None = None
     principal: str = ANONYMOUS
+    endpoint: tuple[str, int] | None = None
 
     @property
     def api_version(self) -> int:

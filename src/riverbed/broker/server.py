@@ -48,6 +48,9 @@ from riverbed.broker.handlers.api_versions import unsupported_version_response
 from riverbed.broker.limits import ConnectionQuotas, MemoryPool
 from riverbed.broker.producer_ids import ProducerIdManager
 from riverbed.broker.purgatory import FetchPurgatory
+from riverbed.broker.security.endpoint import ListenerEndpoint, build_endpoints
+from riverbed.broker.security.listeners import Listener, SecurityProtocol
+from riverbed.broker.security.scram_store import ScramCredentialStore
 from riverbed.broker.topics import TopicManager
 from riverbed.clock import SYSTEM_CLOCK, Clock
 from riverbed.config import BrokerConfig
@@ -80,8 +83,6 @@ class Broker:
         self.data_dir = Path(data_dir)
         self.config = config or BrokerConfig()
         self.clock = clock
-        self._bind_host = host
-        self._bind_port = port
         self.host = self.config.advertised_host or host
         self.port = port
         self.node_id = self.config.node_id
@@ -93,7 +94,14 @@ class Broker:
         )
         self._idle_sweeper: asyncio.Task[None] | None = None
         self.closing = False
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []  # one per listener
+        # Kafka's listeners (riverbed.broker.security); none configured: one PLAINTEXT
+        # listener on host:port.  The first one is the broker's host/port.
+        self._listeners = list(self.config.listeners) or [
+            Listener("PLAINTEXT", SecurityProtocol.PLAINTEXT, host, port)
+        ]
+        self.endpoints: list[ListenerEndpoint] = []
+        self._scram: ScramCredentialStore | None = None
         self._logs: LogManager | None = None
         self._topics: TopicManager | None = None
         self._producer_ids: ProducerIdManager | None = None
@@ -124,6 +132,19 @@ class Broker:
         return self._groups
 
     @property
+    def scram_credentials(self) -> ScramCredentialStore:
+        """SCRAM users (``scram_credentials.json``; riverbed.broker.security)."""
+        assert self._scram is not None, "broker not started"
+        return self._scram
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """The advertised ``(host, port)`` of ``listener`` (its bound port once started)."""
+        for endpoint in self.endpoints:
+            if endpoint.name == listener.upper():
+                return endpoint.advertised
+        raise KeyError(listener)
+
+    @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
 
@@ -148,37 +169,57 @@ class Broker:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         limits_line = self._apply_open_files_limit()
+        # TLS files are read (and SASL settings checked) before anything is bound.
+        self.endpoints = build_endpoints(
+            self.config.source, self._listeners, self.config.advertised_host
+        )
         try:
-            self._server = await loop.create_server(
-                lambda: KafkaConnection(self),
-                self._bind_host,
-                self._bind_port,
+            for endpoint in self.endpoints:
+                self._servers.append(await self._bind(loop, endpoint))
+            await self._open_data_dir(loop)
+        except BaseException:
+            for server in self._servers:
+                server.close()
+            raise
+        for server, endpoint in zip(self._servers, self.endpoints, strict=True):
+            endpoint.bound_port = int(server.sockets[0].getsockname()[1])
+        for server in self._servers:  # ports known first: connections advertise them
+            await server.start_serving()
+        self.host, self.port = self.endpoints[0].advertised
+        if self.config.connections_max_idle_ms > 0:
+            self._idle_sweeper = asyncio.ensure_future(self._sweep_idle())
+        for endpoint in self.endpoints:
+            log.info(
+                "broker %d listening on %s:%d (%s, %s; data dir %s, cluster %s)",
+                self.node_id,
+                endpoint.listener.host or "0.0.0.0",
+                endpoint.bound_port,
+                endpoint.name,
+                endpoint.protocol.value,
+                self.data_dir,
+                self.cluster_id,
+            )
+        log.info("%s", limits_line)
+
+    async def _bind(
+        self, loop: asyncio.AbstractEventLoop, endpoint: ListenerEndpoint
+    ) -> asyncio.base_events.Server:
+        """A listening socket for ``endpoint`` (TLS when it has a context), not serving."""
+        host = endpoint.listener.host or None  # empty: every interface, as Kafka
+        try:
+            return await loop.create_server(
+                lambda: KafkaConnection(self, endpoint),
+                host,
+                endpoint.listener.port,
                 reuse_address=True,
                 start_serving=False,
+                ssl=endpoint.ssl_context,
             )
         except OSError as exc:
             raise ConfigError(
-                f"cannot listen on {self._bind_host}:{self._bind_port}: {exc.strerror}"
+                f"cannot listen on {endpoint.listener.host}:{endpoint.listener.port}"
+                f" ({endpoint.name}): {exc.strerror}"
             ) from None
-        try:
-            await self._open_data_dir(loop)
-        except BaseException:
-            self._server.close()
-            raise
-        await self._server.start_serving()
-        sockname = self._server.sockets[0].getsockname()
-        self.port = int(sockname[1])
-        if self.config.connections_max_idle_ms > 0:
-            self._idle_sweeper = asyncio.ensure_future(self._sweep_idle())
-        log.info(
-            "broker %d listening on %s:%d (data dir %s, cluster %s)",
-            self.node_id,
-            self._bind_host,
-            self.port,
-            self.data_dir,
-            self.cluster_id,
-        )
-        log.info("%s", limits_line)
 
     async def _open_data_dir(self, loop: asyncio.AbstractEventLoop) -> None:
         """Everything start() does on disk; an OSError becomes one DataDirError line."""
@@ -198,6 +239,7 @@ class Broker:
                 None, lambda: TopicManager(self.data_dir, logs, self.config)
             )
             self._producer_ids = ProducerIdManager(self.data_dir)
+            self._scram = ScramCredentialStore(self.data_dir)
             # -- consumer groups: replay __consumer_offsets (riverbed.broker.groups) --
             group_config = coordinator_config_from_props(self.config.source)
             await self._create_offsets_topic(group_config.offsets_topic_num_partitions)
@@ -276,8 +318,8 @@ class Broker:
             self._idle_sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._idle_sweeper
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self.connections):
             conn.stop_reading()
         self.purgatory.notify_all()
@@ -289,8 +331,8 @@ class Broker:
             await asyncio.wait(in_flight, timeout=timeout_s)
         for conn in list(self.connections):
             conn.close()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
         if self._topics is not None:
             await loop.run_in_executor(None, self._topics.close)
         if self._logs is not None:

@@ -42,7 +42,12 @@ def _parse_listen(listen: str) -> tuple[str, int]:
     metavar="DIR",
     help="Directory holding the logs and metadata (created if missing).",
 )
-@click.option("--listen", default="127.0.0.1:9092", show_default=True, help="HOST:PORT to bind.")
+@click.option(
+    "--listen",
+    default="127.0.0.1:9092",
+    show_default=True,
+    help="HOST:PORT to bind (PLAINTEXT), unless the config sets Kafka's listeners.",
+)
 @click.option(
     "--config-file",
     type=click.Path(path_type=Path),
@@ -86,6 +91,10 @@ def broker_command(
         key, value = parse_key_value(item)
         props[key] = value
     config = BrokerConfig.from_props(props)
+    listen_given = click.get_current_context().get_parameter_source("listen")
+    if config.listeners and listen_given is not click.core.ParameterSource.DEFAULT:
+        raise ConfigError("give the address either with --listen or with the listeners "
+                          "setting, not both")
     host, port = _parse_listen(listen)
     level = _parse_log_level(log_level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -126,20 +126,43 @@ def test_data_dir_without_permission(tmp_path: Path) -> None:
     assert_one_line(out, 1, "permission denied (EACCES)", str(locked / "d"))
 
 
-def test_ssl_listener_is_refused(tmp_path: Path) -> None:
+def run_listeners(*args: str) -> subprocess.CompletedProcess[str]:
+    """``riverbed broker`` without ``--listen``: the listeners setting names the sockets."""
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_tls_and_sasl_listeners_with_bad_settings_are_refused(tmp_path: Path) -> None:
+    """Served since TLS and SASL exist (tests/integration/security), but a TLS listener
+    without a certificate, an unreadable one, or an unsupported mechanism is one line
+    before the data dir is touched; so is ``--listen`` given with ``listeners``."""
     out = run_broker(
-        "--data-dir", str(tmp_path / "d"), "--config", "listeners=SSL://127.0.0.1:9093"
+        "--data-dir", str(tmp_path / "d"), "--config", "listeners=PLAINTEXT://127.0.0.1:0"
     )
-    assert_one_line(out, 2, "listeners", "SSL", "only PLAINTEXT")
-    out = run_broker(
+    assert_one_line(out, 2, "either with --listen or with the listeners setting")
+    out = run_listeners(
+        "--data-dir", str(tmp_path / "d"), "--config", "listeners=SSL://127.0.0.1:0"
+    )
+    assert_one_line(out, 2, "listener SSL (SSL)", "ssl.keystore.location")
+    out = run_listeners(
         "--data-dir",
         str(tmp_path / "d"),
         "--config",
-        "listeners=CLIENT://:9093",
+        "listeners=CLIENT://127.0.0.1:0",
         "--config",
         "listener.security.protocol.map=CLIENT:SASL_SSL",
+        "--config",
+        f"ssl.keystore.location={tmp_path / 'missing.pem'}",
     )
-    assert_one_line(out, 2, "SASL_SSL")
+    assert_one_line(out, 2, "listener CLIENT (SASL_SSL)", "missing.pem", "No such file")
+    out = run_listeners(
+        "--data-dir",
+        str(tmp_path / "d"),
+        "--config",
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+        "--config",
+        "sasl.enabled.mechanisms=GSSAPI",
+    )
+    assert_one_line(out, 2, "sasl.enabled.mechanisms", "GSSAPI")
     assert not (tmp_path / "d").exists()
     # A stock KRaft server.properties (plaintext plus a controller listener) still loads.
     BrokerConfig.from_props(

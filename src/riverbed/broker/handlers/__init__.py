@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers import (
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -32,6 +33,7 @@ from riverbed.broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_user_scram_credentials,
     fetch,
     find_coordinator,
     heartbeat,
@@ -45,6 +47,8 @@ from riverbed.broker.handlers import (
     offset_delete,
     offset_fetch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 
@@ -92,6 +96,12 @@ HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
         alter_configs.INCREMENTAL_ALTER_CONFIGS_KEY: alter_configs.handle_incremental,
         create_partitions.API_KEY: create_partitions.handle,
         describe_cluster.API_KEY: describe_cluster.handle,
+        # -- security (riverbed.broker.security); on SASL listeners the connection
+        # answers SaslHandshake/SaslAuthenticate from its session instead --
+        sasl_handshake.API_KEY: sasl_handshake.handle,
+        sasl_authenticate.API_KEY: sasl_authenticate.handle,
+        alter_user_scram_credentials.API_KEY: alter_user_scram_credentials.handle,
+        describe_user_scram_credentials.API_KEY: describe_user_scram_credentials.handle,
     }
 )
 
@@ -135,6 +145,14 @@ def bind_handlers(broker: Broker) -> dict[int, Route]:
         ),
         create_partitions.API_KEY: partial(create_partitions.handle, broker),
         describe_cluster.API_KEY: partial(describe_cluster.handle, broker),
+        sasl_handshake.API_KEY: partial(sasl_handshake.handle, broker),
+        sasl_authenticate.API_KEY: partial(sasl_authenticate.handle, broker),
+        alter_user_scram_credentials.API_KEY: partial(
+            alter_user_scram_credentials.handle, broker
+        ),
+        describe_user_scram_credentials.API_KEY: partial(
+            describe_user_scram_credentials.handle, broker
+        ),
     }
     assert routes.keys() == HANDLERS.keys(), "bind_handlers is missing a served API"
     return routes

@@ -24,8 +24,8 @@ def handle(
         brokers=[
             DescribeClusterResponse.DescribeClusterBroker(
                 broker_id=deps.node_id,
-                host=deps.host,
-                port=deps.port,
+                host=(ctx.endpoint or (deps.host, deps.port))[0],
+                port=(ctx.endpoint or (deps.host, deps.port))[1],
                 rack=None,
                 is_fenced=False,
             )

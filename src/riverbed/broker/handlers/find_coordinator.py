@@ -23,7 +23,8 @@ def handle(
     served = request.key_type == GROUP_KEY_TYPE
     code = ErrorCode.NONE if served else ErrorCode.COORDINATOR_NOT_AVAILABLE
     message = None if served else f"no coordinator for key type {request.key_type}"
-    node, host, port = (deps.node_id, deps.host, deps.port) if served else (-1, "", -1)
+    host, port = ctx.endpoint or (deps.host, deps.port)  # the listener asked on
+    node, host, port = (deps.node_id, host, port) if served else (-1, "", -1)
     if ctx.api_version >= BATCHED_VERSION:
         return FindCoordinatorResponse(
             throttle_time_ms=0,

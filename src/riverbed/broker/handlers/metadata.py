@@ -45,21 +45,21 @@ def handle(
     version = ctx.api_version
     allow_auto = version < AUTO_CREATE_FLAG_VERSION or bool(request.allow_auto_topic_creation)
     if request.topics is None:
-        return _response(deps, [_topic(deps, t) for t in deps.topics.topics()])
+        return _response(deps, [_topic(deps, t) for t in deps.topics.topics()], ctx.endpoint)
     wanted = request.topics
     if allow_auto:
         missing = [w.name for w in wanted if w.name is not None]
         missing = [name for name in missing if deps.topics.needs_creation(name)]
         if missing:
-            return Barrier(_create_then_answer(deps, wanted, missing, version))
-    return _response(deps, [_lookup(deps, w, {}, version) for w in wanted])
+            return Barrier(_create_then_answer(deps, wanted, missing, ctx))
+    return _response(deps, [_lookup(deps, w, {}, version) for w in wanted], ctx.endpoint)
 
 
 async def _create_then_answer(
     deps: MetadataDeps,
     wanted: list[MetadataRequest.MetadataRequestTopic],
     missing: list[str],
-    version: int,
+    ctx: RequestContext,
 ) -> MetadataResponse:
     """Auto-create ``missing`` (off the loop, see TopicManager), then answer."""
     errors: dict[str, RiverbedError] = {}
@@ -68,17 +68,21 @@ async def _create_then_answer(
             await deps.topics.ensure_topic_async(name)
         except RiverbedError as exc:
             errors[name] = exc
-    return _response(deps, [_lookup(deps, w, errors, version) for w in wanted])
+    version = ctx.api_version
+    return _response(deps, [_lookup(deps, w, errors, version) for w in wanted], ctx.endpoint)
 
 
 def _response(
-    deps: MetadataDeps, topics: list[MetadataResponse.MetadataResponseTopic]
+    deps: MetadataDeps,
+    topics: list[MetadataResponse.MetadataResponseTopic],
+    endpoint: tuple[str, int] | None,
 ) -> MetadataResponse:
+    host, port = endpoint or (deps.host, deps.port)  # the listener the request came on
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[
             MetadataResponse.MetadataResponseBroker(
-                node_id=deps.node_id, host=deps.host, port=deps.port, rack=None
+                node_id=deps.node_id, host=host, port=port, rack=None
             )
         ],
         cluster_id=deps.cluster_id,

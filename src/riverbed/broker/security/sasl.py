@@ -182,6 +182,7 @@ class SaslSession:
         self.principal: str | None = None  # "User:<name>" once authenticated
         self._exchange: _PlainExchange | ScramServerExchange | None = None
         self._expires_at_ms: int | None = None
+        self.authentications = 0  # successful ones, re-authentications included
 
     @property
     def authenticated(self) -> bool:
@@ -252,6 +253,7 @@ class SaslSession:
             return self._fail("Cannot change principals during re-authentication from "
                               f"{self.principal} to {principal}")
         self.principal = principal
+        self.authentications += 1
         self.state = SaslState.COMPLETE
         self._exchange = None
         lifetime = self._settings.max_reauth_ms if version >= 1 else 0

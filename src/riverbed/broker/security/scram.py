@@ -204,8 +204,10 @@ class ScramServerExchange:
         if not sep:
             raise SaslAuthenticationError("SCRAM client-final message lacks p=")
         attrs = _attributes(without_proof)
-        if attrs.get("r") != self._nonce:
-            raise SaslAuthenticationError("SCRAM nonce mismatch")
+        # Kafka checks only that the nonce *ends with* the server-first nonce: librdkafka
+        # before 2.x (kcat 1.7 ships 2.0.2) sends the client nonce twice.
+        if not attrs.get("r", "").endswith(self._nonce):
+            raise SaslAuthenticationError("Invalid client nonce in the final client message")
         expected_binding = base64.b64encode(self._gs2_header.encode()).decode()
         if attrs.get("c") != expected_binding:
             raise SaslAuthenticationError("SCRAM channel binding mismatch")

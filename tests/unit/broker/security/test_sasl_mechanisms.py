@@ -116,7 +116,7 @@ def test_scram_exchange_refuses_malformed_messages() -> None:
     store = {"alice": credential_from_password(SHA256, "pw", 4096)}
     server = ScramServerExchange(SHA256, lambda u, m: store.get(u))
     server.evaluate(b"n,,n=alice,r=x")
-    with pytest.raises(SaslAuthenticationError, match="nonce"):
+    with pytest.raises(SaslAuthenticationError, match="Invalid client nonce"):
         server.evaluate(b"c=biws,r=x-not-ours,p=AAAA")
 
 
@@ -214,11 +214,11 @@ def test_credential_store_is_durable(tmp_path: Path) -> None:
     store = ScramCredentialStore(tmp_path)
     salt = b"salt" * 8
     credential = credential_from_salted_password(
-        SHA256, salt, salted_password(SHA256, "pw", salt, 4096), 4096
+        SHA256, salt, salted_password(SHA256, "correct-horse", salt, 4096), 4096
     )
     store.apply([], [("alice", credential), ("bob", credential_from_password(SHA512, "x", 4096))])
     text = (tmp_path / "scram_credentials.json").read_text()
-    assert "pw" not in text and "SCRAM-SHA-256" in text
+    assert "correct-horse" not in text and "SCRAM-SHA-256" in text
     reopened = ScramCredentialStore(tmp_path)
     assert reopened.get("alice", SHA256) == credential
     assert reopened.users() == ["alice", "bob"]
