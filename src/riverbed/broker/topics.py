@@ -201,7 +201,7 @@ class _DiskState:
 
     def alter_configs(self, name: str, change: ConfigChange) -> dict[str, str]:
         """Apply ``change`` to the current overrides (ConfigError names a bad key),
-        save, then rewrite each partition's ``topic.properties`` and settings."""
+        save, then rewrite the topic's ``topic.properties`` and each log's settings."""
         topic = self.topics.get(name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")

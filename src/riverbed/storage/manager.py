@@ -1,9 +1,11 @@
 """All partition logs of one data directory, plus the threads that maintain them.
 
 Layout: ``<data_dir>/<topic>-<partition>/`` per partition (the partition number is what
-follows the last ``-``), each holding a :class:`~riverbed.storage.log.PartitionLog` and
-``topic.properties`` (the log's settings as Kafka ``name=value`` lines, rewritten
-atomically by :meth:`LogManager.update_config`).
+follows the last ``-``), each holding a :class:`~riverbed.storage.log.PartitionLog`; and
+each topic's settings, as Kafka ``name=value`` lines, in one file per topic,
+``<data_dir>/topic-configs/<topic>/topic.properties``, rewritten atomically by
+:meth:`LogManager.update_config` (:mod:`riverbed.storage.topic_properties`; the legacy
+copy per partition directory of older data dirs is read too).
 
 Deletion, as in Kafka, in two steps: :meth:`LogManager.detach_partitions` takes the logs
 out of the manager and renames each directory to ``<topic>-<partition>.<hex>-delete``
@@ -42,8 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from riverbed.clock import SYSTEM_CLOCK, Clock
-from riverbed.errors import ConfigError, StorageError, describe_os_error
-from riverbed.storage.atomic_file import fsync_dir, write_atomically
+from riverbed.errors import StorageError, describe_os_error
+from riverbed.storage.atomic_file import fsync_dir
 from riverbed.storage.cleaner import CleanerStatus, CleanResult, LogCleaner
 from riverbed.storage.config import DAY_MS, LogConfig
 from riverbed.storage.dir_lock import DataDirLock
@@ -51,10 +53,10 @@ from riverbed.storage.flusher import GroupCommitFlusher
 from riverbed.storage.log import PartitionLog
 from riverbed.storage.offset_map import DEFAULT_DEDUPE_BUFFER_SIZE
 from riverbed.storage.scrub import DEFAULT_SCRUB_BYTES_PER_S, Scrubber
+from riverbed.storage.topic_properties import TopicProperties
 
 log = logging.getLogger(__name__)
 
-PROPERTIES_FILE = "topic.properties"
 DELETE_SUFFIX = "-delete"
 
 
@@ -63,28 +65,6 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     if not sep or not topic or not partition.isdigit():
         return None
     return topic, int(partition)
-
-
-def _read_properties(directory: Path, default: LogConfig) -> LogConfig:
-    try:
-        text = (directory / PROPERTIES_FILE).read_text()
-    except FileNotFoundError:
-        return default
-    props = {}
-    for line in text.splitlines():
-        if "=" in line and not line.startswith("#"):
-            name, _, value = line.partition("=")
-            props[name.strip()] = value.strip()
-    try:
-        return LogConfig.from_kafka_props(props, default)
-    except ConfigError:
-        log.warning("ignoring unreadable %s in %s", PROPERTIES_FILE, directory)
-        return default
-
-
-def _write_properties(directory: Path, config: LogConfig) -> None:
-    text = "".join(f"{k}={v}\n" for k, v in sorted(config.to_kafka_props().items()))
-    write_atomically(directory / PROPERTIES_FILE, text.encode())
 
 
 class LogsNotClosedError(StorageError):
@@ -141,6 +121,7 @@ class LogManager:
         self.default_config = default_config or LogConfig()
         self._lock = threading.Lock()
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._properties = TopicProperties(self.data_dir)
         self._flusher = GroupCommitFlusher(checkpoint_interval_ms=checkpoint_interval_ms)
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._cleaner = LogCleaner(clock, dedupe_buffer_size=cleaner_dedupe_buffer_size)
@@ -172,10 +153,11 @@ class LogManager:
             parsed = parse_partition_dir(path.name)
             if parsed is None:
                 continue
-            config = _read_properties(path, self.default_config)
+            config = self._properties.read(parsed[0], path, self.default_config)
             self._logs[parsed] = PartitionLog.open(
                 path, config, topic=parsed[0], partition=parsed[1], clock=self.clock,
                 flusher=self._flusher, producer_id_expiration_ms=self.producer_id_expiration_ms)
+        self._properties.remove_unused({topic for topic, _p in self._logs})
 
     def get_or_create(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
         with self._lock:
@@ -183,8 +165,9 @@ class LogManager:
             if existing is not None:
                 return existing
             directory = self.data_dir / f"{topic}-{partition}"
+            siblings = [plog.directory for (t, _p), plog in self._logs.items() if t == topic]
+            self._properties.write(topic, config, siblings)  # once per topic, not partition
             directory.mkdir(parents=True, exist_ok=True)
-            _write_properties(directory, config)
             fsync_dir(self.data_dir)
             plog = PartitionLog.open(directory, config, topic=topic, partition=partition,
                                      clock=self.clock, flusher=self._flusher,
@@ -229,9 +212,11 @@ class LogManager:
         return detached
 
     def remove_detached(self, detached: Iterable[DetachedPartition]) -> None:
-        """Step 2: release each detached log and remove its renamed directory.  Never
-        raises: an error on one partition is logged and the others go on (whatever is
-        left on disk ends in ``-delete`` and goes at the next start)."""
+        """Step 2: release each detached log and remove its renamed directory, then the
+        settings of a topic left without partitions.  Never raises: an error on one
+        partition is logged and the others go on (whatever is left on disk ends in
+        ``-delete``, or is a topic's unused settings, and goes at the next start)."""
+        detached = list(detached)
         for d in detached:
             if d.plog is not None:
                 try:
@@ -243,12 +228,22 @@ class LogManager:
                 shutil.rmtree(d.doomed)
             except OSError:
                 log.exception("removing %s failed; the next start removes it", d.doomed)
+        for topic in {d.topic for d in detached}:
+            with self._lock:  # a topic re-created meanwhile keeps its new settings
+                if not any(t == topic for t, _p in self._logs):
+                    self._properties.remove(topic)
 
     def update_config(self, topic: str, config: LogConfig) -> None:
-        for (t, _p), plog in self.logs().items():
-            if t == topic:
-                plog.set_config(config)
-                _write_properties(plog.directory, config)
+        """Persist ``topic``'s new settings (one atomic write of its ``topic.properties``,
+        whatever the partition count; nothing if unchanged), then apply them to each of
+        its logs.  A topic without logs here is left alone.  Raises OSError if the write
+        fails; the logs then keep their settings."""
+        plogs = [plog for (t, _p), plog in self.logs().items() if t == topic]
+        if not plogs:
+            return
+        self._properties.write(topic, config, [plog.directory for plog in plogs])
+        for plog in plogs:
+            plog.set_config(config)
 
     # -- maintenance ------------------------------------------------------------------
 

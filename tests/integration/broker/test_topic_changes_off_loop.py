@@ -1,7 +1,7 @@
 """DeleteRecords and AlterConfigs do their disk work off the event loop (issue 17.2).
 
 A failure point (:mod:`riverbed.storage.faults`, ``file.fsync``) holds the fsync of one
-partition's checkpoint or ``topic.properties`` until the test releases it.  While it is
+partition's checkpoint or the topic's ``topic.properties`` until the test releases it.  While it is
 held, a Fetch of *another* topic on another connection must be answered: the loop is
 free.  When these ran on the loop, the fetch waited for the release (and this test timed
 out).  Then the held request completes with its effect in place.
@@ -131,8 +131,8 @@ def _alter_configs_done(response: Any, broker: EmbeddedBroker) -> None:
 @pytest.mark.parametrize(
     ("request_of", "held_file", "check"),
     [
-        (_delete_records, "checkpoint", _delete_records_done),
-        (_alter_configs, "topic.properties", _alter_configs_done),
+        (_delete_records, f"slow-0{os.sep}partition.checkpoint", _delete_records_done),
+        (_alter_configs, f"slow{os.sep}topic.properties", _alter_configs_done),  # per topic
     ],
     ids=["delete-records", "alter-configs"],
 )
@@ -146,9 +146,8 @@ def test_fetch_is_answered_while_a_change_waits_on_fsync(
     admin, reader = connect(broker.bootstrap_servers), connect(broker.bootstrap_servers)
     _setup(admin)
     api_key, version, request = request_of()
-    held = f"slow-0{os.sep}"
     with faults.inject(
-        "file.fsync", block=True, match=lambda path: held in path and held_file in path
+        "file.fsync", block=True, match=lambda path: held_file in path
     ) as fault:
         cid = admin.send(api_key, version, request)
         assert fault.wait_reached(DEADLINE_S), "the change never reached its fsync"

@@ -7,7 +7,7 @@ the key) and change nothing under ``validate_only``.  Broker resources are stati
 (flags / server.properties) and answer INVALID_REQUEST.
 
 The change is a command on the topic manager's worker thread (``topics.json``, then each
-partition's ``topic.properties``, fsynced): the loop keeps serving meanwhile, requests
+topic's one ``topic.properties``, fsynced): the loop keeps serving meanwhile, requests
 after this one on the connection wait for it (a :class:`Barrier`), and the new settings
 are in force, for every client, before the response is sent.  Resources are altered one
 after the other, in request order.
