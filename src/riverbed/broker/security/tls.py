@@ -103,12 +103,12 @@ def _load_keystore(context: ssl.SSLContext, get: Any) -> None:
     if location is not None:
         try:
             context.load_cert_chain(location, password=password)
+        except ssl.SSLError as exc:  # an OSError too: catch it first
+            raise ConfigError(f"setting 'ssl.keystore.location': {location!r} does not hold a "
+                              f"PEM certificate and its key ({exc.reason})") from None
         except OSError as exc:
             raise ConfigError(f"setting 'ssl.keystore.location': cannot read {location!r}: "
                               f"{exc.strerror or exc}") from None
-        except ssl.SSLError as exc:
-            raise ConfigError(f"setting 'ssl.keystore.location': {location!r} does not hold a "
-                              f"PEM certificate and its key ({exc.reason})") from None
         return
     if key is None:
         raise ConfigError("setting 'ssl.keystore.certificate.chain' needs ssl.keystore.key")
@@ -132,12 +132,12 @@ def _load_truststore(context: ssl.SSLContext, get: Any) -> None:
             context.load_verify_locations(cafile=location)
         elif inline is not None:
             context.load_verify_locations(cadata=inline)
+    except ssl.SSLError as exc:  # an OSError too: catch it first
+        key = "ssl.truststore.location" if location else "ssl.truststore.certificates"
+        raise ConfigError(f"setting {key!r}: no PEM certificates ({exc.reason})") from None
     except OSError as exc:
         raise ConfigError(f"setting 'ssl.truststore.location': cannot read {location!r}: "
                           f"{exc.strerror or exc}") from None
-    except ssl.SSLError as exc:
-        key = "ssl.truststore.location" if location else "ssl.truststore.certificates"
-        raise ConfigError(f"setting {key!r}: no PEM certificates ({exc.reason})") from None
 
 
 def _escape(value: str) -> str:
