@@ -310,6 +310,9 @@ class KafkaConnection(asyncio.Protocol):
 
     def _run(self, frame: memoryview, reserved: int) -> _Pending | None:
         """The pending slot that now holds ``reserved``, or None (caller releases it)."""
+        if self.sasl is not None and self.sasl.raw_tokens:
+            self._raw_sasl_token(frame)
+            return None
         try:
             header, request = decode_request(frame)
         except UnsupportedVersionError as exc:
@@ -411,6 +414,23 @@ class KafkaConnection(asyncio.Protocol):
             )
             self.close()
         return False
+
+    def _raw_sasl_token(self, frame: memoryview) -> None:
+        """After a v0 SaslHandshake: ``frame`` is a raw SASL token, answered with a raw
+        size-prefixed token.  Every request before it was answered synchronously, so no
+        response is pending ahead of this one; a failure closes without an answer."""
+        session = self.sasl
+        assert session is not None
+        result = session.authenticate(bytes(frame), 0)
+        if result.close or self._pending or self._transport is None:
+            log.info("closing connection from %s: SASL authentication failed (%s)",
+                     self.peer, result.error_message)
+            self.abort()
+            return
+        if session.principal is not None:
+            self.principal = session.principal
+        self.last_active = time.monotonic()
+        self._transport.write(_SIZE.pack(len(result.auth_bytes)) + result.auth_bytes)
 
     def _enqueue_ready(self, header: RequestHeader, response: Any, bound: int = 0) -> None:
         if response is None and not self._pending:

@@ -214,6 +214,41 @@ def test_requests_before_authentication_close_the_connection(broker: EmbeddedBro
         assert sock.recv(4) == b""  # closed, no answer
 
 
+def _frame(api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
+    header = struct.pack(">hhih", api_key, version, correlation_id, 1) + b"t"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _read_frame(sock: socket.socket) -> bytes:
+    data = b""
+    while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError(f"closed after {data!r}")
+        data += chunk
+    return data[4:]
+
+
+@pytest.mark.parametrize(("password", "accepted"), [("carol-pw", True), ("nope", False)])
+def test_legacy_v0_handshake_with_raw_tokens(
+    broker: EmbeddedBroker, password: str, accepted: bool
+) -> None:
+    """A pre-1.0 client: SaslHandshake v0, then the PLAIN token without Kafka headers."""
+    port = broker.broker.endpoint("SASL")[1]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(_frame(17, 0, 1, struct.pack(">h", 5) + b"PLAIN"))
+        answer = _read_frame(sock)
+        assert struct.unpack(">ih", answer[:6]) == (1, 0)  # correlation id, NONE
+        token = b"\x00carol\x00" + password.encode()
+        sock.sendall(struct.pack(">i", len(token)) + token)
+        if not accepted:
+            assert sock.recv(4) == b""  # closed without an answer, as Kafka does
+            return
+        assert _read_frame(sock) == b""  # PLAIN's empty server token, size-prefixed
+        sock.sendall(_frame(3, 1, 2, struct.pack(">i", -1)))  # Metadata v1, all topics
+        assert struct.unpack(">i", _read_frame(sock)[:4]) == (2,)
+
+
 def test_reauthentication(broker: EmbeddedBroker) -> None:
     """librdkafka re-authenticates before the 1.5 s session ends (KIP-368); the same
     connection keeps producing for three session lifetimes."""

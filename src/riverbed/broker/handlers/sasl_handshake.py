@@ -3,8 +3,8 @@
 On a SASL listener the connection answers this from its own
 :class:`~riverbed.broker.security.sasl.SaslSession` (:func:`handle_session`); the
 handler in the broker's table (:func:`handle`) only runs on PLAINTEXT and SSL
-listeners, where Kafka answers ILLEGAL_SASL_STATE.  v0 (raw SASL tokens afterwards) is
-answered, but its raw-token flow is not served (see :mod:`riverbed.broker.security.sasl`).
+listeners, where Kafka answers ILLEGAL_SASL_STATE.  After a v0 handshake the connection
+exchanges raw SASL tokens (see :mod:`riverbed.broker.security.sasl`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,6 @@ def handle_session(
     session: SaslSession, ctx: RequestContext, request: SaslHandshakeRequest
 ) -> tuple[SaslHandshakeResponse, bool]:
     """The answer and whether the connection closes after it."""
-    result: HandshakeResult = session.handshake(request.mechanism)
+    result: HandshakeResult = session.handshake(request.mechanism, ctx.api_version)
     response = SaslHandshakeResponse(error_code=result.error_code, mechanisms=result.mechanisms)
     return response, result.close

@@ -10,9 +10,11 @@ States (each lists what it admits; anything else closes the connection, as Kafka
     REAUTHENTICATE every API; SaslAuthenticate           -> COMPLETE | FAILED
     FAILED         nothing (the answer is sent, then the connection closes)
 
-SaslHandshake v1 and SaslAuthenticate v0-2 are served; the legacy v0 handshake (raw SASL
-tokens after it, not Kafka frames) is not: a v0 handshake is answered, and the raw token
-that follows fails to decode and closes the connection.  An unknown mechanism gets
+SaslHandshake v0-1 and SaslAuthenticate v0-2 are served.  After a v0 handshake (clients
+before Kafka 1.0) the tokens travel raw, without Kafka's request and response headers
+(:attr:`SaslSession.raw_tokens`): each frame the client sends is a token, each answer a
+size-prefixed token; a failure closes the connection without an answer, as Kafka does.
+Re-authentication needs a v1 handshake.  An unknown mechanism gets
 UNSUPPORTED_SASL_MECHANISM with the enabled list, then the connection closes.  A wrong
 password gets SASL_AUTHENTICATION_FAILED ("Authentication failed: Invalid username or
 password" for PLAIN, "... invalid credentials with SASL mechanism SCRAM-SHA-256" for
@@ -183,6 +185,8 @@ class SaslSession:
         self._exchange: _PlainExchange | ScramServerExchange | None = None
         self._expires_at_ms: int | None = None
         self.authentications = 0  # successful ones, re-authentications included
+        # After a v0 handshake, until authenticated: frames are raw SASL tokens.
+        self.raw_tokens = False
 
     @property
     def authenticated(self) -> bool:
@@ -211,9 +215,10 @@ class SaslSession:
             return "SASL session expired (connections.max.reauth.ms) without re-authentication"
         return None
 
-    def handshake(self, mechanism: str) -> HandshakeResult:
+    def handshake(self, mechanism: str, version: int = 1) -> HandshakeResult:
         enabled = list(self._settings.mechanisms)
-        if self.state not in (SaslState.HANDSHAKE, SaslState.COMPLETE):
+        legacy_reauth = version == 0 and self.state is SaslState.COMPLETE
+        if self.state not in (SaslState.HANDSHAKE, SaslState.COMPLETE) or legacy_reauth:
             self.state = SaslState.FAILED
             return HandshakeResult(ErrorCode.ILLEGAL_SASL_STATE, enabled, True)
         if mechanism not in enabled:
@@ -226,6 +231,7 @@ class SaslSession:
             self.state = SaslState.REAUTHENTICATE
         else:
             self.state = SaslState.AUTHENTICATE
+            self.raw_tokens = version == 0
         self.mechanism = mechanism
         if mechanism == "PLAIN":
             self._exchange = _PlainExchange(self._settings.plain_users)
@@ -255,6 +261,7 @@ class SaslSession:
         self.principal = principal
         self.authentications += 1
         self.state = SaslState.COMPLETE
+        self.raw_tokens = False
         self._exchange = None
         lifetime = self._settings.max_reauth_ms if version >= 1 else 0
         self._expires_at_ms = self._now_ms() + lifetime if lifetime > 0 else None

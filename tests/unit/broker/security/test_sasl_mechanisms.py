@@ -227,3 +227,12 @@ def test_credential_store_is_durable(tmp_path: Path) -> None:
     (tmp_path / "scram_credentials.json").write_text('{"version": 7}')
     with pytest.raises(StorageError, match="not valid"):
         ScramCredentialStore(tmp_path)
+
+
+def test_v0_handshake_switches_to_raw_tokens_until_authenticated() -> None:
+    session = _session(SaslSettings(plain_users={"alice": "pw"}), {}, [0])
+    assert session.handshake("PLAIN", 0).error_code == ErrorCode.NONE
+    assert session.raw_tokens
+    assert session.authenticate(b"\x00alice\x00pw", 0).error_code == ErrorCode.NONE
+    assert not session.raw_tokens and session.principal == "User:alice"
+    assert session.handshake("PLAIN", 0).close  # re-authentication needs v1
