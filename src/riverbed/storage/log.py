@@ -39,6 +39,14 @@ Deleting segments (retention, DeleteRecords, truncation, compaction swaps) goes 
 Producer state expires as Kafka's does (``producer.id.expiration.ms``, see
 :mod:`riverbed.storage.producer_state`): :meth:`PartitionLog.remove_expired_producers`.
 
+Transactions (:mod:`riverbed.storage.transactions`): the producer state tracks each
+producer's open transaction; ``last_stable_offset`` is the first offset of the oldest
+open one (else the high watermark).  Client appends may not carry control batches; the
+coordinator's markers go through :meth:`PartitionLog.append_control_marker`, which adds
+each ABORT to the active segment's ``.txnindex`` (:mod:`riverbed.storage.txn_index`).
+Recovery rebuilds both by replaying batches from the producer snapshot on: the open
+transactions stay open until the coordinator writes their markers.
+
 Crash behaviour: see :mod:`riverbed.storage.recovery`; an append is atomic with respect
 to a crash only after its covering fsync.  A crash between a roll and the old segment's
 fsync can leave a torn tail in a segment that is no longer the last: it lies above the
@@ -69,6 +77,8 @@ from riverbed.errors import (
     LogClosedError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
+    ProtocolError,
+    RecordBatchError,
     StorageError,
     describe_os_error,
 )
@@ -80,17 +90,29 @@ from riverbed.protocol.batch import (
     iter_batches,
     set_base_offset,
 )
+from riverbed.protocol.control import build_control_batch
 from riverbed.storage import faults, retention
-from riverbed.storage.atomic_file import fsync_dir
+from riverbed.storage.atomic_file import fsync_dir, write_atomically
 from riverbed.storage.checkpoint import PartitionCheckpoint, read_checkpoint, write_checkpoint
 from riverbed.storage.clean_shutdown import consume_clean_shutdown, mark_clean_shutdown
 from riverbed.storage.config import DAY_MS, FlushPolicy, LogConfig
 from riverbed.storage.deletion import DeletionQueue
 from riverbed.storage.flush_mark import FlushMark, reset_flush_mark, write_flush_mark
 from riverbed.storage.flusher import GroupCommitFlusher
-from riverbed.storage.producer_state import ProducerStateEntry, ProducerStateManager
+from riverbed.storage.producer_state import (
+    CompletedTxn,
+    ProducerStateEntry,
+    ProducerStateManager,
+)
 from riverbed.storage.recovery import SWAP_SUFFIX, load_segments
 from riverbed.storage.segment import LOG_SUFFIX, LogSegment, segment_name
+from riverbed.storage.transactions import (
+    IsolationLevel,
+    bound_batches,
+    collect_aborted_transactions,
+    read_marker,
+)
+from riverbed.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn, encode_entries
 from riverbed.storage.validation import validate_batches
 
 _logger = logging.getLogger(__name__)
@@ -111,10 +133,15 @@ class AppendResult:
 
 @dataclass(frozen=True, slots=True)
 class FetchResult:
+    """``aborted_transactions`` is None under read_uncommitted; under read_committed the
+    aborted transactions overlapping ``records`` (Fetch's ``aborted_transactions``)."""
+
     records: bytes
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
+    last_stable_offset: int = -1
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None
 
 
 def _settle(fut: Future[None], exc: BaseException | None = None) -> None:
@@ -234,15 +261,43 @@ class PartitionLog:
         return self._offline
 
     def _rebuild_producer_state(self) -> None:
+        """Load the newest producer snapshot and replay the batches after it.
+
+        The replay also rebuilds the ``.txnindex`` entries of the markers it covers
+        (they are dropped first): entries of markers below the snapshot were fsynced
+        with their segment before the snapshot was written, so after any crash each
+        index holds exactly its segment's ABORT markers."""
         end = self._segments[-1].next_offset
         start = self.producers.load(self._log_start_offset, end)
         for seg in self._segments:
             if seg.next_offset <= start:
                 continue
-            for _pos, header in seg.scan(seg.offset_index.lookup(start), verify=False):
-                if header.base_offset >= start:
+            seg.txn_index.truncate_from(start)
+            for pos, header in seg.scan(seg.offset_index.lookup(start), verify=False):
+                if header.base_offset < start:
+                    continue
+                if header.is_control:
+                    self._replay_marker(seg, pos, header)
+                else:
                     self.producers.replay(header)
         self.producers.remove_expired(self._clock.now_ms())
+
+    def _replay_marker(self, seg: LogSegment, pos: int, header: BatchHeader) -> None:
+        try:
+            marker = read_marker(seg.pread(pos, header.size))
+        except (RecordBatchError, ProtocolError) as exc:
+            _logger.warning("%s: unreadable control batch at offset %d skipped: %s",
+                            seg.log_path, header.base_offset, exc)
+            return
+        if marker.is_commit or marker.is_abort:
+            completed = self.producers.replay_marker(header, marker.is_commit,
+                                                     marker.coordinator_epoch)
+            if completed.is_aborted:
+                seg.txn_index.append(self._aborted_entry(completed))
+
+    def _aborted_entry(self, completed: CompletedTxn) -> AbortedTxn:
+        return AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
+                          self.producers.last_stable_offset_after(completed))
 
     # -- properties -------------------------------------------------------------------
 
@@ -262,6 +317,30 @@ class PartitionLog:
     @property
     def high_watermark(self) -> int:
         return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: the first offset of the oldest open transaction, else the high
+        watermark (never below the log start)."""
+        with self._lock:
+            return self._lso_locked()
+
+    def _lso_locked(self) -> int:
+        hw = self._segments[-1].next_offset
+        first = self.producers.first_unstable_offset()
+        return hw if first is None else max(min(first, hw), self._log_start_offset)
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """``producer id -> first offset`` of each open transaction (DescribeProducers)."""
+        with self._lock:
+            return self.producers.ongoing_transactions()
+
+    def collect_aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping ``[start, upper)`` (see
+        :func:`riverbed.storage.transactions.collect_aborted_transactions`)."""
+        with self._lock:
+            self._check_open()
+            return collect_aborted_transactions(self._segments, start, upper)
 
     @property
     def flushed_offset(self) -> int:
@@ -303,6 +382,8 @@ class PartitionLog:
         headers = list(iter_batches(buf))
         if not headers:
             raise InvalidRecordError("produce request carries no record batch")
+        if any(h.is_control for _p, h in headers):
+            raise InvalidRecordError("clients may not write control batches")
         limit = self._config.max_message_bytes
         for _pos, header in headers:
             if header.size > limit:
@@ -339,6 +420,48 @@ class PartitionLog:
         if request_flush or rolled:
             self._request_flush()
         return AppendResult(first, offset - 1, append_time, self._log_start_offset)
+
+    def append_control_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                              coordinator_epoch: int) -> AppendResult:
+        """Write a COMMIT (``commit``) or ABORT marker ending ``producer_id``'s
+        transaction (WriteTxnMarkers; the transaction coordinator is the only caller).
+
+        One transactional control batch at the log end, timestamped now; an ABORT adds
+        ``(producer id, first offset, marker offset, LSO after it)`` to the active
+        segment's ``.txnindex``.  A marker for a producer with no open transaction here
+        is still written (Kafka does the same).  Raises InvalidProducerEpochError
+        (epoch older than the producer's: fenced), TransactionCoordinatorFencedError,
+        LogClosedError, StorageError.  Durable as any append: await ``flush_future``.
+        """
+        now_ms = self._clock.now_ms()
+        with self._lock:
+            self._check_open()
+            offset = self._segments[-1].next_offset
+            entry, completed = self.producers.check_marker(
+                producer_id, producer_epoch, coordinator_epoch, commit, offset, now_ms)
+            buf = bytearray(build_control_batch(
+                commit, producer_id=producer_id, producer_epoch=producer_epoch,
+                timestamp=now_ms, base_offset=offset, coordinator_epoch=coordinator_epoch))
+            header = BatchHeader.parse(buf)
+            append_time = -1
+            if self._config.message_timestamp_type == "LogAppendTime":
+                append_time = now_ms
+                _set_log_append_time(buf, 0, header, now_ms)
+                header = BatchHeader.parse(buf)
+            rolled = self._maybe_roll(len(buf), offset, now_ms, now_ms)
+            seg = self._segments[-1]
+            if completed.is_aborted:
+                seg.txn_index.append(self._aborted_entry(completed))
+            try:
+                seg.append(buf, [(0, header)])
+            except BaseException:
+                seg.txn_index.truncate_from(offset)
+                raise
+            self.producers.commit({producer_id: entry})
+            request_flush = self._note_unflushed(1)
+        if request_flush or rolled:
+            self._request_flush()
+        return AppendResult(offset, offset, append_time, self._log_start_offset)
 
     def _note_unflushed(self, batches: int) -> bool:
         policy = self._config.flush_policy
@@ -561,9 +684,14 @@ class PartitionLog:
 
     # -- read -------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> FetchResult:
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
+             isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED) -> FetchResult:
         """Whole batches from the one containing ``offset`` (it may start below ``offset``),
         up to ``max_bytes`` (at least one batch with ``min_one_batch``), from one segment.
+
+        READ_COMMITTED returns nothing at or above the LSO (an ``offset`` in
+        ``[LSO, log end]`` reads empty) and the aborted transactions overlapping
+        ``[offset, end of the returned batches)`` in ``aborted_transactions``.
 
         Every batch returned was verified (CRC-32C, header sanity) since this process
         opened its segment; one that fails raises CorruptSegmentError (KAFKA_STORAGE_ERROR)
@@ -577,14 +705,28 @@ class PartitionLog:
                 raise OffsetOutOfRangeError(
                     f"offset {offset} is outside [{start}, {end}] of {self.directory.name}"
                 )
+            lso = self._lso_locked()
+            committed = isolation is IsolationLevel.READ_COMMITTED
             data = b""
             i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-            for seg in self._segments[i:]:
+            for seg in self._segments[i:] if not committed or offset < lso else ():
                 found = seg.locate_verified(offset)
                 if found is not None:
                     data = seg.read_verified(found[0], max_bytes, min_one_batch=min_one_batch)
                     break
-            return FetchResult(data, end, start, end)
+            if not committed:
+                return FetchResult(data, end, start, end, lso)
+            data = bound_batches(data, lso)
+            aborted: tuple[AbortedTxn, ...] = ()
+            if data:
+                upper = min(self._last_next_offset(data), lso)
+                aborted = tuple(collect_aborted_transactions(self._segments, offset, upper))
+            return FetchResult(data, end, start, end, lso, aborted)
+
+    @staticmethod
+    def _last_next_offset(data: bytes) -> int:
+        """One past the last offset of the whole batches in ``data``."""
+        return max(h.next_offset for _p, h in iter_batches(data))
 
     def scrub_step(self, max_bytes: int) -> int:
         """Verify up to ``max_bytes`` more of the first segment not yet verified (the
@@ -605,20 +747,28 @@ class PartitionLog:
                 return max(seg.verified_to - before, 1)
             return 0
 
-    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
+    def offset_for_timestamp(self, ts_ms: int, *,
+                             isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+                             ) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``ts_ms``.
 
-        Special values as in ListOffsets: -2 earliest, -1 latest (timestamp -1).
+        Special values as in ListOffsets: -2 earliest, -1 latest (timestamp -1): under
+        READ_COMMITTED latest is the LSO and a timestamp lookup that lands at or above
+        the LSO finds nothing (Kafka's ``lastFetchableOffset``).
         """
         from riverbed.storage.timestamps import find_offset_for_timestamp
 
         with self._lock:
             self._check_open()
+            committed = isolation is IsolationLevel.READ_COMMITTED
             if ts_ms == -2:
                 return self._log_start_offset, -1
             if ts_ms == -1:
-                return self._segments[-1].next_offset, -1
-            return find_offset_for_timestamp(self._segments, ts_ms, self._log_start_offset)
+                return (self._lso_locked() if committed else self._segments[-1].next_offset), -1
+            found = find_offset_for_timestamp(self._segments, ts_ms, self._log_start_offset)
+            if committed and found is not None and found[0] >= self._lso_locked():
+                return None
+            return found
 
     # -- truncation, retention, deletion ----------------------------------------------
 
@@ -753,10 +903,12 @@ class PartitionLog:
         """Commit ``cleaned`` as the one segment replacing the consecutive sealed
         segments ``old`` (it starts at ``old[0]``'s base offset and ends where they end).
 
-        Under the log's locks: rename ``.cleaned`` to ``.log.swap`` and fsync the directory
-        (the commit point recovery honours), retire the old segments (``.deleted``),
-        rename the swap to ``.log`` and rebuild its indexes.  Returns False (and deletes
-        ``cleaned``) if any of ``old`` changed or left the log meanwhile.
+        Under the log's locks: write the old segments' aborted transactions to
+        ``<base>.txnindex.swap``, rename ``.cleaned`` to ``.log.swap`` and fsync the
+        directory (the commit point recovery honours), retire the old segments
+        (``.deleted``), rename the swaps to ``.txnindex`` and ``.log`` and rebuild the
+        indexes.  Returns False (and deletes ``cleaned``) if any of ``old`` changed or
+        left the log meanwhile.
         """
         with self._flush_lock, self._lock:
             i = self._segments.index(old[0]) if old[0] in self._segments else -1
@@ -768,11 +920,18 @@ class PartitionLog:
             first = old[0]
             target = self.directory / (segment_name(first.base_offset) + LOG_SUFFIX)
             swap = target.with_name(target.name + SWAP_SUFFIX)
+            aborted = [e for seg in old for e in seg.txn_index.entries]
+            txn_target = self.directory / (segment_name(first.base_offset) + TXN_INDEX_SUFFIX)
+            txn_swap = txn_target.with_name(txn_target.name + SWAP_SUFFIX)
+            if aborted:
+                write_atomically(txn_swap, encode_entries(aborted))
             faults.point("file.rename", cleaned)
             os.replace(cleaned, swap)
             fsync_dir(self.directory)
             for seg in old:
                 self._retire(seg)
+            if aborted:
+                os.replace(txn_swap, txn_target)
             faults.point("file.rename", swap)
             os.replace(swap, target)
             seg = LogSegment.open(self.directory, first.base_offset,
@@ -860,22 +1019,33 @@ class PartitionLog:
         """
         if self._flusher is not None:
             self._flusher.unregister(self)
-        with self._flush_lock, self._lock:
-            end = self._segments[-1].next_offset
-            self._release_files()
-            stale, self._waiters = self._waiters, []
-            self._rolled = []
-        exc = LogClosedError(f"{self.directory.name} was deleted before the fsync covering "
-                             f"its offsets below {end} completed")
-        for _o, _s, fut in stale:
-            _settle(fut, exc)
+        stale: list[tuple[int, int, Future[None]]] = []
+        end = 0
+        try:
+            with self._flush_lock, self._lock:
+                end = self._segments[-1].next_offset
+                stale, self._waiters = self._waiters, []
+                self._rolled = []
+                self._release_files()
+        finally:  # even if a descriptor failed to close, nobody waits in vain
+            exc = LogClosedError(f"{self.directory.name} was deleted before the fsync "
+                                 f"covering its offsets below {end} completed")
+            for _o, _s, fut in stale:
+                _settle(fut, exc)
 
     def _release_files(self) -> None:
-        """Close every descriptor and mark the log closed; under both locks, no writes."""
-        for seg in self._segments:
-            seg.close()
-        self._deletions.close_all()
+        """Mark the log closed and close every descriptor, all of them even if one
+        fails (the first error is raised after); under both locks, no writes."""
         self._closed = True
+        errors: list[OSError] = []
+        for seg in self._segments:
+            try:
+                seg.close()
+            except OSError as exc:
+                errors.append(exc)
+        self._deletions.close_all()
+        if errors:
+            raise errors[0]
 
     def __repr__(self) -> str:
         return f"PartitionLog({self.directory.name})"

@@ -218,3 +218,24 @@ def test_close_fails_the_waiters_when_it_cannot_finish(tmp_path: Path) -> None:
     assert message.startswith(f"closing {tmp_path / 't-0'} failed: no space left on device")
     log.close_unclean()
     assert not (tmp_path / "t-0" / ".clean_shutdown").exists()
+
+
+def test_close_for_deletion_fails_the_waiters_even_if_a_close_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = open_log(tmp_path)
+    log.append(batch(b"first"))
+    log.roll()
+    futures = waiters(log, 2)
+    first, second = log.segments()
+
+    def failing_close() -> None:
+        raise OSError(errno.EIO, "injected close failure")
+
+    monkeypatch.setattr(first, "close", failing_close)
+    with pytest.raises(OSError):
+        log.close_for_deletion()
+    assert all(isinstance(f.exception(timeout=0), LogClosedError) for f in futures)
+    assert not _open_fds_under(second.log_path)  # the other segments were still closed
+    with pytest.raises(LogClosedError):
+        log.append(batch(b"late"))
