@@ -26,7 +26,9 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     │   ├── OutOfOrderSequenceError
     │   ├── DuplicateSequenceError
     │   ├── InvalidProducerEpochError
-    │   └── UnknownProducerIdError
+    │   ├── UnknownProducerIdError
+    │   ├── InvalidTxnStateError         non-transactional write inside an open transaction
+    │   └── TransactionCoordinatorFencedError  marker from an older coordinator epoch
     └── TopicError
         ├── UnknownTopicOrPartitionError
         ├── TopicAlreadyExistsError
@@ -170,6 +172,14 @@ class InvalidProducerEpochError(ProducerStateError):
 
 class UnknownProducerIdError(ProducerStateError):
     error_code = ErrorCode.UNKNOWN_PRODUCER_ID
+
+
+class InvalidTxnStateError(ProducerStateError):
+    error_code = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(ProducerStateError):
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
 
 class TopicError(RiverbedError):

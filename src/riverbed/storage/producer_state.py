@@ -1,9 +1,21 @@
-"""Idempotent producer state: per producer id, its epoch and its last 5 batches.
+"""Producer state: per producer id, its epoch, its last 5 batches and its open transaction.
 
-This is Kafka's ``ProducerStateManager`` reduced to idempotence (no transactions yet).
-For each ``producer_id`` we keep the current ``producer_epoch`` and the metadata of the
-last :data:`BATCHES_PER_PRODUCER` batches (first/last sequence, first/last offset), which
-is what a producer may retry (``max.in.flight.requests.per.connection <= 5``).
+This is Kafka's ``ProducerStateManager``.  For each ``producer_id`` we keep the current
+``producer_epoch``, the metadata of the last :data:`BATCHES_PER_PRODUCER` batches
+(first/last sequence, first/last offset), which is what a producer may retry
+(``max.in.flight.requests.per.connection <= 5``), the coordinator epoch of its last
+transaction marker and ``current_txn_first_offset``: the first offset of its ongoing
+transaction on this partition (-1 when none).
+
+Transactions (KIP-98): a transactional batch (attribute bit 4) of a producer with no
+ongoing transaction starts one at its base offset; a control batch (COMMIT/ABORT marker,
+:mod:`riverbed.protocol.control`) ends it (:meth:`ProducerStateManager.check_marker`,
+Kafka's ``appendEndTxnMarker``): a marker whose epoch is older than the producer's is
+refused (InvalidProducerEpochError: the producer was fenced), one whose coordinator
+epoch is older than the last marker's too (TransactionCoordinatorFencedError).  A
+non-transactional batch while the producer's transaction is open is refused
+(InvalidTxnStateError).  The log's last stable offset is the smallest
+``current_txn_first_offset`` (:meth:`ProducerStateManager.first_unstable_offset`).
 
 Rules applied to each appended batch with ``producer_id >= 0`` (Kafka's checkSequence):
 
@@ -20,7 +32,8 @@ Expiry (``producer.id.expiration.ms``, a broker setting, default 1 day): a produ
 whose ``last_timestamp`` - the largest timestamp of its last batch, Kafka's
 ``ProducerStateEntry.lastTimestamp`` (record time under CreateTime) - is that old is
 dropped by :meth:`ProducerStateManager.remove_expired`, which the log runs periodically
-and after loading (so expired producers also vanish from later snapshots).  A later
+and after loading (so expired producers also vanish from later snapshots); never while
+its transaction is open (Kafka keeps those too: the LSO depends on them).  A later
 append from an expired producer is then that of an unknown producer: accepted with any
 sequence and any epoch, as Kafka 4 does since KIP-360 (Kafka 2.5).  The broker never
 answers UNKNOWN_PRODUCER_ID for it; the price, as in Kafka, is that a retry of a batch
@@ -29,9 +42,16 @@ written before the expiry is no longer recognised as a duplicate.
 Snapshot file ``<20-digit offset>.snapshot`` holds the state after every batch below that
 offset (big-endian)::
 
-    version int16 = 1 | crc uint32 (CRC-32C of everything after it) | count int32 |
-    count x ( producerId int64 | epoch int16 | lastTimestamp int64 | n int8 |
+    version int16 = 2 | crc uint32 (CRC-32C of everything after it) | count int32 |
+    count x ( producerId int64 | epoch int16 | lastTimestamp int64 |
+              coordinatorEpoch int32 | currentTxnFirstOffset int64 (-1: none) | n int8 |
               n x ( firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 ) )
+
+Version 1 (written before transactions) lacks the two transaction fields and is still
+read (no transaction open, coordinator epoch -1).  This is not Kafka's
+``ProducerSnapshot`` layout (which keeps only each producer's last batch, so a restart
+would forget four of the five batches a producer may retry); the transaction fields are
+the ones Kafka's has (``CoordinatorEpoch``, ``CurrentTxnFirstOffset``).
 
 Snapshots are written (tmp + fsync + rename) for each rolled segment, with the state as
 of the roll, once that segment's fsync is done (see ``PartitionLog.flush``), and at
@@ -48,14 +68,21 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from riverbed.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from riverbed.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 from riverbed.protocol.batch import BatchHeader, crc32c
 from riverbed.storage.atomic_file import write_atomically
 
 BATCHES_PER_PRODUCER = 5
 SNAPSHOT_SUFFIX = ".snapshot"
 _HEAD = struct.Struct(">hIi")
-_ENTRY = struct.Struct(">qhqb")
+_ENTRY = struct.Struct(">qhqb")  # snapshot version 1
+_ENTRY_V2 = struct.Struct(">qhqiqb")
+SNAPSHOT_VERSION = 2
 _BATCH = struct.Struct(">iiqq")
 
 
@@ -75,16 +102,31 @@ class ProducerStateEntry:
     batches: deque[BatchMetadata] = field(
         default_factory=lambda: deque(maxlen=BATCHES_PER_PRODUCER)
     )
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1  # -1: no transaction open
 
     def copy(self) -> ProducerStateEntry:
         return ProducerStateEntry(self.producer_id, self.producer_epoch, self.last_timestamp,
-                                  deque(self.batches, maxlen=BATCHES_PER_PRODUCER))
+                                  deque(self.batches, maxlen=BATCHES_PER_PRODUCER),
+                                  self.coordinator_epoch, self.current_txn_first_offset)
 
     def find_duplicate(self, first_seq: int, last_seq: int) -> BatchMetadata | None:
         for meta in self.batches:
             if meta.first_seq == first_seq and meta.last_seq == last_seq:
                 return meta
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction ended by a marker at ``last_offset`` (Kafka's ``CompletedTxn``);
+    ``first_offset`` is its first data offset (the marker's own offset when it had no
+    data here)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -102,7 +144,8 @@ class ProducerStateManager:
     def remove_expired(self, now_ms: int) -> int:
         """Drop producers whose last batch is ``expiration_ms`` old; returns how many."""
         expired = [pid for pid, e in self.entries.items()
-                   if now_ms - e.last_timestamp >= self.expiration_ms]
+                   if now_ms - e.last_timestamp >= self.expiration_ms
+                   and e.current_txn_first_offset < 0]
         for pid in expired:
             del self.entries[pid]
         return len(expired)
@@ -144,30 +187,116 @@ class ProducerStateManager:
                         f"producer {pid}: new epoch {epoch} must start at sequence 0, "
                         f"got {first_seq}"
                     )
-                entry = ProducerStateEntry(pid, epoch)
+                entry = ProducerStateEntry(pid, epoch, -1, deque(maxlen=BATCHES_PER_PRODUCER),
+                                           current.coordinator_epoch,
+                                           current.current_txn_first_offset)
         else:
             entry = ProducerStateEntry(pid, epoch)
+        if entry.current_txn_first_offset >= 0 and not header.is_transactional:
+            raise InvalidTxnStateError(
+                f"producer {pid}: non-transactional batch while its transaction from "
+                f"offset {entry.current_txn_first_offset} is open")
         last_offset = base_offset + header.last_offset_delta
         entry.batches.append(BatchMetadata(first_seq, last_seq, base_offset, last_offset))
         entry.last_timestamp = header.max_timestamp
+        if header.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = base_offset
         pending[pid] = entry
         return None
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                     commit: bool, offset: int, timestamp: int,
+                     ) -> tuple[ProducerStateEntry, CompletedTxn]:
+        """Validate a COMMIT/ABORT marker about to be written at ``offset`` (Kafka's
+        ``appendEndTxnMarker``); returns the updated entry (apply it with :meth:`commit`)
+        and the transaction it completes.  Raises InvalidProducerEpochError for an epoch
+        older than the producer's, TransactionCoordinatorFencedError for a coordinator
+        epoch older than the producer's last marker's."""
+        current = self.entries.get(producer_id)
+        if current is None:
+            entry = ProducerStateEntry(producer_id, producer_epoch)
+        else:
+            if producer_epoch < current.producer_epoch:
+                raise InvalidProducerEpochError(
+                    f"producer {producer_id}: marker epoch {producer_epoch} is older than "
+                    f"current {current.producer_epoch} (fenced)")
+            if coordinator_epoch < current.coordinator_epoch:
+                raise TransactionCoordinatorFencedError(
+                    f"producer {producer_id}: marker from coordinator epoch "
+                    f"{coordinator_epoch}, older than {current.coordinator_epoch}")
+            entry = current.copy()
+            if producer_epoch != entry.producer_epoch:
+                entry.producer_epoch = producer_epoch
+                entry.batches.clear()
+        first = entry.current_txn_first_offset
+        completed = CompletedTxn(producer_id, first if first >= 0 else offset, offset,
+                                 not commit)
+        entry.current_txn_first_offset = -1
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = timestamp
+        return entry, completed
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest ongoing transaction, or None."""
+        offsets = [e.current_txn_first_offset for e in self.entries.values()
+                   if e.current_txn_first_offset >= 0]
+        return min(offsets) if offsets else None
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO once ``completed`` is done: the first offset of the oldest *other*
+        ongoing transaction, else one past its marker (Kafka's ``lastStableOffset``)."""
+        offsets = [e.current_txn_first_offset for e in self.entries.values()
+                   if e.current_txn_first_offset >= 0
+                   and e.producer_id != completed.producer_id]
+        return min(offsets) if offsets else completed.last_offset + 1
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """``producer id -> first offset`` of every open transaction."""
+        return {pid: e.current_txn_first_offset for pid, e in self.entries.items()
+                if e.current_txn_first_offset >= 0}
 
     def commit(self, pending: dict[int, ProducerStateEntry]) -> None:
         self.entries.update(pending)
 
     def replay(self, header: BatchHeader) -> None:
-        """Apply a batch read back from the log (recovery): no checks, last writer wins."""
+        """Apply a data batch read back from the log (recovery): no checks, last writer
+        wins.  Control batches go to :meth:`replay_marker`."""
         pid = header.producer_id
         if pid < 0:
             return
         entry = self.entries.get(pid)
         if entry is None or entry.producer_epoch != header.producer_epoch:
+            old = entry
             entry = ProducerStateEntry(pid, header.producer_epoch)
+            if old is not None:
+                entry.coordinator_epoch = old.coordinator_epoch
+                entry.current_txn_first_offset = old.current_txn_first_offset
             self.entries[pid] = entry
         entry.batches.append(BatchMetadata(header.base_sequence, header.last_sequence,
                                            header.base_offset, header.last_offset))
         entry.last_timestamp = header.max_timestamp
+        if header.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = header.base_offset
+
+    def replay_marker(self, header: BatchHeader, commit: bool,
+                      coordinator_epoch: int) -> CompletedTxn:
+        """Apply a COMMIT/ABORT marker read back from the log (recovery): no checks;
+        returns the transaction it completed.  The caller computes the LSO for the
+        aborted-transaction index with :meth:`last_stable_offset_after` *before*."""
+        current = self.entries.get(header.producer_id)
+        entry = current if current is not None else ProducerStateEntry(
+            header.producer_id, header.producer_epoch)
+        if entry.producer_epoch != header.producer_epoch:
+            entry.producer_epoch = header.producer_epoch
+            entry.batches.clear()
+        first = entry.current_txn_first_offset
+        completed = CompletedTxn(header.producer_id, first if first >= 0 else header.base_offset,
+                                 header.base_offset, not commit)
+        entry.current_txn_first_offset = -1
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = header.max_timestamp
+        self.entries[header.producer_id] = entry
+        return completed
 
     # -- snapshots --------------------------------------------------------------------
 
@@ -193,27 +322,35 @@ class ProducerStateManager:
         """The current state encoded as a snapshot file (format in the module doc)."""
         body = bytearray()
         for entry in self.entries.values():
-            body += _ENTRY.pack(entry.producer_id, entry.producer_epoch, entry.last_timestamp,
-                                len(entry.batches))
+            body += _ENTRY_V2.pack(entry.producer_id, entry.producer_epoch,
+                                   entry.last_timestamp, entry.coordinator_epoch,
+                                   entry.current_txn_first_offset, len(entry.batches))
             for m in entry.batches:
                 body += _BATCH.pack(m.first_seq, m.last_seq, m.first_offset, m.last_offset)
         tail = struct.pack(">i", len(self.entries)) + bytes(body)
-        return struct.pack(">hI", 1, crc32c(tail)) + tail
+        return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(tail)) + tail
 
     def _read_snapshot(self, path: Path) -> dict[int, ProducerStateEntry] | None:
         data = path.read_bytes()
         if len(data) < _HEAD.size:
             return None
         version, crc, count = _HEAD.unpack_from(data, 0)
-        if version != 1 or crc32c(data[6:]) != crc:
+        if version not in (1, SNAPSHOT_VERSION) or crc32c(data[6:]) != crc:
             return None
         pos = _HEAD.size
         entries: dict[int, ProducerStateEntry] = {}
         try:
             for _ in range(count):
-                pid, epoch, last_ts, n = _ENTRY.unpack_from(data, pos)
-                pos += _ENTRY.size
-                entry = ProducerStateEntry(pid, epoch, last_ts)
+                if version == 1:
+                    pid, epoch, last_ts, n = _ENTRY.unpack_from(data, pos)
+                    pos += _ENTRY.size
+                    entry = ProducerStateEntry(pid, epoch, last_ts)
+                else:
+                    pid, epoch, last_ts, coord, txn_first, n = _ENTRY_V2.unpack_from(data, pos)
+                    pos += _ENTRY_V2.size
+                    entry = ProducerStateEntry(pid, epoch, last_ts,
+                                               coordinator_epoch=coord,
+                                               current_txn_first_offset=txn_first)
                 for _ in range(n):
                     entry.batches.append(BatchMetadata(*_BATCH.unpack_from(data, pos)))
                     pos += _BATCH.size

@@ -10,9 +10,11 @@ Steps, in order:
    batch (the cleaner always keeps a group's last batch, possibly emptied, so ``next``
    is the group's end).  Every ``.log`` whose base offset lies in that range is deleted
    with its indexes, then the swap is renamed to ``<base>.log`` (its indexes are
-   rebuilt at load).
-2. Open every ``<20 digits>.log`` in base-offset order.  Index files without a log are
-   deleted.
+   rebuilt at load), after ``<base>.txnindex.swap`` (the group's aborted transactions,
+   written before the log swap) is renamed to ``<base>.txnindex``.  A
+   ``.txnindex.swap`` without its log swap (a crash before the commit point) is deleted.
+2. Open every ``<20 digits>.log`` in base-offset order.  Index files (``.index``,
+   ``.timeindex``, ``.txnindex``) without a log are deleted.
 3. After a clean shutdown every segment is trusted: indexes are loaded if consistent
    (else rebuilt).  After an unclean stop every segment that may hold offsets at or above
    the recovery point is CRC-checked batch by batch and its indexes rebuilt.
@@ -57,6 +59,7 @@ from riverbed.storage.segment import (
     LogSegment,
     segment_name,
 )
+from riverbed.storage.txn_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +87,13 @@ def finish_interrupted_operations(directory: Path) -> None:
         for old in segment_bases(directory):
             if base <= old < end:
                 _delete_segment_files(directory, old)
+        txn_swap = directory / (stem + TXN_INDEX_SUFFIX + SWAP_SUFFIX)
+        if txn_swap.exists():
+            os.replace(txn_swap, directory / (stem + TXN_INDEX_SUFFIX))
         os.replace(swap, directory / (stem + LOG_SUFFIX))
+        changed = True
+    for orphan in directory.glob("*" + TXN_INDEX_SUFFIX + SWAP_SUFFIX):
+        orphan.unlink(missing_ok=True)
         changed = True
     if changed:
         fsync_dir(directory)
@@ -110,7 +119,7 @@ def swap_next_offset(path: Path, base: int) -> int:
 
 def _delete_segment_files(directory: Path, base: int) -> None:
     stem = segment_name(base)
-    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         (directory / (stem + suffix)).unlink(missing_ok=True)
 
 
@@ -125,7 +134,7 @@ def segment_bases(directory: Path) -> list[int]:
 
 def _delete_orphan_indexes(directory: Path, bases: list[int]) -> None:
     known = {segment_name(b) for b in bases}
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         for path in directory.glob("*" + suffix):
             if path.name[: -len(suffix)] not in known:
                 path.unlink(missing_ok=True)

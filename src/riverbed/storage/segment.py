@@ -6,6 +6,9 @@ Files, named by the segment's base offset as 20 zero-padded digits (Kafka's name
                                      assigned; nothing else (no header, no footer)
     00000000000000000000.index       see riverbed.storage.index.OffsetIndex
     00000000000000000000.timeindex   see riverbed.storage.index.TimeIndex
+    00000000000000000000.txnindex    aborted transactions whose ABORT marker is in this
+                                     segment (riverbed.storage.txn_index); only once
+                                     there is one
 
 Invariants: batches are contiguous from byte 0 to ``size``; base offsets strictly
 increase; every batch's offsets are >= the segment's base offset and < the next
@@ -43,6 +46,7 @@ from riverbed.storage import faults
 from riverbed.storage.fd_cache import CachedFile, FdCache
 from riverbed.storage.fd_cache import shared as shared_fd_cache
 from riverbed.storage.index import OffsetIndex, TimeIndex
+from riverbed.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from riverbed.storage.verify import SegmentVerifier
 
 LOG_SUFFIX = ".log"
@@ -78,6 +82,7 @@ class LogSegment:
         self.log_path = directory / (name + LOG_SUFFIX)
         self.offset_index = OffsetIndex(directory / (name + INDEX_SUFFIX), base_offset)
         self.time_index = TimeIndex(directory / (name + TIME_INDEX_SUFFIX), base_offset)
+        self.txn_index = TransactionIndex(directory / (name + TXN_INDEX_SUFFIX), base_offset)
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -101,6 +106,7 @@ class LogSegment:
             file.close()
             raise
         seg = cls(directory, base_offset, file, size, index_interval_bytes, created_ms)
+        seg.txn_index = TransactionIndex.load(seg.txn_index.path, base_offset)
         if size == 0:
             seg.offset_index.path.touch()
             seg.time_index.path.touch()
@@ -331,6 +337,7 @@ class LogSegment:
         self.verifier.truncated(position, self.next_offset)
         self.offset_index.rewrite()
         self.time_index.rewrite()
+        self.txn_index.truncate_from(offset)
         return removed
 
     def seal(self) -> None:
@@ -347,6 +354,7 @@ class LogSegment:
     def fsync(self) -> None:
         faults.point("segment.fsync", self.log_path)
         self._file().fsync()
+        self.txn_index.sync()
 
     def close(self) -> None:
         if self.file is not None:
@@ -365,10 +373,12 @@ class LogSegment:
             self.log_path = _rename_deleted(self.log_path)
         self.offset_index.path = _rename_deleted(self.offset_index.path)
         self.time_index.path = _rename_deleted(self.time_index.path)
+        self.txn_index.path = _rename_deleted(self.txn_index.path)
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in (self.log_path, self.offset_index.path, self.time_index.path,
+                     self.txn_index.path):
             path.unlink(missing_ok=True)
 
     def __repr__(self) -> str:

@@ -86,7 +86,9 @@ def test_compacted_topic_refuses_records_without_key(tmp_path: Path, policy: str
     assert error_code_for(exc.value) is ErrorCode.INVALID_RECORD
     assert str(exc.value).startswith("Compacted topic cannot accept message without key")
     log.append(batch(b"1", key=b"k", ts=T0))
-    log.append(build_control_batch(True, producer_id=1, producer_epoch=0, timestamp=T0))
+    with pytest.raises(InvalidRecordError):  # only the coordinator writes markers
+        log.append(build_control_batch(True, producer_id=1, producer_epoch=0, timestamp=T0))
+    log.append_control_marker(1, 0, True, 0)  # a keyless control record is fine
     assert log.log_end_offset == 2
     # a delete-only topic takes keyless records
     plain = open_log(tmp_path / "p-0", clock)

@@ -1,0 +1,90 @@
+"""What the log needs to serve transactions: isolation, markers, the LSO bound.
+
+The log's side of KIP-98 (the coordinator's side is :mod:`riverbed.coordinator.transactions`):
+
+* **Ongoing transactions** live in the producer state
+  (:class:`~riverbed.storage.producer_state.ProducerStateEntry.current_txn_first_offset`),
+  snapshotted with it and rebuilt by replay after a crash.
+* **Last stable offset** (LSO) = the first offset of the oldest ongoing transaction, else
+  the high watermark.  Everything below it is decided (committed, aborted, or not
+  transactional).
+* **Markers**: :meth:`~riverbed.storage.log.PartitionLog.append_control_marker` writes a
+  COMMIT/ABORT control batch; an ABORT adds an :class:`~riverbed.storage.txn_index.AbortedTxn`
+  to the active segment's ``.txnindex``.
+* **read_committed** reads stop at the LSO (:func:`bound_batches`) and carry the aborted
+  transactions overlapping the returned range (:func:`collect_aborted_transactions`),
+  which the consumer uses to skip aborted data.
+
+Pure functions over bytes and segment lists; the caller holds the log's lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import IntEnum
+
+from riverbed.errors import CorruptRecordError
+from riverbed.protocol.batch import HEADER_SIZE, BatchHeader
+from riverbed.protocol.control import EndTransactionMarker, parse_control_record
+from riverbed.protocol.records import read_batch
+from riverbed.storage.segment import LogSegment
+from riverbed.storage.txn_index import AbortedTxn
+
+__all__ = [
+    "AbortedTxn",
+    "IsolationLevel",
+    "bound_batches",
+    "collect_aborted_transactions",
+    "read_marker",
+]
+
+
+class IsolationLevel(IntEnum):
+    """Fetch's and ListOffsets' ``isolation_level`` (the wire values)."""
+
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
+
+
+def read_marker(raw: bytes) -> EndTransactionMarker:
+    """The COMMIT/ABORT marker held by the control batch ``raw`` (whole batch bytes).
+
+    Raises CorruptRecordError when the batch holds no control record."""
+    header, records = read_batch(raw)
+    if not header.is_control or not records:
+        raise CorruptRecordError(f"batch at offset {header.base_offset} is no control batch")
+    return parse_control_record(records[0])
+
+
+def bound_batches(data: bytes, max_offset: int) -> bytes:
+    """The leading whole batches of ``data`` whose base offset is below ``max_offset``.
+
+    A batch never straddles the LSO (it is the base offset of a transaction's first
+    batch, one past a marker, or the log end), so this cuts exactly at it."""
+    pos = 0
+    while pos + HEADER_SIZE <= len(data):
+        header = BatchHeader.parse(data, pos)
+        if header.base_offset >= max_offset or pos + header.size > len(data):
+            break
+        pos += header.size
+    return data[:pos]
+
+
+def collect_aborted_transactions(segments: Sequence[LogSegment], start: int,
+                                 upper: int) -> list[AbortedTxn]:
+    """Aborted transactions overlapping ``[start, upper)``: ``last_offset >= start`` and
+    ``first_offset < upper`` (Kafka's ``collectAbortedTransactions``).
+
+    Walks the ``.txnindex`` of every segment that may hold a marker at or after
+    ``start`` (a marker lives in its own segment, its data may be earlier and the
+    marker well past ``upper``), stopping once an entry's LSO reaches ``upper``: every
+    transaction still open then started at or after ``upper``."""
+    found: list[AbortedTxn] = []
+    for seg in segments:
+        if seg.next_offset <= start:
+            continue
+        entries, complete = seg.txn_index.collect(start, upper)
+        found.extend(entries)
+        if complete:
+            break
+    return found
