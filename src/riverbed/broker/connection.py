@@ -406,11 +406,13 @@ class KafkaConnection(asyncio.Protocol):
             self.principal = session.principal
         self._enqueue_ready(header, response)
         if close:
-            log.info(
-                "closing connection from %s: SASL %s failed (error %d)",
+            log.info(  # Kafka: "Failed authentication with /IP (reason)"
+                "closing connection from %s: SASL %s failed (error %d: %s)",
                 self.peer,
                 "handshake" if header.api_key == SASL_HANDSHAKE_KEY else "authentication",
                 response.error_code,
+                getattr(response, "error_message", None)
+                or f"mechanism {getattr(request, 'mechanism', '?')!r}",
             )
             self.close()
         return False
