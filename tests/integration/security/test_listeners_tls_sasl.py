@@ -249,6 +249,24 @@ def test_legacy_v0_handshake_with_raw_tokens(
         assert struct.unpack(">i", _read_frame(sock)[:4]) == (2,)
 
 
+def test_expired_session_is_closed_on_its_next_request(broker: EmbeddedBroker) -> None:
+    """KIP-368 without a re-authenticating client: SaslAuthenticate v1 announces the
+    1.5 s lifetime; after it, the next request (not a SaslHandshake) closes the socket."""
+    port = broker.broker.endpoint("REAUTH")[1]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(_frame(17, 1, 1, struct.pack(">h", 5) + b"PLAIN"))
+        assert struct.unpack(">ih", _read_frame(sock)[:6]) == (1, 0)
+        token = b"\x00carol\x00carol-pw"
+        sock.sendall(_frame(36, 1, 2, struct.pack(">i", len(token)) + token))
+        answer = _read_frame(sock)  # id, error, null message, empty bytes, lifetime
+        assert struct.unpack(">ihhiq", answer) == (2, 0, -1, 0, 1500)
+        sock.sendall(_frame(3, 1, 3, struct.pack(">i", -1)))
+        assert struct.unpack(">i", _read_frame(sock)[:4]) == (3,)
+        time.sleep(1.6)  # let the session lifetime pass (the point of the test)
+        sock.sendall(_frame(3, 1, 4, struct.pack(">i", -1)))
+        assert sock.recv(4) == b""
+
+
 def test_reauthentication(broker: EmbeddedBroker) -> None:
     """librdkafka re-authenticates before the 1.5 s session ends (KIP-368); the same
     connection keeps producing for three session lifetimes."""

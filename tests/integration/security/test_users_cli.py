@@ -61,6 +61,11 @@ def test_users_create_describe_delete(tmp_path: Path) -> None:
             "erik": [{"mechanism": "SCRAM-SHA-256", "iterations": 8192}],
         }
         assert can_log_in(sasl_port, "dana", "dana-pw", "SCRAM-SHA-512")
+        out = riverbed("users", "describe", "dana", "-X", "security.protocol=SASL_PLAINTEXT",
+                       "-X", "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=dana",
+                       "-X", "sasl.password=dana-pw",
+                       "--bootstrap-server", f"127.0.0.1:{sasl_port}")
+        assert out.returncode == 0 and out.stdout == "dana\tSCRAM-SHA-512\t4096\n", out
         assert not can_log_in(sasl_port, "dana", "wrong", "SCRAM-SHA-512")
         out = riverbed("users", "create", "bad", "--password", "x", "--iterations", "100",
                        "--bootstrap-server", admin)
