@@ -5,7 +5,8 @@ transactions overlapping them, and drops:
 
 * control batches (COMMIT/ABORT markers);
 * a transactional batch of producer P once an aborted transaction of P with
-  ``first_offset <= batch base offset`` has been reached, until P's ABORT marker.
+  ``first_offset <=`` the batch's last offset has been reached (checked before each
+  batch of a producer, markers included), until P's ABORT marker.
 
 :func:`committed_records` applies those rules to a whole partition read through
 :meth:`riverbed.storage.log.PartitionLog.read` with READ_COMMITTED, so tests compare
@@ -51,13 +52,14 @@ def committed_records(log: PartitionLog, start: int | None = None,
                 heapq.heappush(pending, key)
         for header, records in iter_batches_with_records(result.records):
             offset = header.next_offset
+            if header.producer_id >= 0:
+                while pending and pending[0][0] <= header.last_offset:
+                    aborting.add(heapq.heappop(pending)[1])
             if header.is_control:
                 marker = parse_control_record(records[0])
                 if marker.is_abort:
                     aborting.discard(header.producer_id)
                 continue
-            while pending and pending[0][0] <= header.base_offset:
-                aborting.add(heapq.heappop(pending)[1])
             if header.is_transactional and header.producer_id in aborting:
                 continue
             out.extend(ConsumedRecord(r.offset, r.key, r.value) for r in records
