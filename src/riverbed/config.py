@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from riverbed.broker.quotas import QUOTA_KEYS
 from riverbed.broker.security.listeners import Listener, parse_listeners
 from riverbed.broker.security.sasl import sasl_settings
 from riverbed.coordinator.config import (
@@ -210,8 +211,8 @@ class BrokerConfig:
                 topic[key] = value
             elif key in LISTENER_KEYS or key.startswith(_SECURITY_PREFIXES):
                 continue  # riverbed.broker.security parses these
-            elif key in IGNORED_KEYS or key in COORDINATOR_KEYS:
-                continue  # COORDINATOR_KEYS: parsed by riverbed.coordinator.config
+            elif key in IGNORED_KEYS or key in COORDINATOR_KEYS or key in QUOTA_KEYS:
+                continue  # parsed by riverbed.coordinator.config, riverbed.broker.quotas
             else:
                 raise ConfigError(f"unknown broker setting {key!r}")
         for key, value in coarse.items():
