@@ -1,77 +1,16 @@
-"""Certificates for the security tests, made with the ``openssl`` CLI once per session:
-a CA, a server certificate for ``localhost`` / ``127.0.0.1`` signed by it, a client
-certificate (``CN=alice,OU=eng,O=Riverbed``) signed by it, and a second, unrelated CA
-that signs nothing the broker uses (a client trusting it must fail to verify)."""
+"""Fixtures for the security tests: the certificates of :mod:`security_pki`, made once
+per session with the ``openssl`` CLI."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-
-from riverbed.testing.embedded import EmbeddedBroker
-
-
-@dataclass(frozen=True)
-class Pki:
-    ca: Path
-    other_ca: Path
-    server: Path  # certificate chain and key, one PEM file (ssl.keystore.location)
-    server_cert: Path
-    server_key: Path
-    client_cert: Path
-    client_key: Path
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-def _ca(directory: Path, name: str) -> None:
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-             "-subj", f"/CN={name}", "-keyout", f"{name}.key", "-out", f"{name}.pem",
-             cwd=directory)
-
-
-def _signed(directory: Path, name: str, subject: str, ca: str, extensions: str) -> None:
-    (directory / f"{name}.ext").write_text(extensions)
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject,
-             "-keyout", f"{name}.key", "-out", f"{name}.csr", cwd=directory)
-    _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
-             "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext",
-             "-out", f"{name}.pem", cwd=directory)
+from security_pki import Pki, make_pki
 
 
 @pytest.fixture(scope="session")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     if shutil.which("openssl") is None:
         pytest.skip("the openssl CLI is needed to make test certificates")
-    d = tmp_path_factory.mktemp("pki")
-    _ca(d, "ca")
-    _ca(d, "other-ca")
-    _signed(d, "server", "/CN=localhost", "ca",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-    _signed(d, "client", "/O=Riverbed/OU=eng/CN=alice", "ca", "extendedKeyUsage=clientAuth\n")
-    (d / "server-bundle.pem").write_text((d / "server.pem").read_text()
-                                         + (d / "server.key").read_text())
-    return Pki(d / "ca.pem", d / "other-ca.pem", d / "server-bundle.pem", d / "server.pem",
-               d / "server.key", d / "client.pem", d / "client.key")
-
-
-@pytest.fixture
-def start_broker(tmp_path: Path) -> Iterator[object]:
-    """Start an EmbeddedBroker with the given settings; stopped at the end."""
-    started: list[EmbeddedBroker] = []
-
-    def start(config: dict[str, str]) -> EmbeddedBroker:
-        broker = EmbeddedBroker(data_dir=tmp_path / f"broker{len(started)}", config=config)
-        started.append(broker.start())
-        return broker
-
-    yield start
-    for broker in started:
-        broker.stop()
+    return make_pki(tmp_path_factory.mktemp("pki"))

@@ -17,7 +17,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
-from conftest import Pki
+from security_pki import Pki
 
 from riverbed.testing.embedded import EmbeddedBroker
 from riverbed.testing.kafka_reference import cache_dir

@@ -29,7 +29,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
-from conftest import Pki
+from security_pki import Pki
 
 from riverbed.broker.server import Broker
 from riverbed.testing.embedded import EmbeddedBroker
