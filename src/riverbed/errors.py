@@ -29,15 +29,16 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     │   ├── UnknownProducerIdError
     │   ├── InvalidTxnStateError         non-transactional write inside an open transaction
     │   └── TransactionCoordinatorFencedError  marker from an older coordinator epoch
-    └── TopicError
-        ├── UnknownTopicOrPartitionError
-        ├── TopicAlreadyExistsError
-        ├── InvalidTopicError
-        ├── UnknownTopicIdError
-        ├── InvalidPartitionsError
-        ├── InvalidReplicationFactorError
-        ├── TopicPolicyViolationError    refused by a broker rule (internal topic, partition cap)
-        └── TopicDeletionDisabledError   delete.topic.enable=false
+    ├── TopicError
+    │   ├── UnknownTopicOrPartitionError
+    │   ├── TopicAlreadyExistsError
+    │   ├── InvalidTopicError
+    │   ├── UnknownTopicIdError
+    │   ├── InvalidPartitionsError
+    │   ├── InvalidReplicationFactorError
+    │   ├── TopicPolicyViolationError    refused by a broker rule (internal topic, partition cap)
+    │   └── TopicDeletionDisabledError   delete.topic.enable=false
+    └── CdcError                         change data capture: bad source, key, or delivery
 
 Each class carries the Kafka :class:`~riverbed.protocol.error_codes.ErrorCode` it maps
 to and whether a client may retry.  :func:`error_code_for` is the single mapping from
@@ -218,6 +219,11 @@ class TopicPolicyViolationError(TopicError):
 
 class TopicDeletionDisabledError(TopicError):
     error_code = ErrorCode.TOPIC_DELETION_DISABLED
+
+
+class CdcError(RiverbedError):
+    """Change data capture cannot go on: the source database is missing or unusable, a
+    captured table has no key, or the broker refused or lost a change (message for the user)."""
 
 
 def error_code_for(exc: BaseException) -> ErrorCode:
