@@ -2,10 +2,11 @@
 
 Rules: transactional appends by three producers, plain appends, COMMIT/ABORT markers (some
 bumping the epoch as transaction version 2 does), stale markers (fenced, nothing
-written), rolls, clean reopen and unclean reopen, the latter also losing what a kill -9
+written), rolls, compaction, clean reopen and unclean reopen, the latter also losing what a kill -9
 right after the rolls loses (the later producer snapshots and the aborted-transaction
 indexes written after the oldest one).  Invariants: the LSO is the model's, a
-read_committed consumer sees exactly the committed records below it, nothing read under
+read_committed consumer sees exactly the committed records below it (once compacted: a
+subset of them, in order, holding each key's latest committed value), nothing read under
 read_committed reaches the LSO, and the open transactions are the model's.
 """
 
@@ -25,12 +26,16 @@ from riverbed.clock import ManualClock
 from riverbed.errors import InvalidProducerEpochError
 from riverbed.protocol.records import build_batch, iter_batches_with_records
 from riverbed.storage import LogConfig, PartitionLog
+from riverbed.storage.cleaner import LogCleaner
 from riverbed.storage.producer_state import SNAPSHOT_SUFFIX
 from riverbed.storage.transactions import IsolationLevel
 from riverbed.testing.read_committed import committed_records
 
-CONFIG = LogConfig(segment_bytes=350, index_interval_bytes=100, retention_ms=-1)
+CONFIG = LogConfig(segment_bytes=350, index_interval_bytes=100, retention_ms=-1,
+                   cleanup_policy="compact", min_cleanable_dirty_ratio=0.0,
+                   file_delete_delay_ms=0)
 PIDS = st.sampled_from([1, 2, 3])
+KEYS = [b"a", b"b", b"c", b"d"]
 T0 = 1_700_000_000_000
 
 
@@ -39,7 +44,7 @@ class Producer:
     epoch: int = 0
     seq: int = 0
     open_first: int | None = None  # first offset of the open transaction
-    open_values: list[tuple[int, bytes]] = field(default_factory=list)
+    open_values: list[tuple[int, bytes, bytes]] = field(default_factory=list)
 
 
 class TxnLogMachine(RuleBasedStateMachine):
@@ -49,9 +54,10 @@ class TxnLogMachine(RuleBasedStateMachine):
         self.clock = ManualClock(T0)
         self.log = self.open()
         self.producers = {pid: Producer() for pid in (1, 2, 3)}
-        self.committed: list[tuple[int, bytes]] = []  # (offset, value), decided visible
+        self.committed: list[tuple[int, bytes, bytes]] = []  # (offset, key, value) visible
         self.end = 0
         self.counter = 0
+        self.compacted = False
 
     def open(self) -> PartitionLog:
         return PartitionLog.open(self.tmp / "t-0", CONFIG, clock=self.clock)
@@ -60,11 +66,11 @@ class TxnLogMachine(RuleBasedStateMachine):
         self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def _values(self, n: int) -> list[bytes]:
+    def _values(self, n: int) -> list[tuple[bytes, bytes]]:
         out = []
         for _ in range(n):
             self.counter += 1
-            out.append(b"v%d" % self.counter)
+            out.append((KEYS[self.counter * 7 % 11 % 4], b"v%d" % self.counter))
         return out
 
     # -- rules ---------------------------------------------------------------------
@@ -73,22 +79,22 @@ class TxnLogMachine(RuleBasedStateMachine):
     def transactional_append(self, pid: int, n: int) -> None:
         p = self.producers[pid]
         values = self._values(n)
-        data = build_batch([(None, v, T0) for v in values], producer_id=pid,
+        data = build_batch([(k, v, T0) for k, v in values], producer_id=pid,
                            producer_epoch=p.epoch, base_sequence=p.seq, is_transactional=True,
                            base_timestamp=T0)
         result = self.log.append(data)
         assert result.base_offset == self.end
         if p.open_first is None:
             p.open_first = self.end
-        p.open_values += [(self.end + i, v) for i, v in enumerate(values)]
+        p.open_values += [(self.end + i, k, v) for i, (k, v) in enumerate(values)]
         p.seq += n
         self.end += n
 
     @rule(n=st.integers(1, 2))
     def plain_append(self, n: int) -> None:
         values = self._values(n)
-        self.log.append(build_batch([(None, v, T0) for v in values], base_timestamp=T0))
-        self.committed += [(self.end + i, v) for i, v in enumerate(values)]
+        self.log.append(build_batch([(k, v, T0) for k, v in values], base_timestamp=T0))
+        self.committed += [(self.end + i, k, v) for i, (k, v) in enumerate(values)]
         self.end += n
 
     @rule(pid=PIDS, commit=st.booleans(), bump=st.booleans())
@@ -115,6 +121,11 @@ class TxnLogMachine(RuleBasedStateMachine):
     @rule()
     def roll(self) -> None:
         self.log.roll()
+
+    @rule()
+    def compact(self) -> None:
+        if LogCleaner(self.clock).clean(self.log) is not None:
+            self.compacted = True
 
     @rule()
     def reopen_clean(self) -> None:
@@ -151,9 +162,15 @@ class TxnLogMachine(RuleBasedStateMachine):
     @invariant()
     def read_committed_sees_exactly_the_committed_records(self) -> None:
         lso = self.model_lso()
-        expected = sorted((o, v) for o, v in self.committed if o < lso)
-        got = [(r.offset, r.value) for r in committed_records(self.log, max_bytes=200)]
-        assert got == expected
+        expected = sorted((o, k, v) for o, k, v in self.committed if o < lso)
+        got = [(r.offset, r.key, r.value)
+               for r in committed_records(self.log, max_bytes=200)]
+        if not self.compacted:
+            assert got == expected
+            return
+        assert set(got) <= set(expected) and got == sorted(got)
+        latest = {k: (o, k, v) for o, k, v in expected}
+        assert set(latest.values()) <= set(got)
 
     @invariant()
     def nothing_at_or_above_the_lso_is_served(self) -> None:

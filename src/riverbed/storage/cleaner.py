@@ -10,14 +10,18 @@ When a log is cleaned (:meth:`LogCleaner.needs_cleaning`, Kafka's rules):
   than ``max.compaction.lag.ms`` (it is then cleaned whatever the ratio), or when a kept
   tombstone's delete horizon has passed.
 * The **first uncleanable offset** is the active segment's base offset, or the base of
-  the first dirty segment holding a record younger than ``min.compaction.lag.ms``.
+  the first dirty segment holding a record younger than ``min.compaction.lag.ms``, or
+  the base of the segment holding the last stable offset (an open transaction's data
+  is never cleaned, as in Kafka).
 
 A pass over one log (:meth:`LogCleaner.clean`):
 
 1. **Offset map** over the dirty section, batch by batch, into a bounded
    :class:`~riverbed.storage.offset_map.OffsetMap` (``log.cleaner.dedupe.buffer.size``).
    If it fills, the pass only covers offsets up to the last batch that fitted (``end``);
-   records at or after ``end`` are kept untouched and cleaned by a later pass.
+   records at or after ``end`` are kept untouched and cleaned by a later pass.  Records
+   of aborted transactions (:class:`~riverbed.storage.transactions.AbortedBatches` over
+   the log's ``.txnindex`` entries) never enter the map, so they shadow nothing.
 2. **Groups**: the segments from the log start below ``end`` are grouped, in order,
    into runs whose total size is at most ``segment.bytes`` (and whose offsets fit a
    32-bit relative offset), Kafka's ``groupSegmentsBySize``; each group becomes ONE
@@ -26,7 +30,10 @@ A pass over one log (:meth:`LogCleaner.clean`):
    in memory at a time).  A record is kept unless a later record with the same key is
    in the map.  Records without a key are kept.  A tombstone (null value) that is kept
    gets a delete horizon (``now + delete.retention.ms``, Kafka's deleteHorizonMs batch
-   attribute); once it has passed, a later pass drops it.  Control batches are copied.
+   attribute); once it has passed, a later pass drops it.  A batch of an aborted
+   transaction loses all its records (Kafka's rule).  Control batches (transaction
+   markers) are copied: unlike Kafka, markers are never removed, and the group's
+   ``.txnindex`` entries are carried over to the cleaned segment.
    Rewritten batches keep base offset, last offset delta, producer id/epoch and base
    sequence (:func:`riverbed.protocol.records.rebuild_batch`); a batch left with no
    records is dropped, except a producer's last batch (its sequence must survive) and
@@ -66,6 +73,7 @@ from riverbed.storage.log import PartitionLog
 from riverbed.storage.offset_map import DEFAULT_DEDUPE_BUFFER_SIZE, OffsetMap
 from riverbed.storage.recovery import CLEANED_SUFFIX
 from riverbed.storage.segment import LogSegment
+from riverbed.storage.transactions import AbortedBatches
 
 log = logging.getLogger(__name__)
 
@@ -124,10 +132,15 @@ class _History:
 
 
 def dirty_stats(segments: list[LogSegment], log_start: int, cleaner_offset: int,
-                config: LogConfig, now_ms: int) -> DirtyStats:
+                config: LogConfig, now_ms: int,
+                last_stable_offset: int | None = None) -> DirtyStats:
     """Measure the cleanable part of a log (a snapshot of its segment list)."""
     first_dirty = max(cleaner_offset, log_start)
     uncleanable = segments[-1].base_offset
+    if last_stable_offset is not None:
+        holding = [s.base_offset for s in segments if s.base_offset <= last_stable_offset]
+        if holding:
+            uncleanable = min(uncleanable, holding[-1])
     lag = config.min_compaction_lag_ms
     sealed = [s for s in segments[:-1] if s.next_offset > log_start]
     if lag > 0:
@@ -186,7 +199,7 @@ class LogCleaner:
 
     def _stats(self, plog: PartitionLog) -> DirtyStats:
         return dirty_stats(plog.segments(), plog.log_start_offset, plog.cleaner_offset,
-                           plog.config, self._clock.now_ms())
+                           plog.config, self._clock.now_ms(), plog.last_stable_offset)
 
     def needs_cleaning(self, plog: PartitionLog) -> bool:
         config = plog.config
@@ -217,7 +230,8 @@ class LogCleaner:
         history = self._history.setdefault(plog.directory, _History())
         segments = plog.segments()
         log_start = plog.log_start_offset
-        stats = dirty_stats(segments, log_start, plog.cleaner_offset, config, now)
+        stats = dirty_stats(segments, log_start, plog.cleaner_offset, config, now,
+                            plog.last_stable_offset)
         sealed = [s for s in segments[:-1]
                   if s.next_offset > log_start and s.base_offset < stats.first_uncleanable_offset]
         if not sealed:
@@ -225,7 +239,10 @@ class LogCleaner:
         first_dirty = stats.first_dirty_offset
         try:
             offset_map = OffsetMap(self.dedupe_buffer_size)
-            full = self._build_offset_map(sealed, first_dirty, offset_map)
+            upper = sealed[-1].next_offset
+            full = self._build_offset_map(
+                sealed, first_dirty, offset_map,
+                AbortedBatches(plog.collect_aborted_transactions(first_dirty, upper)))
             end = max(offset_map.latest_offset + 1, first_dirty)
             if full and offset_map.latest_offset < first_dirty:
                 raise ValueError(f"log.cleaner.dedupe.buffer.size {self.dedupe_buffer_size} "
@@ -237,8 +254,11 @@ class LogCleaner:
                               for pid, e in list(plog.producers.entries.items()) if e.batches}
             self._horizons.pop(plog.directory, None)
             before = after = removed = 0
+            aborted = AbortedBatches(
+                plog.collect_aborted_transactions(groups[0][0].base_offset, upper))
             for group in groups:
-                done = self._clean_group(plog, group, offset_map, end, producers_last, now)
+                done = self._clean_group(plog, group, offset_map, end, producers_last, now,
+                                         aborted)
                 if done is None:
                     history.last_error = "aborted: the log changed during the pass"
                     return None
@@ -259,8 +279,9 @@ class LogCleaner:
         return result
 
     def _build_offset_map(self, segments: list[LogSegment], first_dirty: int,
-                          offset_map: OffsetMap) -> bool:
-        """Fill ``offset_map`` from ``first_dirty`` on; True if it filled up."""
+                          offset_map: OffsetMap, aborted: AbortedBatches) -> bool:
+        """Fill ``offset_map`` from ``first_dirty`` on (aborted data left out); True if
+        it filled up."""
         for seg in segments:
             if seg.next_offset <= first_dirty:
                 continue
@@ -268,7 +289,8 @@ class LogCleaner:
                 if header.last_offset < first_dirty:
                     continue
                 keyed: list[tuple[bytes, int]] = []
-                if not header.is_control:
+                dropped = aborted.is_aborted(header)  # it must see every batch, in order
+                if not header.is_control and not dropped:
                     _h, records = read_batch(seg.pread(pos, header.size))
                     keyed = [(r.key, r.offset) for r in records
                              if r.key is not None and r.offset >= first_dirty]
@@ -278,7 +300,7 @@ class LogCleaner:
 
     def _clean_group(self, plog: PartitionLog, group: list[LogSegment], offset_map: OffsetMap,
                      end: int, producers_last: dict[int, int], now: int,
-                     ) -> tuple[int, int, int] | None:
+                     aborted: AbortedBatches) -> tuple[int, int, int] | None:
         """Write the group's cleaned segment and swap it in; (bytes before, after,
         records removed), or None if the log changed under the pass."""
         first = group[0]
@@ -294,9 +316,12 @@ class LogCleaner:
                     raw = seg.pread(pos, header.size)
                     producer_last = producers_last.get(header.producer_id)
                     keep_empty = last or producer_last == header.last_offset
-                    out, dropped = self._clean_batch(plog.directory, raw, header, offset_map,
-                                                     end, keep_empty, now,
-                                                     plog.config.delete_retention_ms)
+                    if aborted.is_aborted(header) and header.base_offset < end:
+                        out, dropped = self._drop_batch(raw, header, keep_empty)
+                    else:
+                        out, dropped = self._clean_batch(plog.directory, raw, header,
+                                                         offset_map, end, keep_empty, now,
+                                                         plog.config.delete_retention_ms)
                     removed += dropped
                     changed = changed or out is not raw
                     if out is not None:
@@ -313,6 +338,14 @@ class LogCleaner:
         if not plog.replace_segments(group, sizes, cleaned):
             return None
         return sum(sizes), written, removed
+
+    @staticmethod
+    def _drop_batch(raw: bytes, header: BatchHeader, keep_empty: bool,
+                    ) -> tuple[bytes | None, int]:
+        """An aborted transaction's batch: all its records go (the batch stays, empty,
+        when ``keep_empty``)."""
+        _h, records = read_batch(raw)
+        return (rebuild_batch(header, []) if keep_empty else None), len(records)
 
     def _clean_batch(self, directory: Path, raw: bytes, header: BatchHeader,
                      offset_map: OffsetMap, end: int, keep_empty: bool, now: int,

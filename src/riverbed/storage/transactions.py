@@ -20,7 +20,8 @@ Pure functions over bytes and segment lists; the caller holds the log's lock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Iterable, Sequence
 from enum import IntEnum
 
 from riverbed.errors import CorruptRecordError
@@ -31,6 +32,7 @@ from riverbed.storage.segment import LogSegment
 from riverbed.storage.txn_index import AbortedTxn
 
 __all__ = [
+    "AbortedBatches",
     "AbortedTxn",
     "IsolationLevel",
     "bound_batches",
@@ -44,6 +46,44 @@ class IsolationLevel(IntEnum):
 
     READ_UNCOMMITTED = 0
     READ_COMMITTED = 1
+
+
+class AbortedBatches:
+    """Which transactional batches belong to aborted transactions, for a walk over
+    batches in offset order (the rule of Kafka's consumer and of its cleaner).
+
+    Fed the aborted transactions whose marker is at or after the walk's start
+    (:func:`collect_aborted_transactions`); before each batch of producer P, every
+    aborted transaction with ``first_offset <=`` the batch's last offset is *reached*
+    and P is aborting from there until its next control batch (which can only be that
+    transaction's ABORT marker).  Not thread-safe.
+    """
+
+    def __init__(self, aborted: Iterable[AbortedTxn] = ()) -> None:
+        self._pending: list[tuple[int, int]] = []  # (first offset, producer id)
+        self._known: set[tuple[int, int]] = set()
+        self._aborting: set[int] = set()
+        self.add(aborted)
+
+    def add(self, aborted: Iterable[AbortedTxn]) -> None:
+        """More aborted transactions (a later Fetch answer); duplicates are ignored."""
+        for txn in aborted:
+            key = (txn.first_offset, txn.producer_id)
+            if key not in self._known:
+                self._known.add(key)
+                heapq.heappush(self._pending, key)
+
+    def is_aborted(self, header: BatchHeader) -> bool:
+        """Observe the next batch; True when it is aborted transactional data."""
+        pid = header.producer_id
+        if pid < 0:
+            return False
+        while self._pending and self._pending[0][0] <= header.last_offset:
+            self._aborting.add(heapq.heappop(self._pending)[1])
+        if header.is_control:
+            self._aborting.discard(pid)
+            return False
+        return header.is_transactional and pid in self._aborting
 
 
 def read_marker(raw: bytes) -> EndTransactionMarker:

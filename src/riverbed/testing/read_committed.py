@@ -5,8 +5,8 @@ transactions overlapping them, and drops:
 
 * control batches (COMMIT/ABORT markers);
 * a transactional batch of producer P once an aborted transaction of P with
-  ``first_offset <=`` the batch's last offset has been reached (checked before each
-  batch of a producer, markers included), until P's ABORT marker.
+  ``first_offset <=`` the batch's last offset has been reached, until P's ABORT marker
+  (:class:`riverbed.storage.transactions.AbortedBatches`).
 
 :func:`committed_records` applies those rules to a whole partition read through
 :meth:`riverbed.storage.log.PartitionLog.read` with READ_COMMITTED, so tests compare
@@ -16,13 +16,11 @@ own locking.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
-from riverbed.protocol.control import parse_control_record
 from riverbed.protocol.records import iter_batches_with_records
 from riverbed.storage.log import PartitionLog
-from riverbed.storage.transactions import IsolationLevel
+from riverbed.storage.transactions import AbortedBatches, IsolationLevel
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,29 +36,15 @@ def committed_records(log: PartitionLog, start: int | None = None,
     start) up to the LSO, fetching ``max_bytes`` at a time."""
     offset = first = log.log_start_offset if start is None else start
     out: list[ConsumedRecord] = []
-    pending: list[tuple[int, int]] = []  # (first offset, producer id) not yet reached
-    seen: set[tuple[int, int]] = set()
-    aborting: set[int] = set()
+    aborted = AbortedBatches()
     while True:
         result = log.read(offset, max_bytes, isolation=IsolationLevel.READ_COMMITTED)
         if not result.records:
             return out
-        for txn in result.aborted_transactions or ():
-            key = (txn.first_offset, txn.producer_id)
-            if key not in seen:
-                seen.add(key)
-                heapq.heappush(pending, key)
+        aborted.add(result.aborted_transactions or ())
         for header, records in iter_batches_with_records(result.records):
             offset = header.next_offset
-            if header.producer_id >= 0:
-                while pending and pending[0][0] <= header.last_offset:
-                    aborting.add(heapq.heappop(pending)[1])
-            if header.is_control:
-                marker = parse_control_record(records[0])
-                if marker.is_abort:
-                    aborting.discard(header.producer_id)
-                continue
-            if header.is_transactional and header.producer_id in aborting:
+            if aborted.is_aborted(header) or header.is_control:
                 continue
             out.extend(ConsumedRecord(r.offset, r.key, r.value) for r in records
                        if r.offset >= first)

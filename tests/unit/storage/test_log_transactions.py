@@ -334,3 +334,47 @@ def test_txnindex_torn_tail_is_cut(tmp_path: Path) -> None:
     assert index.entries == entries and path.stat().st_size == 68
     assert index.collect(4, 100) == ([entries[1]], False)
     assert index.collect(0, 4) == ([entries[0]], True)
+
+
+def test_compaction_drops_aborted_data_and_never_lets_it_shadow_committed(
+        tmp_path: Path) -> None:
+    # n(k=v1) T1(k=x) A1 T2(k=v2) C2 | n   (| = roll)
+    clock = ManualClock(T0)
+    log = open_log(tmp_path / "t-0", clock, segment_bytes=1000, cleanup_policy="compact",
+                   min_cleanable_dirty_ratio=0.0, file_delete_delay_ms=0)
+    log.append(batch(b"v1", key=b"k"))
+    log.append(txn(1, 0, b"x", key=b"k"))
+    log.append_control_marker(1, 0, False, 0)
+    log.append(txn(2, 0, b"y", key=b"j"))
+    log.append(txn(3, 0, b"z", key=b"j"))
+    log.append_control_marker(3, 0, False, 0)
+    log.append_control_marker(2, 0, True, 0)
+    log.roll()
+    log.append(batch(b"tail", key=b"t"))
+    assert seen(log) == [b"v1", b"y", b"tail"]
+    result = LogCleaner(clock).clean(log)
+    assert result is not None and result.records_removed == 2  # x and z, nothing else
+    assert seen(log) == [b"v1", b"y", b"tail"]
+    everything = [r.value for _h, rs in iter_batches_with_records(log.read(0, 1 << 20).records)
+                  for r in rs if not _h.is_control]
+    assert everything == [b"v1", b"y"]  # read_uncommitted: the aborted records are gone
+    log.close()
+
+
+def test_compaction_stops_at_the_segment_of_the_lso(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    log = open_log(tmp_path / "t-0", clock, segment_bytes=1000, cleanup_policy="compact",
+                   min_cleanable_dirty_ratio=0.0, file_delete_delay_ms=0)
+    log.append(batch(b"old", key=b"k"))
+    log.roll()
+    log.append(txn(1, 0, b"open", key=b"k"))  # open: its segment must not be cleaned
+    log.append(batch(b"new", key=b"k"))
+    log.roll()
+    log.append(batch(b"tail", key=b"t"))
+    segments = [s.base_offset for s in log.segments()]
+    LogCleaner(clock).clean(log)
+    assert [s.base_offset for s in log.segments()] == segments
+    assert len(log.read(1, 1 << 20).records) > 0
+    raw = log.read(0, 1 << 20).records
+    assert [r.value for _h, rs in iter_batches_with_records(raw) for r in rs] == [b"old"]
+    log.close()
