@@ -162,9 +162,7 @@ class _DiskState:
             raise
         config = self._log_config(topic.configs)
         try:
-            return [
-                self._logs.get_or_create(topic.name, p, config) for p in range(topic.partitions)
-            ]
+            return self._logs.get_or_create_many(topic.name, range(topic.partitions), config)
         except BaseException:
             del self.topics[topic.name]
             try:
@@ -187,7 +185,7 @@ class _DiskState:
             topic.partitions = old
             raise
         config = self._log_config(topic.configs)
-        return old, [self._logs.get_or_create(name, p, config) for p in range(old, count)]
+        return old, self._logs.get_or_create_many(name, range(old, count), config)
 
     def delete(self, name: str) -> list[DetachedPartition]:
         """Save the file without ``name``, then rename its directories out of the way

@@ -57,6 +57,9 @@ from riverbed.storage.topic_properties import TopicProperties
 
 log = logging.getLogger(__name__)
 
+CREATE_CHUNK = 256
+"""New partition directories made per data-dir fsync (:meth:`LogManager.get_or_create_many`)."""
+
 DELETE_SUFFIX = "-delete"
 
 
@@ -160,20 +163,35 @@ class LogManager:
         self._properties.remove_unused({topic for topic, _p in self._logs})
 
     def get_or_create(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
+        return self.get_or_create_many(topic, [partition], config)[0]
+
+    def get_or_create_many(
+        self, topic: str, partitions: Iterable[int], config: LogConfig
+    ) -> list[PartitionLog]:
+        """The logs of ``topic``'s ``partitions``, creating those that do not exist.  New
+        directories are made in chunks of :data:`CREATE_CHUNK` with one fsync of the data
+        dir per chunk (not per partition: that fsync was two thirds of the cost of
+        creating a partition); the lock is held one chunk at a time."""
+        wanted = list(partitions)
+        for start in range(0, len(wanted), CREATE_CHUNK):
+            with self._lock:
+                chunk = wanted[start : start + CREATE_CHUNK]
+                new = [p for p in chunk if (topic, p) not in self._logs]
+                if not new:
+                    continue
+                # A generator: read only when the file changes (else O(partitions^2)).
+                siblings = (plog.directory for (t, _p), plog in self._logs.items() if t == topic)
+                self._properties.write(topic, config, siblings)  # once per topic, not partition
+                for p in new:
+                    (self.data_dir / f"{topic}-{p}").mkdir(parents=True, exist_ok=True)
+                fsync_dir(self.data_dir)
+                for p in new:
+                    self._logs[(topic, p)] = PartitionLog.open(
+                        self.data_dir / f"{topic}-{p}", config, topic=topic, partition=p,
+                        clock=self.clock, flusher=self._flusher,
+                        producer_id_expiration_ms=self.producer_id_expiration_ms)
         with self._lock:
-            existing = self._logs.get((topic, partition))
-            if existing is not None:
-                return existing
-            directory = self.data_dir / f"{topic}-{partition}"
-            siblings = [plog.directory for (t, _p), plog in self._logs.items() if t == topic]
-            self._properties.write(topic, config, siblings)  # once per topic, not partition
-            directory.mkdir(parents=True, exist_ok=True)
-            fsync_dir(self.data_dir)
-            plog = PartitionLog.open(directory, config, topic=topic, partition=partition,
-                                     clock=self.clock, flusher=self._flusher,
-                                     producer_id_expiration_ms=self.producer_id_expiration_ms)
-            self._logs[(topic, partition)] = plog
-            return plog
+            return [self._logs[(topic, p)] for p in wanted]
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
         with self._lock:

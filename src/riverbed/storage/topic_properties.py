@@ -100,8 +100,11 @@ class TopicProperties:
 
     def write(self, topic: str, config: LogConfig, partition_dirs: Iterable[Path]) -> bool:
         """Persist ``config`` for ``topic`` unless the file already says exactly that;
-        True if it wrote.  Then unlink the legacy copies in ``partition_dirs``.  Raises
-        OSError (the previous file stays whole)."""
+        True if it wrote, and then unlink the legacy copies in ``partition_dirs`` (only
+        then: ``partition_dirs`` is not iterated otherwise, so creating a topic's n
+        partitions costs O(n), not O(n^2); a legacy copy left by a crash before its unlink
+        is never read while the per-topic file exists).  Raises OSError (the previous
+        file stays whole)."""
         text = render(config)
         target = self.path(topic)
         with self._lock:
@@ -109,9 +112,10 @@ class TopicProperties:
                 wrote = target.read_text() != text
             except (FileNotFoundError, UnicodeDecodeError):
                 wrote = True
-            if wrote:
-                self._make_dirs(target.parent)
-                write_atomically(target, text.encode())
+            if not wrote:
+                return False
+            self._make_dirs(target.parent)
+            write_atomically(target, text.encode())
             for directory in partition_dirs:
                 (directory / PROPERTIES_FILE).unlink(missing_ok=True)
         return wrote

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -106,11 +106,15 @@ class FailingLogs(LogManager):
         super().__init__(data_dir, start_background=False)
         self.fail = True
 
-    def get_or_create(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
-        if partition == 1 and self.fail:
+    def get_or_create_many(
+        self, topic: str, partitions: Iterable[int], config: LogConfig
+    ) -> list[PartitionLog]:
+        wanted = list(partitions)
+        if 1 in wanted and self.fail:
             self.fail = False
+            super().get_or_create_many(topic, [p for p in wanted if p < 1], config)
             raise StorageError("injected: no space left on device")
-        return super().get_or_create(topic, partition, config)
+        return super().get_or_create_many(topic, wanted, config)
 
 
 def test_a_failed_creation_leaves_nothing_behind(tmp_path: Path) -> None:

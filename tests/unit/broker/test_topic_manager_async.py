@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,10 +30,12 @@ class GatedLogs(LogManager):
         self.gate.set()
         self.threads: set[str] = set()
 
-    def get_or_create(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
+    def get_or_create_many(
+        self, topic: str, partitions: Iterable[int], config: LogConfig
+    ) -> list[PartitionLog]:
         self.threads.add(threading.current_thread().name)
         assert self.gate.wait(DEADLINE_S), "test never opened the gate"
-        return super().get_or_create(topic, partition, config)
+        return super().get_or_create_many(topic, partitions, config)
 
     def update_config(self, topic: str, config: LogConfig) -> None:
         self.threads.add(threading.current_thread().name)
