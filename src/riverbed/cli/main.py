@@ -46,6 +46,7 @@ def cli() -> None:
 def main() -> None:
     """Console-script entry point."""
     from riverbed.cli import commands  # noqa: F401  (registers subcommands)
+    from riverbed.cli.cdc_command import cdc
     from riverbed.cli.completion_command import completion_command
     from riverbed.cli.consume_command import consume_command
     from riverbed.cli.demo_command import demo_command
@@ -61,4 +62,5 @@ def main() -> None:
     cli.add_command(consume_command)
     cli.add_command(completion_command)
     cli.add_command(demo_command)
+    cli.add_command(cdc)
     cli(prog_name="riverbed")  # also names click's completion variable: _RIVERBED_COMPLETE

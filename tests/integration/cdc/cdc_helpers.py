@@ -1,0 +1,141 @@
+"""Helpers for the CDC tests (imported by basename, so the name is unique): run the
+connector as its own process, read a topic to its end, wait with deadlines."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+T = TypeVar("T")
+
+ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()"]
+WRITER = Path(__file__).with_name("sqlite_writer.py")
+
+
+def riverbed(*args: str, timeout_s: float = 60) -> tuple[int, str, str]:
+    """Run ``riverbed ARGS`` to completion: (exit code, stdout, stderr)."""
+    done = subprocess.run([*ENTRY, *args], capture_output=True, timeout=timeout_s)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+class ConnectorProcess:
+    """``riverbed cdc sqlite`` in the background; stderr goes to a file for the failure
+    message."""
+
+    def __init__(self, db: Path, bootstrap: str, *extra: str) -> None:
+        self.log = db.with_name(f"connector-{uuid.uuid4().hex[:6]}.log")
+        self._log_file = self.log.open("wb")
+        self.proc = subprocess.Popen(
+            [*ENTRY, "cdc", "sqlite", "--db", str(db), "--bootstrap-server", bootstrap,
+             *extra], stdout=subprocess.DEVNULL, stderr=self._log_file)
+
+    def terminate(self, timeout_s: float = 30) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        return self._wait(timeout_s)
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self._wait(30)
+
+    def _wait(self, timeout_s: float) -> int:
+        try:
+            return self.proc.wait(timeout_s)
+        finally:
+            self._log_file.close()
+
+    def stderr(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def read_topic(bootstrap: str, topic: str, timeout_s: float = 20
+               ) -> list[tuple[Any, Any]]:
+    """Every record of partition 0 from the beginning to the high watermark, keys and values
+    parsed as JSON (``None`` for a tombstone)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                         "enable.auto.commit": False})
+    try:
+        tp = TopicPartition(topic, 0)
+        if topic not in consumer.list_topics(topic, timeout=timeout_s).topics or \
+                consumer.list_topics(topic, timeout=timeout_s).topics[topic].error is not None:
+            return []  # not created yet
+        _low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
+        records: list[tuple[Any, Any]] = []
+        if high <= 0:
+            return records
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                if consumer.position([tp])[0].offset >= high:
+                    break
+                continue
+            assert msg.error() is None, msg.error()
+            value = msg.value()
+            records.append((json.loads(msg.key()), None if value is None else json.loads(value)))
+            if msg.offset() + 1 >= high:
+                break
+        else:
+            raise AssertionError(f"timed out reading {topic}")
+        return records
+    finally:
+        consumer.close()
+
+
+def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(0.05)  # polling interval of a condition check, not synchronisation
+
+
+def latest_per_key(records: Sequence[tuple[Any, Any]]) -> dict[str, Any]:
+    """What compaction keeps: the last value per key, tombstoned keys removed."""
+    state: dict[str, Any] = {}
+    for key, value in records:
+        k = json.dumps(key, sort_keys=True)
+        if value is None:
+            state.pop(k, None)
+        else:
+            state[k] = value["after"]
+            if state[k] is None:
+                del state[k]
+    return state
+
+
+def pending_changes(db: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT count(*) FROM _riverbed_cdc_changes").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def read_at_least(bootstrap: str, topic: str, count: int, timeout_s: float = 30
+                  ) -> list[tuple[Any, Any]]:
+    """:func:`read_topic` once it holds at least ``count`` records."""
+    def enough() -> list[tuple[Any, Any]] | None:
+        records = read_topic(bootstrap, topic)
+        return records if len(records) >= count else None
+
+    return wait_until(enough, timeout_s, f"{count} records in {topic}")
