@@ -270,9 +270,11 @@ class PartitionLog:
         end = self._segments[-1].next_offset
         start = self.producers.load(self._log_start_offset, end)
         for seg in self._segments:
+            # also where the replay has nothing to do: a marker cut off by recovery
+            # (a torn tail) may have left its entry behind
+            seg.txn_index.truncate_from(start)
             if seg.next_offset <= start:
                 continue
-            seg.txn_index.truncate_from(start)
             for pos, header in seg.scan(seg.offset_index.lookup(start), verify=False):
                 if header.base_offset < start:
                     continue

@@ -378,3 +378,24 @@ def test_compaction_stops_at_the_segment_of_the_lso(tmp_path: Path) -> None:
     raw = log.read(0, 1 << 20).records
     assert [r.value for _h, rs in iter_batches_with_records(raw) for r in rs] == [b"old"]
     log.close()
+
+
+def test_power_loss_after_a_marker_leaves_no_index_entry_without_its_marker(
+        tmp_path: Path) -> None:
+    from riverbed.storage import faults
+
+    directory = tmp_path / "t-0"
+    log = open_log(directory)
+    log.append(txn(1, 0, b"a"))
+    log.close()  # producer snapshot at offset 1
+    with faults.record_power_loss() as power:
+        log = open_log(directory, flush_messages=(1 << 63) - 1)  # fsync left to the OS
+        log.append_control_marker(1, 0, False, 0)  # never fsynced
+        assert log.collect_aborted_transactions(0, 10) == [AbortedTxn(1, 0, 1, 2)]
+        log.close_unclean()
+        assert sum(power.cut().values()) > 0  # the marker is lost, its index entry not
+    log = open_log(directory)
+    assert log.log_end_offset == 1
+    assert log.collect_aborted_transactions(0, 10) == []
+    assert log.ongoing_transactions() == {1: 0} and log.last_stable_offset == 0
+    log.close()
