@@ -16,7 +16,8 @@ event loop and does everything the coordinator may not do itself:
   awaited by the handlers), so an acknowledged
   offset commit survives a power loss, like an ``acks=all`` produce.
 * **Recovery.**  On start every partition of ``__consumer_offsets`` is read from its log
-  start and replayed in order (:meth:`GroupCoordinator.replay`), then
+  start and replayed in order (:meth:`GroupCoordinator.replay`; transactional offsets
+  only when their COMMIT marker is read, see :mod:`riverbed.broker.transactions`), then
   :meth:`GroupCoordinator.on_loaded` starts the members' sessions.  Classic groups'
   assignments, KIP-848 members' epochs and assignments (record key versions 3-8) and
   every committed offset survive a restart or a crash.  An existing topic keeps its
@@ -57,8 +58,9 @@ from riverbed.coordinator import (
 )
 from riverbed.coordinator.config import coordinator_config_from_props
 from riverbed.errors import CorruptSegmentError, RiverbedError
+from riverbed.protocol.control import parse_control_record
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.records import build_batch, iter_batches_with_records
+from riverbed.protocol.records import Record, build_batch, iter_batches_with_records
 from riverbed.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
@@ -173,6 +175,10 @@ class GroupService:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline_ms: int | None = None
         self._closed = False
+        self.replayed_txn_offsets: dict[tuple[int, int], list[tuple[bytes, bytes | None]]] = {}
+        """Transactional offsets (TxnOffsetCommit) read by :meth:`load` whose marker is
+        not in the log yet, by ``(producer id, partition)``: the transaction service takes
+        them over and applies or drops them with the marker it writes."""
         self.num_partitions = self._ensure_offsets_topic()
 
     # -- start-up ---------------------------------------------------------------------
@@ -190,6 +196,7 @@ class GroupService:
     def load(self) -> int:
         """Replay ``__consumer_offsets`` into a fresh coordinator; returns records read."""
         self.coordinator = GroupCoordinator(self.config, BrokerTopics(self._broker.topics))
+        self.replayed_txn_offsets = {}
         count = 0
         for p in range(self.num_partitions):
             plog = self._broker.topics.partition_log(OFFSETS_TOPIC_NAME, p)
@@ -215,13 +222,35 @@ class GroupService:
                 next_offset = header.base_offset + header.last_offset_delta + 1
                 if next_offset <= offset:
                     continue
-                if not header.is_control:
-                    for record in records:
-                        if record.offset >= offset and record.key is not None:
-                            self.coordinator.replay(record.key, record.value)
-                            count += 1
+                items = [(r.key, r.value) for r in records
+                         if r.offset >= offset and r.key is not None]
+                if header.is_control:
+                    self._replay_marker(plog, header.producer_id, records)
+                elif header.is_transactional:
+                    held = self.replayed_txn_offsets.setdefault(
+                        (header.producer_id, plog.partition), [])
+                    held.extend((k, v) for k, v in items if k is not None)
+                else:
+                    for key, value in items:
+                        assert key is not None
+                        self.coordinator.replay(key, value)
+                        count += 1
                 offset = next_offset
         return count
+
+    def _replay_marker(self, plog: PartitionLog, producer_id: int,
+                       records: list[Record]) -> None:
+        """A COMMIT marker applies the producer's transactional offsets (TxnOffsetCommit)
+        held since its batches, an ABORT drops them, as Kafka's replay does."""
+        held = self.replayed_txn_offsets.pop((producer_id, plog.partition), [])
+        try:
+            commit = bool(records) and parse_control_record(records[0]).is_commit
+        except RiverbedError as exc:
+            log.warning("group coordinator: unreadable marker in %s: %s", plog, exc)
+            return
+        if commit:
+            for key, value in held:
+                self.coordinator.replay(key, value)
 
     # -- calls ------------------------------------------------------------------------
     def execute(self, handler: Callable[[int], Reply[R]]) -> Executed[R]:

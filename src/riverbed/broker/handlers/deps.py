@@ -30,10 +30,14 @@ from riverbed.broker.topic_configs import ConfigTopics, ConfigView
 if TYPE_CHECKING:
     from riverbed.broker.groups import Deferred, Executed
     from riverbed.broker.topics import ConfigChange, Topic
+    from riverbed.broker.transactions import PendingOffset, ProduceVerdict
     from riverbed.coordinator import GroupCoordinator, Pending, Reply
+    from riverbed.coordinator.transactions import TransactionCoordinator, TxnReply
     from riverbed.protocol.topic_partition import TopicPartition
     from riverbed.storage.log import AppendResult, FetchResult
+    from riverbed.storage.producer_state import ProducerStateEntry
     from riverbed.storage.segment import LogSegment
+    from riverbed.storage.transactions import IsolationLevel
 
 R = TypeVar("R")
 L_co = TypeVar("L_co", covariant=True)
@@ -57,7 +61,10 @@ class ReadLog(Protocol):
     @property
     def log_start_offset(self) -> int: ...
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> FetchResult: ...
+    def read(
+        self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
+        isolation: IsolationLevel = ...,
+    ) -> FetchResult: ...
 
 
 class OffsetsLog(Protocol):
@@ -69,9 +76,14 @@ class OffsetsLog(Protocol):
     @property
     def log_start_offset(self) -> int: ...
 
+    @property
+    def last_stable_offset(self) -> int: ...
+
     def segments(self) -> Sequence[LogSegment]: ...
 
-    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None: ...
+    def offset_for_timestamp(
+        self, ts_ms: int, *, isolation: IsolationLevel = ...
+    ) -> tuple[int, int] | None: ...
 
 
 class TrimLog(Protocol):
@@ -180,6 +192,27 @@ class GroupsPort(Protocol):
     async def wait(self, pending: Pending) -> Deferred: ...
 
 
+class TransactionsPort(Protocol):
+    """The transaction coordinator service
+    (:class:`~riverbed.broker.transactions.TransactionService`)."""
+
+    @property
+    def coordinator(self) -> TransactionCoordinator: ...
+
+    async def ensure_topic(self) -> None: ...
+
+    def now_ms(self) -> int: ...
+
+    def execute(self, handler: Callable[[int], TxnReply[R]]) -> Executed[R]: ...
+
+    def query(self, fn: Callable[[], R]) -> R: ...
+
+    def add_pending_offsets(
+        self, producer_id: int, producer_epoch: int, group_id: str,
+        offsets: Iterable[PendingOffset],
+    ) -> tuple[concurrent.futures.Future[None], ...]: ...
+
+
 # -- per-handler dependencies -------------------------------------------------------
 class ClusterInfo(Protocol):
     """This node: FindCoordinator, DescribeCluster, Metadata."""
@@ -195,6 +228,16 @@ class ClusterInfo(Protocol):
 
     @property
     def cluster_id(self) -> str: ...
+
+
+class ProduceTransactions(Protocol):
+    """Produce's view of the transaction service: KIP-890 verification of transactional
+    batches (:meth:`~riverbed.broker.transactions.TransactionService.verify_produce`)."""
+
+    def verify_produce(
+        self, transactional_id: str, producer_id: int, producer_epoch: int,
+        partitions: Iterable[TopicPartition], implicit_add: bool, produce_version: int,
+    ) -> ProduceVerdict: ...
 
 
 class ProduceDeps(Protocol):
@@ -268,3 +311,42 @@ class GroupDeps(Protocol):
 
     @property
     def topics(self) -> TopicNames: ...
+
+
+class FindCoordinatorDeps(ClusterInfo, Protocol):
+    """FindCoordinator: this node, and the transaction coordinator's topic."""
+
+    @property
+    def transactions(self) -> TransactionsPort: ...
+
+
+class TransactionDeps(Protocol):
+    """The transaction APIs: the coordinator service and topic lookups."""
+
+    @property
+    def transactions(self) -> TransactionsPort: ...
+
+    @property
+    def topics(self) -> TopicNames: ...
+
+
+class InitProducerIdDeps(ProducerIdDeps, Protocol):
+    @property
+    def transactions(self) -> TransactionsPort: ...
+
+
+class DescribeProducersDeps(Protocol):
+    @property
+    def topics(self) -> PartitionLogs[ProducerStatesLog]: ...
+
+
+class ProducerStatesLog(Protocol):
+    """DescribeProducers' view of a partition log."""
+
+    @property
+    def producers(self) -> ProducerStates: ...
+
+
+class ProducerStates(Protocol):
+    @property
+    def entries(self) -> Mapping[int, ProducerStateEntry]: ...

@@ -20,6 +20,11 @@ fetches read inline (a page-cache pread of a few MiB costs less than a thread ho
 Fetch sessions are not kept: every response carries session id 0 (a full fetch each
 time), which every client accepts.  Topic ids (v13+) resolve through the topic manager;
 an unknown id is UNKNOWN_TOPIC_ID for that partition.
+
+``isolation_level`` 1 (read_committed): each partition reads only below its last stable
+offset and answers it with the aborted transactions overlapping the returned batches
+(:meth:`PartitionLog.read`); read_uncommitted reads are unchanged (LSO = HW is answered
+when no transaction is open).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from riverbed.errors import UnknownTopicIdError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import FetchRequest, FetchResponse
 from riverbed.protocol.topic_partition import TopicPartition
+from riverbed.storage.transactions import IsolationLevel
 
 if TYPE_CHECKING:
     pass
@@ -43,6 +49,7 @@ log = logging.getLogger(__name__)
 
 API_KEY = 1
 TOPIC_IDS_VERSION = 13
+READ_COMMITTED = 1
 
 
 # A fetch whose limits allow more than this many bytes reads on a worker thread: a big
@@ -181,7 +188,8 @@ def _read_all(
     for topic, name, targets in resolved:
         parts = []
         for target in targets:
-            data, size = _read_partition(name, target, remaining, total == 0)
+            data, size = _read_partition(name, target, remaining, total == 0,
+                                         request.isolation_level)
             if data.error_code != ErrorCode.NONE:
                 errors = True
             total += size
@@ -201,7 +209,7 @@ def _read_all(
 
 
 def _read_partition(
-    name: str, target: _Target, remaining: int, first: bool
+    name: str, target: _Target, remaining: int, first: bool, isolation: int = 0
 ) -> tuple[FetchResponse.PartitionData, int]:
     fp = target.fp
     index = fp.partition
@@ -215,6 +223,8 @@ def _read_partition(
             return _partition(
                 index, ErrorCode.NONE, plog.high_watermark, plog.log_start_offset, b""
             ), 0
+        if isolation == READ_COMMITTED:
+            return _read_committed(plog, fp, max(limit, 0), first)
         result = plog.read(fp.fetch_offset, max(limit, 0), min_one_batch=first)
     except Exception as exc:
         code = error_code_for(exc)
@@ -225,21 +235,41 @@ def _read_partition(
         return _partition(index, code, -1, -1, b""), 0
     records = result.records
     return (
-        _partition(index, ErrorCode.NONE, result.high_watermark, result.log_start_offset, records),
+        _partition(index, ErrorCode.NONE, result.high_watermark, result.log_start_offset, records,
+                   result.last_stable_offset),
         len(records),
     )
 
 
+def _read_committed(
+    plog: ReadLog, fp: FetchRequest.FetchPartition, limit: int, first: bool
+) -> tuple[FetchResponse.PartitionData, int]:
+    """isolation_level=1: nothing at or past the last stable offset, and the aborted
+    transactions overlapping what is returned (the consumer drops their records)."""
+    result = plog.read(fp.fetch_offset, limit, min_one_batch=first,
+                       isolation=IsolationLevel.READ_COMMITTED)
+    aborted = [
+        FetchResponse.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+        for a in result.aborted_transactions or ()
+    ]
+    data = _partition(fp.partition, ErrorCode.NONE, result.high_watermark,
+                      result.log_start_offset, result.records, result.last_stable_offset,
+                      aborted)
+    return data, len(result.records)
+
+
 def _partition(
-    index: int, code: int, high_watermark: int, log_start_offset: int, records: Any
+    index: int, code: int, high_watermark: int, log_start_offset: int, records: Any,
+    last_stable_offset: int | None = None,
+    aborted: list[FetchResponse.AbortedTransaction] | None = None,
 ) -> FetchResponse.PartitionData:
     return FetchResponse.PartitionData(
         partition_index=index,
         error_code=code,
         high_watermark=high_watermark,
-        last_stable_offset=high_watermark,
+        last_stable_offset=high_watermark if last_stable_offset is None else last_stable_offset,
         log_start_offset=log_start_offset,
-        aborted_transactions=None,
+        aborted_transactions=aborted,
         preferred_read_replica=-1,
         records=records,
     )

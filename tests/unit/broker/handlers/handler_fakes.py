@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
@@ -21,17 +21,21 @@ from riverbed.broker.groups import CoordinatorClosedError, Executed
 from riverbed.broker.handlers import deps
 from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import ConfigChange, Topic
+from riverbed.broker.transactions import CoordinatorNotAvailableError, PendingOffset, ProduceVerdict
 from riverbed.config import BrokerConfig
 from riverbed.coordinator import Pending, Reply
+from riverbed.coordinator.transactions import TransactionCoordinator, TxnReply
 from riverbed.errors import (
     OffsetOutOfRangeError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.topic_partition import TopicPartition
 from riverbed.storage.config import LogConfig
 from riverbed.storage.log import AppendResult, FetchResult
+from riverbed.storage.transactions import IsolationLevel
 
 
 def ctx(api_key: int, version: int, client_address: str | None = None) -> RequestContext:
@@ -74,7 +78,12 @@ class FakeLog:
         self.flushes_asked.append(offset)
         return self.flush if self.flush is not None else done_future()
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> FetchResult:
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark  # no transactions in the fake
+
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
+             isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED) -> FetchResult:
         if self.read_error is not None:
             raise self.read_error
         if not self.log_start_offset <= offset <= self.high_watermark:
@@ -87,12 +96,15 @@ class FakeLog:
                 break
             out += data
         hw = self.high_watermark
-        return FetchResult(out, hw, self.log_start_offset, hw)
+        aborted = () if isolation is IsolationLevel.READ_COMMITTED else None
+        return FetchResult(out, hw, self.log_start_offset, hw, hw, aborted)
 
     def segments(self) -> list[Any]:
         return []
 
-    def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
+    def offset_for_timestamp(
+        self, ts_ms: int, *, isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+    ) -> tuple[int, int] | None:
         found = [v for t, v in sorted(self.timestamps.items()) if t >= ts_ms]
         return found[0] if found else None
 
@@ -267,12 +279,56 @@ class FakeGroups:
         return self.deferred[pending.token]
 
 
+R = TypeVar("R")
+
+
+@dataclass
+class FakeTransactions:
+    """The transaction service over a real coordinator, without persistence;
+    ``unavailable`` makes ``ensure_topic`` refuse as a too-large replication factor does."""
+
+    unavailable: bool = False
+    produce_code: ErrorCode = ErrorCode.NONE
+    pending: list[tuple[int, str, PendingOffset]] = field(default_factory=list)
+    verified: list[tuple[str, int, int, list[TopicPartition], bool]] = field(
+        default_factory=list)
+    coordinator: TransactionCoordinator = field(
+        default_factory=lambda: TransactionCoordinator(iter(range(5000, 6000)).__next__))
+
+    async def ensure_topic(self) -> None:
+        if self.unavailable:
+            raise CoordinatorNotAvailableError("replication factor 3, 1 broker")
+
+    def now_ms(self) -> int:
+        return 1_000
+
+    def execute(self, handler: Callable[[int], TxnReply[R]]) -> Executed[R]:
+        return Executed(handler(self.now_ms()).response)
+
+    def query(self, fn: Callable[[], R]) -> R:
+        return fn()
+
+    def add_pending_offsets(self, producer_id: int, producer_epoch: int, group_id: str,
+                            offsets: Iterable[PendingOffset]
+                            ) -> tuple[concurrent.futures.Future[None], ...]:
+        self.pending.extend((producer_id, group_id, o) for o in offsets)
+        return ()
+
+    def verify_produce(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[TopicPartition], implicit_add: bool,
+                       produce_version: int) -> ProduceVerdict:
+        self.verified.append((transactional_id, producer_id, producer_epoch,
+                              sorted(partitions), implicit_add))
+        return ProduceVerdict(dict.fromkeys(partitions, self.produce_code))
+
+
 @dataclass
 class FakeBroker:
     """Satisfies every handler's deps protocol; each test uses the parts it needs."""
 
     topics: FakeTopics = field(default_factory=FakeTopics)
     groups: FakeGroups = field(default_factory=FakeGroups)
+    transactions: FakeTransactions = field(default_factory=FakeTransactions)
     purgatory: RecordingPurgatory = field(default_factory=RecordingPurgatory)
     config: BrokerConfig = field(default_factory=lambda: BrokerConfig(node_id=7))
     closing: bool = False

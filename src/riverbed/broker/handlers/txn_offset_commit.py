@@ -1,0 +1,152 @@
+"""TxnOffsetCommit (key 28): a consumer group's offsets, committed by a transaction.
+
+The offsets are written to the group's ``__consumer_offsets`` partition as a
+transactional batch (the answer waits for its fsync under a durable flush policy) and
+held by the transaction service (:meth:`TransactionService.add_pending_offsets`) until
+the transaction's marker there: COMMIT applies them to the group coordinator, ABORT drops
+them, so OffsetFetch sees them exactly when the transaction commits.
+
+Checks, as Kafka's: partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION; an
+unknown transactional id or another producer id INVALID_PRODUCER_ID_MAPPING, an older
+epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH below v3), a transaction that is not
+Ongoing or did not add the group's offsets (AddOffsetsToTxn) INVALID_TXN_STATE; v3+
+(KIP-447) a generation of a classic group that is not the group's ILLEGAL_GENERATION and
+a member it does not know UNKNOWN_MEMBER_ID.  v6 (topic ids) is not served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from collections.abc import Awaitable
+from typing import Protocol
+
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.deps import GroupsPort, TopicNames, TransactionsPort
+from riverbed.broker.handlers.txn_common import legacy_code
+from riverbed.broker.transactions import PendingOffset
+from riverbed.coordinator import OFFSETS_TOPIC_NAME
+from riverbed.coordinator.classic_group import ClassicGroup
+from riverbed.coordinator.consumer_group import ConsumerGroup
+from riverbed.coordinator.partitioning import partition_for
+from riverbed.coordinator.transactions import TransactionState
+from riverbed.errors import error_code_for
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from riverbed.protocol.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
+
+API_KEY = 28
+FENCED_VERSION = 3
+MEMBER_VERSION = 3
+LEADER_EPOCH_VERSION = 2
+
+Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+Partition = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
+
+
+class TxnOffsetCommitDeps(Protocol):
+    @property
+    def transactions(self) -> TransactionsPort: ...
+
+    @property
+    def groups(self) -> GroupsPort: ...
+
+    @property
+    def topics(self) -> TopicNames: ...
+
+
+def handle(
+    deps: TxnOffsetCommitDeps, ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> TxnOffsetCommitResponse | Awaitable[TxnOffsetCommitResponse]:
+    version = ctx.api_version
+    code = legacy_code(_check(deps, version, request), version, FENCED_VERSION)
+    results: list[tuple[str, int, ErrorCode]] = []
+    accepted: list[PendingOffset] = []
+    for topic in request.topics:
+        found = deps.topics.get(topic.name)
+        for p in topic.partitions:
+            if found is None or not 0 <= p.partition_index < found.partitions:
+                results.append((topic.name, p.partition_index,
+                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            results.append((topic.name, p.partition_index, code))
+            accepted.append(PendingOffset(
+                request.group_id, topic.name, p.partition_index, p.committed_offset,
+                p.committed_leader_epoch if version >= LEADER_EPOCH_VERSION else -1,
+                p.committed_metadata or ""))
+    flushes: tuple[concurrent.futures.Future[None], ...] = ()
+    if code == ErrorCode.NONE and accepted:
+        try:
+            flushes = deps.transactions.add_pending_offsets(
+                request.producer_id, request.producer_epoch, request.group_id, accepted)
+        except Exception as exc:
+            failed = error_code_for(exc)
+            if failed == ErrorCode.UNKNOWN_SERVER_ERROR:
+                log.exception("TxnOffsetCommit of %s failed", request.group_id)
+            results = [(n, i, failed if c == ErrorCode.NONE else c) for n, i, c in results]
+    response = _encode(results)
+    if flushes:
+        return _after_flush(flushes, response, results)
+    return response
+
+
+def _encode(results: list[tuple[str, int, ErrorCode]]) -> TxnOffsetCommitResponse:
+    by_topic: dict[str, list[Partition]] = {}
+    for name, index, c in results:
+        by_topic.setdefault(name, []).append(Partition(partition_index=index, error_code=c))
+    return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
+        Topic(name=name, partitions=parts) for name, parts in by_topic.items()])
+
+
+async def _after_flush(flushes: tuple[concurrent.futures.Future[None], ...],
+                       response: TxnOffsetCommitResponse,
+                       results: list[tuple[str, int, ErrorCode]]) -> TxnOffsetCommitResponse:
+    """The answer once the offsets are durable; a failed fsync fails every partition."""
+    try:
+        for fut in flushes:
+            await asyncio.wrap_future(fut)
+    except Exception as exc:
+        failed = error_code_for(exc)
+        return _encode([(n, i, failed if c == ErrorCode.NONE else c) for n, i, c in results])
+    return response
+
+
+def _check(deps: TxnOffsetCommitDeps, version: int, request: TxnOffsetCommitRequest
+           ) -> ErrorCode:
+    """One code for the whole request (Kafka's validation order)."""
+    try:
+        meta = deps.transactions.query(
+            lambda: deps.transactions.coordinator.transaction(request.transactional_id))
+    except Exception:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if meta is None or meta.producer_id != request.producer_id:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    if request.producer_epoch < meta.producer_epoch:
+        return ErrorCode.PRODUCER_FENCED
+    offsets_tp = TopicPartition(OFFSETS_TOPIC_NAME, partition_for(
+        request.group_id, deps.transactions.coordinator.config.offsets_topic_num_partitions))
+    if meta.state is not TransactionState.ONGOING or offsets_tp not in meta.partitions:
+        return ErrorCode.INVALID_TXN_STATE
+    if version >= MEMBER_VERSION:
+        return _check_member(deps, request)
+    return ErrorCode.NONE
+
+
+def _check_member(deps: TxnOffsetCommitDeps, request: TxnOffsetCommitRequest) -> ErrorCode:
+    generation = request.generation_id_or_member_epoch
+    member = request.member_id
+    group = deps.groups.query(lambda: deps.groups.coordinator.group(request.group_id))
+    if group is None or (generation < 0 and not member):
+        return ErrorCode.NONE
+    if member and member not in group.members:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if isinstance(group, ClassicGroup) and generation >= 0 \
+            and generation != group.generation_id:
+        return ErrorCode.ILLEGAL_GENERATION
+    if isinstance(group, ConsumerGroup) and member and generation >= 0 \
+            and generation != group.members[member].member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE
