@@ -3,6 +3,8 @@
 ::
 
     riverbed cdc sqlite --db PATH --bootstrap-server HOST:PORT [--topic-prefix P] [--table T]...
+    riverbed cdc postgres --dsn DSN --bootstrap-server HOST:PORT [--topic-prefix P]
+                          [--table SCHEMA.TABLE]... [--slot NAME] [--publication NAME]
 
 Each table goes to ``<prefix>.<schema>.<table>`` (created compacted), as Debezium's JSON
 envelope (docs/cdc.md).  SIGTERM or Ctrl-C: outstanding changes are flushed and the command
@@ -69,3 +71,9 @@ def cdc_sqlite(db_path: str, bootstrap: str, topic_prefix: str, tables: tuple[st
     click.echo(f"capturing {db_path} into {topic_prefix}.main.* "
                f"({connector.snapshot_rows} rows snapshotted now); SIGTERM stops", err=True)
     run(connector)
+
+
+# riverbed cdc postgres lives in its own module (cli/cdc_postgres_command.py)
+from riverbed.cli.cdc_postgres_command import postgres_command  # noqa: E402
+
+cdc.add_command(postgres_command)

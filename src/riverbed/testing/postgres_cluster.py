@@ -45,6 +45,11 @@ def postgres_bin_dir() -> Path | None:
     return None
 
 
+def _traversable(path: Path) -> bool:
+    """Whether every directory from ``/`` down to ``path`` may be entered by others."""
+    return all(os.stat(p).st_mode & 0o001 for p in [path.resolve(), *path.resolve().parents])
+
+
 class PostgresCluster:
     """One ``postgres`` server on ``127.0.0.1:port`` over a fresh data directory."""
 
@@ -63,10 +68,13 @@ class PostgresCluster:
     @classmethod
     def create(cls, parent: Path | None = None,
                settings: dict[str, str] | None = None) -> PostgresCluster:
-        """initdb a new cluster in a fresh directory under ``parent`` and start it."""
+        """initdb a new cluster in a fresh directory under ``parent`` (the system temp dir
+        when the ``postgres`` user could not enter ``parent``) and start it."""
         bin_dir = postgres_bin_dir()
         if bin_dir is None:
             raise RuntimeError("PostgreSQL binaries not found (apt-get install postgresql)")
+        if os.geteuid() == 0 and parent is not None and not _traversable(parent):
+            parent = None  # pytest's tmp dirs are 0700: the postgres user could not enter
         root = Path(tempfile.mkdtemp(prefix="riverbed-pg-", dir=parent))
         os.chmod(root, 0o755)
         cluster = cls(root, bin_dir, free_port(), settings)
