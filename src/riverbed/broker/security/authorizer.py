@@ -36,10 +36,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from riverbed.errors import RiverbedError
+from riverbed.protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from riverbed.broker.context import RequestContext
+    from riverbed.broker.security.acl_store import AclStore
 
 AUTHORIZER_KEYS: frozenset[str] = frozenset(
     {"authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found"}
@@ -51,6 +55,26 @@ CLUSTER_NAME = "kafka-cluster"
 """The one CLUSTER resource's name, as in Kafka."""
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
+
+
+class AuthorizationError(RiverbedError):
+    """An operation the request's principal is not allowed (never retriable)."""
+
+
+class TopicAuthorizationError(AuthorizationError):
+    error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+class GroupAuthorizationError(AuthorizationError):
+    error_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+class ClusterAuthorizationError(AuthorizationError):
+    error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+class TransactionalIdAuthorizationError(AuthorizationError):
+    error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
 class ResourceType(enum.IntEnum):
@@ -335,3 +359,33 @@ def allowed_cluster(
 ) -> bool:
     """:func:`allowed` on the CLUSTER resource."""
     return allowed(authorizer, ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+E = TypeVar("E", ResourceType, PatternType, AclOperation, AclPermissionType)
+
+
+def wire_enum(cls: type[E], value: int) -> E:
+    """``cls(value)``, or its UNKNOWN member for a value Kafka does not define."""
+    try:
+        return cls(value)
+    except ValueError:
+        return cls(0)
+
+
+def binding_filter(
+    resource_type: int, resource_name: str | None, pattern_type: int,
+    principal: str | None, host: str | None, operation: int, permission_type: int,
+) -> AclBindingFilter:
+    """A DescribeAcls/DeleteAcls filter from its wire fields."""
+    return AclBindingFilter(
+        wire_enum(ResourceType, resource_type), resource_name,
+        wire_enum(PatternType, pattern_type), principal, host,
+        wire_enum(AclOperation, operation), wire_enum(AclPermissionType, permission_type),
+    )
+
+
+class AclAdminDeps(AuthorizerDeps, Protocol):
+    """CreateAcls, DescribeAcls, DeleteAcls: the authorizer and the ACL store."""
+
+    @property
+    def acl_store(self) -> AclStore: ...

@@ -1,0 +1,116 @@
+"""CreateAcls / DescribeAcls / DeleteAcls handlers, and the enforcement gates around the
+routes (riverbed.broker.handlers.authorization), on in-memory deps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers import authorization, create_acls, delete_acls, describe_acls
+from riverbed.broker.security.acl_store import AclStore
+from riverbed.broker.security.authorizer import Authorizer
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.framing import RequestHeader
+from riverbed.protocol.messages import (
+    CreateAclsRequest,
+    DeleteAclsRequest,
+    DescribeAclsRequest,
+    HeartbeatRequest,
+    ProduceRequest,
+    ProduceResponse,
+)
+
+
+@dataclass
+class Deps:
+    acl_store: AclStore
+    authorizer: Authorizer | None = None
+    topics: Any = None
+    config: Any = None
+    calls: list[Any] = field(default_factory=list)
+
+
+def ctx(api_key: int, version: int, principal: str) -> RequestContext:
+    return RequestContext(RequestHeader(api_key, version, 1, "unit"), "10.0.0.1", principal)
+
+
+def deps(tmp_path: Path, *, enabled: bool = True) -> Deps:
+    store = AclStore(tmp_path)
+    authorizer = Authorizer(store, super_users=["User:admin"]) if enabled else None
+    return Deps(store, authorizer)
+
+
+def creation(principal: str = "User:alice", op: int = 3, name: str = "t") -> Any:
+    return CreateAclsRequest.AclCreation(
+        resource_type=2, resource_name=name, resource_pattern_type=3, principal=principal,
+        host="*", operation=op, permission_type=3,
+    )
+
+
+ANY_FILTER: dict[str, Any] = dict(
+    resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+    principal_filter=None, host_filter=None, operation=1, permission_type=1,
+)
+
+
+def test_without_authorizer_security_disabled(tmp_path: Path) -> None:
+    d = deps(tmp_path, enabled=False)
+    request = CreateAclsRequest(creations=[creation()])
+    out = create_acls.handle(d, ctx(30, 3, "User:admin"), request)
+    assert [r.error_code for r in out.results] == [ErrorCode.SECURITY_DISABLED]
+    described = describe_acls.handle(d, ctx(29, 3, "User:admin"),
+                                     DescribeAclsRequest(**ANY_FILTER))
+    assert described.error_code == ErrorCode.SECURITY_DISABLED
+
+
+def test_create_describe_delete(tmp_path: Path) -> None:
+    d = deps(tmp_path)
+    denied = create_acls.handle(d, ctx(30, 3, "User:alice"),
+                                CreateAclsRequest(creations=[creation()]))
+    assert [r.error_code for r in denied.results] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+    out = create_acls.handle(d, ctx(30, 3, "User:admin"), CreateAclsRequest(
+        creations=[creation(), creation(op=0), creation(name="u")]))
+    assert [r.error_code for r in out.results] == [0, ErrorCode.INVALID_REQUEST, 0]
+    assert len(AclStore(tmp_path).acls()) == 2
+    not_allowed = describe_acls.handle(d, ctx(29, 3, "User:alice"),
+                                       DescribeAclsRequest(**ANY_FILTER))
+    assert not_allowed.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    described = describe_acls.handle(d, ctx(29, 3, "User:admin"),
+                                     DescribeAclsRequest(**ANY_FILTER))
+    assert [(r.resource_name, len(r.acls)) for r in described.resources] == [("t", 1), ("u", 1)]
+    removed = delete_acls.handle(d, ctx(31, 3, "User:admin"), DeleteAclsRequest(filters=[
+        DeleteAclsRequest.DeleteAclsFilter(**{**ANY_FILTER, "resource_name_filter": "t"})]))
+    assert [m.resource_name for m in removed.filter_results[0].matching_acls] == ["t"]
+    assert {a.resource_name for a in AclStore(tmp_path).acls()} == {"u"}
+
+
+def test_gates(tmp_path: Path) -> None:
+    d = deps(tmp_path)
+
+    def produce_route(context: RequestContext, request: Any) -> ProduceResponse:
+        d.calls.append([t.name for t in request.topic_data])
+        return ProduceResponse(responses=[], throttle_time_ms=0)
+
+    def heartbeat_route(context: RequestContext, request: Any) -> str:
+        return "ran"
+
+    routes = authorization.authorize_routes(d, {0: produce_route, 12: heartbeat_route, 99: 1})
+    assert routes[99] == 1  # not gated
+    create_acls.handle(d, ctx(30, 3, "User:admin"), CreateAclsRequest(
+        creations=[creation(op=4, name="ok")]))
+    request = ProduceRequest(transactional_id=None, acks=1, timeout_ms=1000, topic_data=[
+        ProduceRequest.TopicProduceData(name=n, partition_data=[
+            ProduceRequest.PartitionProduceData(index=0, records=b"x")]) for n in ("ok", "no")
+    ])
+    response = routes[0](ctx(0, 9, "User:alice"), request)
+    assert d.calls == [["ok"]]
+    assert [(t.name, t.partition_responses[0].error_code) for t in response.responses] == [
+        ("no", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    hb = HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
+    denied_hb = routes[12](ctx(12, 4, "User:alice"), hb)
+    assert denied_hb.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert routes[12](ctx(12, 4, "User:admin"), hb) == "ran"
+    d.authorizer = None  # not configured: every route runs unchanged
+    assert routes[12](ctx(12, 4, "User:alice"), hb) == "ran"
