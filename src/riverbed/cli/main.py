@@ -46,6 +46,7 @@ def cli() -> None:
 def main() -> None:
     """Console-script entry point."""
     from riverbed.cli import commands  # noqa: F401  (registers subcommands)
+    from riverbed.cli.acls_command import acls
     from riverbed.cli.cdc_command import cdc
     from riverbed.cli.completion_command import completion_command
     from riverbed.cli.consume_command import consume_command
@@ -58,6 +59,7 @@ def main() -> None:
     cli.add_command(groups)
     cli.add_command(topics)
     cli.add_command(users)
+    cli.add_command(acls)
     cli.add_command(produce_command)
     cli.add_command(consume_command)
     cli.add_command(completion_command)

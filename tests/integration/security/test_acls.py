@@ -9,6 +9,10 @@ alice without its grant and allowed once the admin has granted it with ``create_
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -203,3 +207,36 @@ def test_acl_apis_without_authorizer_answer_security_disabled(tmp_path: Path) ->
         assert producer.flush(DEADLINE_S) == 0  # no authorizer: everything allowed
     finally:
         embedded.stop()
+
+
+def riverbed(embedded: EmbeddedBroker, *args: str) -> subprocess.CompletedProcess[str]:
+    """``riverbed ARGS`` through the console entry point, as the super user."""
+    port = embedded.broker.endpoint("SASL_PLAINTEXT")[1]
+    sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=PLAIN",
+            "-X", "sasl.username=admin", "-X", "sasl.password=admin-pw"]
+    done = subprocess.run(
+        [sys.executable, "-c", "from riverbed.cli.main import main; main()", *args, *sasl,
+         "--bootstrap-server", f"127.0.0.1:{port}"],
+        capture_output=True, text=True, timeout=90, env=dict(os.environ),
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def test_acls_cli(broker: EmbeddedBroker) -> None:
+    out = riverbed(broker, "acls", "create", "--principal", "User:carol", "--operation", "read",
+                   "--operation", "describe", "--group", "carol-", "--pattern-type", "prefixed")
+    assert out.returncode == 0, out.stderr
+    out = riverbed(broker, "acls", "list", "--principal", "User:carol", "--output", "json")
+    assert out.returncode == 0, out.stderr
+    assert [(r["resource_type"], r["name"], r["pattern_type"], r["operation"])
+            for r in json.loads(out.stdout)] == [
+        ("GROUP", "carol-", "PREFIXED", "DESCRIBE"), ("GROUP", "carol-", "PREFIXED", "READ"),
+    ]
+    out = riverbed(broker, "acls", "list", "--group", "carol-1", "--pattern-type", "match")
+    assert out.returncode == 0 and out.stdout.count("User:carol") == 2, out
+    out = riverbed(broker, "acls", "delete", "--principal", "User:carol",
+                   "--operation", "read")
+    assert out.returncode == 0 and "READ" in out.stdout, out
+    out = riverbed(broker, "acls", "list", "--principal", "User:carol")
+    assert out.stdout.count("User:carol") == 1, out
