@@ -9,11 +9,20 @@ naming the key) fail that topic only, with a message saying what is wrong.  v5+
 responses carry the created topic's effective configs.
 
 The partitions are created on the topic manager's worker thread (a :class:`Barrier`:
-requests after this one on the connection wait for it); the topics are visible to every
-client once the response is sent.
+requests after this one on the connection wait for it); a topic answered without error is
+visible to every client once the response is sent.
+
+``timeout_ms`` (as Kafka): every topic is validated first; the answer waits at most
+``timeout_ms`` for the creations, and a topic not created by then is REQUEST_TIMED_OUT
+while its creation goes on in the background (it appears when done; a retry meanwhile is
+TOPIC_ALREADY_EXISTS).  ``timeout_ms <= 0`` answers right after validation: every valid
+topic REQUEST_TIMED_OUT, its creation started.  ``validate_only`` never waits.
 """
 
 from __future__ import annotations
+
+import asyncio
+import logging
 
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
@@ -22,6 +31,8 @@ from riverbed.broker.topic_configs import describe_topic_configs
 from riverbed.errors import ProtocolError, RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
+
+log = logging.getLogger(__name__)
 
 API_KEY = 19
 
@@ -33,8 +44,44 @@ def handle(deps: TopicAdminDeps, ctx: RequestContext, request: CreateTopicsReque
 
 
 async def _handle(deps: TopicAdminDeps, request: CreateTopicsRequest) -> CreateTopicsResponse:
-    results = [await _create(deps, t, bool(request.validate_only)) for t in request.topics]
-    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    validate_only = bool(request.validate_only)
+    results: list[Result | None] = []
+    creating: dict[int, asyncio.Task[Result]] = {}
+    for wanted in request.topics:
+        checked = await _create(deps, wanted, True)  # validation only: no await inside
+        if checked.error_code != ErrorCode.NONE or validate_only:
+            results.append(checked)
+            continue
+        # Started now, in request order (a task's first step checks the name again and
+        # takes it before the next task's runs).
+        creating[len(results)] = asyncio.ensure_future(_create(deps, wanted, False))
+        results.append(None)
+    if creating and request.timeout_ms > 0:
+        await asyncio.wait(creating.values(), timeout=request.timeout_ms / 1000)
+    for index, task in creating.items():
+        if task.done():
+            results[index] = task.result()
+        else:  # left to finish on its own (not cancelled: it may not have started yet)
+            task.add_done_callback(_settled)
+            results[index] = _timed_out(request.topics[index].name, request.timeout_ms)
+    return CreateTopicsResponse(throttle_time_ms=0, topics=[r for r in results if r is not None])
+
+
+def _settled(task: asyncio.Task[Result]) -> None:
+    if not task.cancelled() and task.exception() is not None:  # retrieved: logged once
+        log.error("creating a topic after its request timed out failed", exc_info=task.exception())
+
+
+def _timed_out(name: str, timeout_ms: int) -> Result:
+    return Result(
+        name=name,
+        error_code=ErrorCode.REQUEST_TIMED_OUT,
+        error_message=f"the topic was not created within timeout_ms={timeout_ms}; "
+        "its creation continues in the background",
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=None,
+    )
 
 
 async def _create(
