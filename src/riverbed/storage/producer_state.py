@@ -140,6 +140,15 @@ class ProducerStateManager:
         self.directory = directory
         self.expiration_ms = expiration_ms
         self.entries: dict[int, ProducerStateEntry] = {}
+        # producer id -> first offset of its open transaction, kept in step with
+        # ``entries`` by every method that changes them (the LSO is read on every fetch)
+        self._open: dict[int, int] = {}
+
+    def _note(self, entry: ProducerStateEntry) -> None:
+        if entry.current_txn_first_offset >= 0:
+            self._open[entry.producer_id] = entry.current_txn_first_offset
+        else:
+            self._open.pop(entry.producer_id, None)
 
     def remove_expired(self, now_ms: int) -> int:
         """Drop producers whose last batch is ``expiration_ms`` old; returns how many."""
@@ -238,25 +247,22 @@ class ProducerStateManager:
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest ongoing transaction, or None."""
-        offsets = [e.current_txn_first_offset for e in self.entries.values()
-                   if e.current_txn_first_offset >= 0]
-        return min(offsets) if offsets else None
+        return min(self._open.values()) if self._open else None
 
     def last_stable_offset_after(self, completed: CompletedTxn) -> int:
         """The LSO once ``completed`` is done: the first offset of the oldest *other*
         ongoing transaction, else one past its marker (Kafka's ``lastStableOffset``)."""
-        offsets = [e.current_txn_first_offset for e in self.entries.values()
-                   if e.current_txn_first_offset >= 0
-                   and e.producer_id != completed.producer_id]
+        offsets = [o for pid, o in self._open.items() if pid != completed.producer_id]
         return min(offsets) if offsets else completed.last_offset + 1
 
     def ongoing_transactions(self) -> dict[int, int]:
         """``producer id -> first offset`` of every open transaction."""
-        return {pid: e.current_txn_first_offset for pid, e in self.entries.items()
-                if e.current_txn_first_offset >= 0}
+        return dict(self._open)
 
     def commit(self, pending: dict[int, ProducerStateEntry]) -> None:
         self.entries.update(pending)
+        for entry in pending.values():
+            self._note(entry)
 
     def replay(self, header: BatchHeader) -> None:
         """Apply a data batch read back from the log (recovery): no checks, last writer
@@ -277,6 +283,7 @@ class ProducerStateManager:
         entry.last_timestamp = header.max_timestamp
         if header.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = header.base_offset
+        self._note(entry)
 
     def replay_marker(self, header: BatchHeader, commit: bool,
                       coordinator_epoch: int) -> CompletedTxn:
@@ -296,6 +303,7 @@ class ProducerStateManager:
         entry.coordinator_epoch = coordinator_epoch
         entry.last_timestamp = header.max_timestamp
         self.entries[header.producer_id] = entry
+        self._note(entry)
         return completed
 
     # -- snapshots --------------------------------------------------------------------
@@ -363,6 +371,7 @@ class ProducerStateManager:
         """Load the newest valid snapshot in [log start, log end]; returns the offset from
         which the caller must replay batch headers.  Snapshots above the end are deleted."""
         self.entries = {}
+        self._open = {}
         for offset in reversed(self.snapshot_offsets()):
             path = self.snapshot_path(offset)
             if offset > log_end_offset:
@@ -375,6 +384,8 @@ class ProducerStateManager:
                 path.unlink(missing_ok=True)
                 continue
             self.entries = entries
+            for entry in entries.values():
+                self._note(entry)
             return offset
         return log_start_offset
 
