@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 T = TypeVar("T")
 
@@ -118,11 +118,14 @@ def latest_per_key(records: Sequence[tuple[Any, Any]]) -> dict[str, Any]:
 
 
 def pending_changes(db: Path) -> int:
+    """Rows in the change table (-1 before the connector created it)."""
     import sqlite3
 
-    conn = sqlite3.connect(db)
+    conn = sqlite3.connect(db, timeout=30)
     try:
         return int(conn.execute("SELECT count(*) FROM _riverbed_cdc_changes").fetchone()[0])
+    except sqlite3.OperationalError:
+        return -1
     finally:
         conn.close()
 
