@@ -113,3 +113,25 @@ def test_wal_level_not_logical(replica_cluster: PostgresCluster,
                      broker.bootstrap_servers, "--topic-prefix", "walcheck")
     _one_line_error(code, err, "wal_level is 'replica'", "wal_level = logical",
                     "restart PostgreSQL")
+
+
+def test_foreign_slot_and_publication_without_the_table(db: Database,
+                                                        broker: EmbeddedBroker) -> None:
+    """A slot riverbed holds no position for is not taken over (nor dropped); a publication
+    that exists without a captured table is named with the ALTER PUBLICATION to run."""
+    db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    db.execute("CREATE TABLE u (id int PRIMARY KEY)")
+    slot = f"s_{db.name}"
+    db.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
+    prefix = f"p{db.name}"
+    base = ("--dsn", db.dsn, "--bootstrap-server", broker.bootstrap_servers,
+            "--topic-prefix", prefix)
+    code, err = _run(*base, "--slot", slot)
+    _one_line_error(code, err, f"replication slot {slot!r} exists", "pg_drop_replication_slot")
+    assert db.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+    db.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+    db.execute("CREATE PUBLICATION only_t FOR TABLE t")
+    code, err = _run(*base, "--slot", slot, "--publication", "only_t")
+    _one_line_error(code, err, "does not publish 'public.u'", "ALTER PUBLICATION only_t ADD")
+    code, err = _run(*base, "--slot", "Bad-Slot")
+    _one_line_error(code, err, "invalid --slot")

@@ -8,13 +8,15 @@
 2. the role may replicate (``REPLICATION`` or superuser);
 3. every captured table exists and has a primary key, or ``REPLICA IDENTITY FULL`` (then
    every column is the key);
-4. the slot, if it exists, uses ``pgoutput``.
+4. the slot's name is valid and the slot, if it exists, uses ``pgoutput``;
+5. the publication, if it exists, publishes every captured table.
 
 Nothing is created here, so a refused start leaves no slot, publication or topic behind.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,8 +113,12 @@ def _tables(conn: Any, wanted: list[str]) -> list[TableInfo]:
     return tables
 
 
-def check_source(conn: Any, wanted_tables: list[str], slot: str) -> list[TableInfo]:
+def check_source(conn: Any, wanted_tables: list[str], slot: str,
+                 publication: str) -> list[TableInfo]:
     """Verify the database can be captured (module doc); return the tables to capture."""
+    if not re.fullmatch(r"[a-z0-9_]{1,63}", slot):
+        raise CdcError(f"invalid --slot {slot!r}: use lower-case letters, digits and "
+                       "underscores (at most 63)")
     ((wal_level,),) = _query(conn, "SHOW wal_level")
     if wal_level != "logical":
         raise CdcError(
@@ -130,6 +136,15 @@ def check_source(conn: Any, wanted_tables: list[str], slot: str) -> list[TableIn
         if plugin != "pgoutput":
             raise CdcError(f"replication slot {slot!r} uses the {plugin!r} plugin, not "
                            "pgoutput: choose another --slot")
+    if _query(conn, "SELECT 1 FROM pg_publication WHERE pubname = %s", (publication,)):
+        published = {f"{schema}.{table}" for schema, table in _query(
+            conn, "SELECT schemaname::text, tablename::text FROM pg_publication_tables "
+                  "WHERE pubname = %s", (publication,))}
+        for table in tables:
+            if table.qualified not in published:
+                raise CdcError(f"publication {publication!r} does not publish "
+                               f"{table.qualified!r}: run ALTER PUBLICATION {publication} "
+                               f"ADD TABLE {table.qualified}, or choose another --publication")
     return tables
 
 

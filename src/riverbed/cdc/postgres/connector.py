@@ -23,8 +23,10 @@ broker acknowledged (acks=all, idempotent).  Only that LSN is stored as the posi
 then confirmed to the slot (``send_feedback(flush_lsn=..., force=True)``): PostgreSQL
 keeps, and after a reconnect re-sends, every transaction after it.
 
-**Crash behaviour.**  SIGKILL at any moment: on restart, a slot without a completed
-snapshot in the position is dropped and the snapshot redone (duplicates of ``r`` events);
+**Crash behaviour.**  A position ``{"snapshot_completed": false}`` is stored (and
+acknowledged) before the slot is created.  SIGKILL at any moment: on restart, a slot whose
+position says the snapshot did not complete is dropped and the snapshot redone (duplicates
+of ``r`` events); a slot with no position at all is not ours and is refused;
 otherwise streaming resumes at ``max(stored lsn, slot's confirmed lsn)``, re-sending the
 transactions not yet acknowledged (duplicates, never loss).  A PostgreSQL restart ends the
 replication session: the connector reconnects (for up to ``reconnect_timeout_s``) and
@@ -115,7 +117,7 @@ class PostgresConnector:
         cfg = self.config
         conn = connect(cfg.dsn)
         try:
-            tables = check_source(conn, list(cfg.tables), cfg.slot)
+            tables = check_source(conn, list(cfg.tables), cfg.slot, cfg.publication)
             self.tables = {t.qualified: t for t in tables}
             self.types = TypeInfo(array_elements(conn))
             with conn.cursor() as cur:
@@ -125,20 +127,29 @@ class PostgresConnector:
             self._offset_key = offset_key(cfg.topic_prefix, {"server": cfg.topic_prefix,
                                                              "db": self.db, "slot": cfg.slot})
             position = self.offsets.load(self._offset_key)
+            if state is not None and position is None:
+                raise CdcError(f"replication slot {cfg.slot!r} exists but {self.offsets.topic!r} "
+                               "holds no position for it: drop the slot "
+                               f"(SELECT pg_drop_replication_slot('{cfg.slot}')) or choose "
+                               "another --slot")
             self.sink.ensure_topics([self.offsets.topic] + [
                 topic_name(cfg.topic_prefix, t.schema, t.table) for t in tables])
             self._ensure_publication(conn, tables)
             snapshot_done = bool(position and position.get("snapshot_completed"))
             if state is not None and not snapshot_done:
-                with conn.cursor() as cur:  # ours, and nothing was ever confirmed from it
+                with conn.cursor() as cur:  # ours, killed before its snapshot completed
                     cur.execute("SELECT pg_drop_replication_slot(%s)", (cfg.slot,))
                 state = None
             if state is None:
+                # recorded first, so that a crash before the snapshot completes lets the
+                # next start drop this slot as its own
+                self._store_position(0, snapshot_completed=False)
+                self._flush_all("the position")
                 self._conn = connect(cfg.dsn, replication=True)
                 start_lsn = self._create_slot_and_snapshot(conn)
             else:
-                stored = int(position["lsn"]) if position and "lsn" in position else 0
-                start_lsn = max(stored, state[1] or 0)
+                assert position is not None
+                start_lsn = max(int(position.get("lsn", 0)), state[1] or 0)
                 self._conn = connect(cfg.dsn, replication=True)
         finally:
             conn.close()
