@@ -117,3 +117,27 @@ def test_replica_identity_full_table_and_toast(tmp_path: Path, db: Database,
     update = docs[1][1]
     assert update["op"] == "u" and update["after"]["n"] == 1
     assert update["after"]["body"] == "__debezium_unavailable_value"
+
+
+def test_schema_changes_while_streaming(tmp_path: Path, db: Database,
+                                        broker: EmbeddedBroker) -> None:
+    """ADD COLUMN, DROP COLUMN and a type change: pgoutput re-sends the relation and the
+    next events carry the new columns and rendering."""
+    db.execute("CREATE TABLE t (id int PRIMARY KEY, a int, b text)")
+    prefix = f"p{db.name}"
+    topic = f"{prefix}.public.t"
+    connector = _connector(tmp_path, db, broker, prefix).start()
+    try:
+        wait_records(broker.bootstrap_servers, f"{prefix}.cdc-offsets", 1)
+        db.execute("INSERT INTO t VALUES (1, 1, 'x')")
+        db.execute("ALTER TABLE t ADD COLUMN c jsonb DEFAULT '{}'")
+        db.execute("INSERT INTO t VALUES (2, 2, 'y', '[1]')")
+        db.execute("ALTER TABLE t DROP COLUMN b")
+        db.execute("ALTER TABLE t ALTER COLUMN a TYPE numeric(5,1)")
+        db.execute("UPDATE t SET a = 2.5 WHERE id = 2")
+        records = wait_records(broker.bootstrap_servers, topic, 3)
+    finally:
+        connector.close()
+    afters = [value["after"] for _key, value in records]
+    assert afters == [{"id": 1, "a": 1, "b": "x"}, {"id": 2, "a": 2, "b": "y", "c": "[1]"},
+                      {"id": 2, "a": "2.5", "c": "[1]"}]
