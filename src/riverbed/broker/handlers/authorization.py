@@ -32,8 +32,14 @@ DescribeConfigs            topic / cluster DESCRIBE_CONFIGS;  (Incremental)Alter
 InitProducerId             transactional id WRITE; idempotent: cluster
                            IDEMPOTENT_WRITE or WRITE on some topic
 EndTxn, AddOffsetsToTxn    transactional id WRITE (AddOffsetsToTxn: + group READ)
+AddPartitionsToTxn         v0-3: transactional id WRITE, topic WRITE (the others
+                           OPERATION_NOT_ATTEMPTED); v4+: cluster CLUSTER_ACTION
+TxnOffsetCommit            transactional id WRITE, group READ, topic READ
+DescribeTransactions       transactional id DESCRIBE; ListTransactions: filtered by it
+DescribeProducers          topic READ;  ConsumerGroupDescribe: group DESCRIBE
 DescribeCluster            cluster DESCRIBE;  SCRAM credentials: cluster
-                           ALTER / DESCRIBE
+                           ALTER / DESCRIBE;  client quotas: cluster DESCRIBE_CONFIGS /
+                           ALTER_CONFIGS
 =========================  ==========================================================
 
 The ACL APIs check their own (CreateAcls/DeleteAcls cluster ALTER, DescribeAcls cluster
@@ -59,17 +65,23 @@ from riverbed.broker.security.authorizer import (
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
     AddOffsetsToTxnResponse,
+    AddPartitionsToTxnResponse,
+    AlterClientQuotasResponse,
     AlterConfigsResponse,
     AlterUserScramCredentialsResponse,
+    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatResponse,
     CreatePartitionsResponse,
     CreateTopicsResponse,
     DeleteGroupsResponse,
     DeleteRecordsResponse,
     DeleteTopicsResponse,
+    DescribeClientQuotasResponse,
     DescribeClusterResponse,
     DescribeConfigsResponse,
     DescribeGroupsResponse,
+    DescribeProducersResponse,
+    DescribeTransactionsResponse,
     DescribeUserScramCredentialsResponse,
     EndTxnResponse,
     FetchResponse,
@@ -86,6 +98,7 @@ from riverbed.protocol.messages import (
     OffsetFetchResponse,
     ProduceResponse,
     SyncGroupResponse,
+    TxnOffsetCommitResponse,
 )
 
 Route = Any  # Callable[[RequestContext, Any], Any | Awaitable[Any]]; see handlers.Route
@@ -396,12 +409,13 @@ def _alter_configs_gate(result_cls: Any) -> Gate:
 
 
 # -- consumer groups --------------------------------------------------------------------
-def _group_gate(op: AclOperation, denial: Callable[[Any], Any]) -> Gate:
-    """Answer ``denial(request)`` unless the request's ``group_id`` allows ``op``."""
+def _group_gate(op: AclOperation, denial: Callable[[Any, int], Any]) -> Gate:
+    """Answer ``denial(request, version)`` unless the request's ``group_id`` allows
+    ``op``."""
 
     def gate(c: Check, request: Any, route: Route) -> Any:
         if not c.group(op, request.group_id):
-            return denial(request)
+            return denial(request, c.ctx.api_version)
         return route(c.ctx, request)
 
     return gate
@@ -559,6 +573,109 @@ def _add_offsets_to_txn(c: Check, request: Any, route: Route) -> Any:
     return route(c.ctx, request)
 
 
+def _add_partitions_to_txn(c: Check, request: Any, route: Route) -> Any:
+    if c.ctx.api_version >= 4:  # broker-to-broker verification: CLUSTER_ACTION
+        if c.cluster(Op.CLUSTER_ACTION):
+            return route(c.ctx, request)
+        return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=CLUSTER_DENIED,
+                                          results_by_transaction=[])
+    topics = request.v3_and_below_topics
+    if not c.txn(Op.WRITE, request.v3_and_below_transactional_id):
+        codes = {t.name: TXN_DENIED for t in topics}
+    else:
+        codes = {t.name: TOPIC_DENIED for t in topics if not c.topic(Op.WRITE, t.name)}
+        if not codes:
+            return route(c.ctx, request)
+    not_attempted = ErrorCode.OPERATION_NOT_ATTEMPTED
+    return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=[
+        AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
+            AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(
+                partition_index=p, partition_error_code=codes.get(t.name, not_attempted))
+            for p in t.partitions
+        ]) for t in topics
+    ])
+
+
+def _txn_offset_commit(c: Check, request: Any, route: Route) -> Any:
+    code: ErrorCode | None = None
+    if not c.txn(Op.WRITE, request.transactional_id):
+        code = TXN_DENIED
+    elif not c.group(Op.READ, request.group_id):
+        code = GROUP_DENIED
+    ok, denied = _split(request.topics, lambda t: code is None and c.topic(Op.READ, t.name))
+    extra = [
+        TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
+                partition_index=p.partition_index, error_code=code or TOPIC_DENIED)
+            for p in t.partitions
+        ]) for t in denied
+    ]
+    if code is not None:
+        return TxnOffsetCommitResponse(throttle_time_ms=0, topics=extra)
+    request.topics = ok
+    return _then(route(c.ctx, request), _extend("topics", extra))
+
+
+def _describe_transactions(c: Check, request: Any, route: Route) -> Any:
+    ok, denied = _split(request.transactional_ids, lambda x: c.txn(Op.DESCRIBE, x))
+    request.transactional_ids = ok
+    extra = [DescribeTransactionsResponse.TransactionState(
+        error_code=TXN_DENIED, transactional_id=x, transaction_state="",
+        transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
+        producer_epoch=-1, topics=[]) for x in denied]
+    return _then(route(c.ctx, request), _extend("transaction_states", extra))
+
+
+def _list_transactions(c: Check, request: Any, route: Route) -> Any:
+    def visible(response: Any) -> Any:
+        response.transaction_states = [
+            t for t in response.transaction_states if c.txn(Op.DESCRIBE, t.transactional_id)
+        ]
+        return response
+
+    return _then(route(c.ctx, request), visible)
+
+
+def _describe_producers(c: Check, request: Any, route: Route) -> Any:
+    ok, denied = _split(request.topics, lambda t: c.topic(Op.READ, t.name))
+    request.topics = ok
+    extra = [DescribeProducersResponse.TopicResponse(name=t.name, partitions=[
+        DescribeProducersResponse.PartitionResponse(
+            partition_index=p, error_code=TOPIC_DENIED, error_message=None, active_producers=[])
+        for p in t.partition_indexes
+    ]) for t in denied]
+    return _then(route(c.ctx, request), _extend("topics", extra))
+
+
+def _consumer_group_describe(c: Check, request: Any, route: Route) -> Any:
+    ok, denied = _split(request.group_ids, lambda g: c.group(Op.DESCRIBE, g))
+    request.group_ids = ok
+    extra = [ConsumerGroupDescribeResponse.DescribedGroup(
+        error_code=GROUP_DENIED, error_message=None, group_id=g, group_state="",
+        group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[]) for g in denied]
+    return _then(route(c.ctx, request), _extend("groups", extra))
+
+
+def _describe_client_quotas(c: Check, request: Any, route: Route) -> Any:
+    if c.cluster(Op.DESCRIBE_CONFIGS):
+        return route(c.ctx, request)
+    return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=CLUSTER_DENIED,
+                                        error_message=None, entries=None)
+
+
+def _alter_client_quotas(c: Check, request: Any, route: Route) -> Any:
+    if c.cluster(Op.ALTER_CONFIGS):
+        return route(c.ctx, request)
+    entity = AlterClientQuotasResponse.EntityData
+    return AlterClientQuotasResponse(throttle_time_ms=0, entries=[
+        AlterClientQuotasResponse.EntryData(
+            error_code=CLUSTER_DENIED, error_message=None,
+            entity=[entity(entity_type=e.entity_type, entity_name=e.entity_name)
+                    for e in entry.entity],
+        ) for entry in request.entries
+    ])
+
+
 def _describe_cluster(c: Check, request: Any, route: Route) -> Any:
     if c.cluster(Op.DESCRIBE):
         return route(c.ctx, request)
@@ -594,15 +711,16 @@ GATES: dict[int, Gate] = {
     8: _offset_commit,
     9: _offset_fetch,
     10: _find_coordinator,
-    11: _group_gate(Op.READ, lambda r: JoinGroupResponse(
+    11: _group_gate(Op.READ, lambda r, v: JoinGroupResponse(
         throttle_time_ms=0, error_code=GROUP_DENIED, generation_id=-1, protocol_type=None,
-        protocol_name=None, leader="", skip_assignment=False, member_id=r.member_id,
+        protocol_name=None if v >= 7 else "", leader="", skip_assignment=False,
+        member_id=r.member_id,
         members=[])),
-    12: _group_gate(Op.READ, lambda r: HeartbeatResponse(throttle_time_ms=0,
+    12: _group_gate(Op.READ, lambda r, v: HeartbeatResponse(throttle_time_ms=0,
                                                          error_code=GROUP_DENIED)),
-    13: _group_gate(Op.READ, lambda r: LeaveGroupResponse(throttle_time_ms=0,
+    13: _group_gate(Op.READ, lambda r, v: LeaveGroupResponse(throttle_time_ms=0,
                                                           error_code=GROUP_DENIED, members=[])),
-    14: _group_gate(Op.READ, lambda r: SyncGroupResponse(
+    14: _group_gate(Op.READ, lambda r, v: SyncGroupResponse(
         throttle_time_ms=0, error_code=GROUP_DENIED, protocol_type=None, protocol_name=None,
         assignment=b"")),
     15: _describe_groups,
@@ -611,18 +729,26 @@ GATES: dict[int, Gate] = {
     20: _delete_topics,
     21: _delete_records,
     22: _init_producer_id,
+    24: _add_partitions_to_txn,
     25: _add_offsets_to_txn,
     26: _end_txn,
+    28: _txn_offset_commit,
     32: _describe_configs,
     33: _alter_configs_gate(AlterConfigsResponse.AlterConfigsResourceResponse),
     37: _create_partitions,
     42: _delete_groups,
     44: _alter_configs_gate(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse),
-    47: _group_gate(Op.DELETE, lambda r: OffsetDeleteResponse(
+    47: _group_gate(Op.DELETE, lambda r, v: OffsetDeleteResponse(
         error_code=GROUP_DENIED, throttle_time_ms=0, topics=[])),
+    48: _describe_client_quotas,
+    49: _alter_client_quotas,
     50: _describe_scram,
     51: _alter_scram,
     60: _describe_cluster,
+    61: _describe_producers,
+    65: _describe_transactions,
+    66: _list_transactions,
     68: _consumer_group_heartbeat,
+    69: _consumer_group_describe,
 }
 """API key -> its gate."""
