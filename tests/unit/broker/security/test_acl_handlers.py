@@ -173,3 +173,35 @@ def test_every_denial_encodes_at_every_served_version(tmp_path: Path) -> None:
                 continue  # Produce acks=0
             encoded = result.encode(version)
             assert spec.response_class.decode(encoded, version) is not None, (key, version)
+
+
+def test_metadata_hides_and_refuses_auto_creation(tmp_path: Path) -> None:
+    from riverbed.config import BrokerConfig
+    from riverbed.protocol.messages import MetadataRequest, MetadataResponse
+
+    class Topics(NoTopics):
+        def get(self, name: str) -> Any:
+            return object() if name in ("seen", "hidden") else None
+
+    store = AclStore(tmp_path)
+    d = Deps(store, Authorizer(store), Topics(), BrokerConfig())
+    create_acls.handle(d, ctx(30, 3, "User:admin"), CreateAclsRequest(creations=[
+        creation(op=8, name="seen"), creation(op=8, name="new")]))
+    answered: list[list[str | None]] = []
+
+    def route(context: RequestContext, request: Any) -> Any:
+        names = ["seen", "hidden"] if request.topics is None else [t.name for t in request.topics]
+        answered.append(names)
+        return MetadataResponse(brokers=[], topics=[
+            MetadataResponse.MetadataResponseTopic(name=n, partitions=[]) for n in names])
+
+    guarded = authorization.authorize_routes(d, {3: route})[3]
+    everything = guarded(ctx(3, 12, "User:alice"), MetadataRequest(topics=None))
+    assert [t.name for t in everything.topics] == ["seen"]
+    named = guarded(ctx(3, 12, "User:alice"), MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in ("seen", "hidden", "new")],
+        allow_auto_topic_creation=True))
+    assert answered[-1] == ["seen"]  # "new" would be auto-created: alice lacks CREATE
+    assert [(t.name, t.error_code) for t in named.topics] == [
+        ("seen", 0), ("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        ("new", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
