@@ -184,7 +184,7 @@ def test_metadata_hides_and_refuses_auto_creation(tmp_path: Path) -> None:
             return object() if name in ("seen", "hidden") else None
 
     store = AclStore(tmp_path)
-    d = Deps(store, Authorizer(store), Topics(), BrokerConfig())
+    d = Deps(store, Authorizer(store, super_users=["User:admin"]), Topics(), BrokerConfig())
     create_acls.handle(d, ctx(30, 3, "User:admin"), CreateAclsRequest(creations=[
         creation(op=8, name="seen"), creation(op=8, name="new")]))
     answered: list[list[str | None]] = []
