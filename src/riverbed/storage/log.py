@@ -453,7 +453,11 @@ class PartitionLog:
             rolled = self._maybe_roll(len(buf), offset, now_ms, now_ms)
             seg = self._segments[-1]
             if completed.is_aborted:
-                seg.txn_index.append(self._aborted_entry(completed))
+                try:
+                    seg.txn_index.append(self._aborted_entry(completed))
+                except OSError as exc:
+                    raise StorageError(f"write to {seg.txn_index.path} failed: "
+                                       f"{os_reason(exc)}") from exc
             try:
                 seg.append(buf, [(0, header)])
             except BaseException:

@@ -399,3 +399,24 @@ def test_power_loss_after_a_marker_leaves_no_index_entry_without_its_marker(
     assert log.collect_aborted_transactions(0, 10) == []
     assert log.ongoing_transactions() == {1: 0} and log.last_stable_offset == 0
     log.close()
+
+
+def test_a_failed_marker_write_changes_nothing(tmp_path: Path) -> None:
+    import errno
+
+    from riverbed.errors import StorageError
+    from riverbed.storage import faults
+
+    log = open_log(tmp_path / "t-0")
+    log.append(txn(1, 0, b"a"))
+    with faults.inject("segment.write", error=errno.ENOSPC), pytest.raises(StorageError):
+        log.append_control_marker(1, 0, False, 0)
+    assert log.log_end_offset == 1 and log.ongoing_transactions() == {1: 0}
+    assert log.collect_aborted_transactions(0, 10) == [] and txn_files(log.directory) == {}
+    with faults.inject("index.flush", error=errno.ENOSPC, match=".txnindex"), \
+            pytest.raises(StorageError, match=r"txnindex failed: .*\(ENOSPC\)"):
+        log.append_control_marker(1, 0, False, 0)
+    assert log.log_end_offset == 1 and log.ongoing_transactions() == {1: 0}
+    log.append_control_marker(1, 0, False, 0)  # the coordinator's retry
+    assert log.collect_aborted_transactions(0, 10) == [AbortedTxn(1, 0, 1, 2)]
+    log.close()
