@@ -64,6 +64,9 @@ QUOTA_WINDOW_SIZE_SECONDS = "quota.window.size.seconds"
 QUOTA_KEYS: frozenset[str] = frozenset({QUOTA_WINDOW_NUM, QUOTA_WINDOW_SIZE_SECONDS})
 """Broker settings parsed here (:func:`quota_config_from_props`)."""
 
+MAX_THROTTLE_MS = 2**31 - 1
+"""The largest ``throttle_time_ms`` a response can carry (int32)."""
+
 SENSOR_EXPIRY_MS = 3_600_000
 """A sensor unused this long is dropped (Kafka's inactive quota sensor expiry: 1 hour)."""
 
@@ -136,10 +139,11 @@ def quota_config_from_props(props: Mapping[str, object]) -> QuotaConfig:
 
 def throttle_time_ms(value: float, bound: float, window_ms: int) -> int:
     """Kafka's ``QuotaUtils.throttleTime``: ``round((value - bound) / bound x window_ms)``;
-    0 when ``value`` is within ``bound``."""
+    0 when ``value`` is within ``bound``; at most :data:`MAX_THROTTLE_MS` (the field is an
+    int32 on the wire)."""
     if value <= bound:
         return 0
-    return round((value - bound) / bound * window_ms)
+    return min(round((value - bound) / bound * window_ms), MAX_THROTTLE_MS)
 
 
 class _Sample:

@@ -59,6 +59,7 @@ def test_throttle_time_matches_kafkas_formula() -> None:
     assert throttle_time_ms(1_000.0, 1_000.0, 10_000) == 0
     assert throttle_time_ms(1_000.4, 1_000.0, 1_000) == 0  # rounds to 0
     assert throttle_time_ms(3_000.0, 1_000.0, 11_000) == 22_000
+    assert throttle_time_ms(1e12, 1.0, 10_000) == 2**31 - 1  # an int32 on the wire
 
 
 def test_manager_throttles_over_the_bound_with_the_window_used_by_the_rate() -> None:
