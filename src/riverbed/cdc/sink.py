@@ -52,6 +52,41 @@ PRODUCER_DEFAULTS: Mapping[str, Any] = {
 COMPACTED: Mapping[str, str] = {"cleanup.policy": "compact"}
 
 
+class AckTracker(Generic[P]):
+    """The in-order acknowledged position: sends are registered in order with the number of
+    records each holds; :meth:`acknowledged` is the position of the last send such that it
+    and every earlier send had all their records acknowledged.  Not thread-safe."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._remaining: dict[int, int] = {}
+        self._order: collections.deque[tuple[int, P]] = collections.deque()
+        self._acknowledged: P | None = None
+
+    def register(self, records: int, position: P) -> int:
+        """A new send of ``records`` records; returns its serial for :meth:`ack`."""
+        serial = self._next
+        self._next += 1
+        self._remaining[serial] = records
+        self._order.append((serial, position))
+        return serial
+
+    def ack(self, serial: int) -> None:
+        """One record of send ``serial`` was acknowledged."""
+        self._remaining[serial] -= 1
+
+    def acknowledged(self) -> P | None:
+        while self._order and self._remaining[self._order[0][0]] <= 0:
+            serial, position = self._order.popleft()
+            del self._remaining[serial]
+            self._acknowledged = position
+        return self._acknowledged
+
+    def pending(self) -> int:
+        """Sends not yet fully acknowledged (as of the last :meth:`acknowledged`)."""
+        return len(self._order)
+
+
 class ChangeSink(Generic[P]):
     """An idempotent producer with in-order acknowledgement tracking (see module doc).
 
@@ -70,10 +105,7 @@ class ChangeSink(Generic[P]):
         self._replication_factor = replication_factor
         self._timeout_s = timeout_s
         self._producer = Producer({**PRODUCER_DEFAULTS, **self._config})
-        self._next_send = 0
-        self._remaining: dict[int, int] = {}
-        self._order: collections.deque[tuple[int, P]] = collections.deque()
-        self._acknowledged: P | None = None
+        self._tracker: AckTracker[P] = AckTracker()
         self._error: str | None = None
 
     # -- topics -----------------------------------------------------------------------
@@ -122,17 +154,14 @@ class ChangeSink(Generic[P]):
         once they and every earlier send are.  Blocks (serving callbacks) while the
         client's queue is full.  Raises :class:`CdcError` after a failed delivery."""
         self._raise_if_failed()
-        serial = self._next_send
-        self._next_send += 1
-        self._remaining[serial] = len(records)
-        self._order.append((serial, position))
+        serial = self._tracker.register(len(records), position)
 
         def on_delivery(err: Any, _msg: Any, serial: int = serial) -> None:
             if err is not None:
                 if self._error is None:
                     self._error = f"a change to {topic!r} was not delivered: {err}"
                 return
-            self._remaining[serial] -= 1
+            self._tracker.ack(serial)
 
         for key, value in records:
             while True:
@@ -178,15 +207,12 @@ class ChangeSink(Generic[P]):
     def acknowledged(self) -> P | None:
         """The position of the last send such that it and all earlier sends are fully
         acknowledged (``None`` before the first)."""
-        while self._order and self._remaining[self._order[0][0]] == 0:
-            serial, position = self._order.popleft()
-            del self._remaining[serial]
-            self._acknowledged = position
-        return self._acknowledged
+        return self._tracker.acknowledged()
 
     def in_flight(self) -> int:
         """Sends not yet fully acknowledged."""
-        return len(self._order)
+        self._tracker.acknowledged()
+        return self._tracker.pending()
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:

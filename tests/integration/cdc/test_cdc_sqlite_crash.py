@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from cdc_helpers import (
     WRITER,
     ConnectorProcess,
@@ -139,8 +138,3 @@ def test_sigkill_loses_nothing_committed(broker: EmbeddedBroker, db: Path) -> No
         assert any(v is not None and v["op"] != "r" for _k, v in records), "no streaming"
         assert check_chains(records) == expected, table
         assert latest_per_key(records) == expected, table  # what compaction keeps
-
-
-@pytest.mark.skipif(not SOAK, reason="set RIVERBED_CDC_SOAK=1 for the soak")
-def test_soak_marker_documented() -> None:
-    """The soak is the test above with RIVERBED_CDC_SOAK=1 (more transactions and kills)."""

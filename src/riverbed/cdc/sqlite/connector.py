@@ -17,9 +17,11 @@ rows included, either committed or is rolled back by the next opener.
 
 **Schema changes.**  Each cycle reads ``PRAGMA schema_version``; when it moved, the captured
 tables' columns are compared with those the triggers were built for and the triggers are
-re-created (``ADD COLUMN``, ``RENAME COLUMN``).  Changes committed between the ALTER and
-that cycle carry the old column set.  A captured column cannot be dropped (SQLite refuses
-``DROP COLUMN`` of a column a trigger uses).  A dropped table stops being captured.
+re-created (``ADD COLUMN``, ``RENAME COLUMN``) and the table is snapshotted again (``r``
+events), in one transaction.  Changes committed between the ALTER and that cycle carry the
+old column set; the re-snapshot that follows them gives every key the new one.  A captured
+column cannot be dropped (SQLite refuses ``DROP COLUMN`` of a column a trigger uses).  A
+dropped table stops being captured.
 
 Not thread-safe: :func:`~riverbed.cdc.runner.run` drives it from one thread.
 """

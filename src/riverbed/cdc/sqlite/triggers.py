@@ -23,10 +23,11 @@ after a delete) increases in commit order: a reader that has seen ``seq = n`` wi
 see a smaller one appear later (a rolled-back ``seq`` was never visible).
 
 **Atomic install.**  :func:`install` runs in one ``BEGIN IMMEDIATE`` transaction: it creates
-the tables, the triggers of each newly captured table *and* copies that table's rows into
-the change table as ``op = 'r'`` — so every row is either in the snapshot or changed after
-it, never both or neither.  A crash anywhere rolls the whole install back.  The snapshot
-rows then travel like any change: deleted only once acknowledged.
+the tables, the triggers of each newly captured table (or of one whose columns changed)
+*and* copies that table's rows into the change table as ``op = 'r'`` — so every row is
+either in the snapshot or changed after it, never both or neither.  A crash anywhere rolls
+the whole install back.  The snapshot rows then travel like any change: deleted only once
+acknowledged.
 
 Who calls: the connector, from one thread, on its own connection (``isolation_level=None``).
 """
@@ -153,9 +154,9 @@ class Installed:
 
 def install(conn: sqlite3.Connection, wanted: Sequence[TableInfo]) -> Installed:
     """In one ``BEGIN IMMEDIATE`` transaction: create our tables when missing; for each
-    table in ``wanted`` that has no triggers yet, create them and snapshot its rows as
-    ``op = 'r'``; re-create the triggers of tables whose columns changed; drop the triggers
-    of tables no longer wanted (their pending changes are still delivered)."""
+    table in ``wanted`` that has no triggers yet, or whose columns changed since they were
+    built, (re-)create them and snapshot its rows as ``op = 'r'``; drop the triggers of
+    tables no longer wanted (their pending changes are still delivered)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(f"CREATE TABLE IF NOT EXISTS {CHANGES} (seq INTEGER PRIMARY KEY "
@@ -182,8 +183,8 @@ def install(conn: sqlite3.Connection, wanted: Sequence[TableInfo]) -> Installed:
                 conn.execute(statement)
             conn.execute(f"INSERT OR REPLACE INTO {TABLES} VALUES (?, ?, ?, 1)",
                          (info.name, info.signature(), json.dumps(list(info.key))))
-            if active:
-                continue  # a schema change: new triggers, no new snapshot
+            # new table: the initial snapshot; a schema change: a re-snapshot, so that every
+            # key's latest event carries the new columns
             cursor = conn.execute(
                 f"INSERT INTO {CHANGES} (tbl, op, before, after, ts_ms) SELECT "
                 f"{quote_text(info.name)}, 'r', NULL, {row_json_sql(info, 't')}, {NOW_MS_SQL} "
