@@ -18,7 +18,9 @@ Works against any Kafka cluster: the connectors use confluent-kafka clients only
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -34,6 +36,14 @@ from riverbed.cli.kafka_admin import (
 @click.group("cdc")
 def cdc() -> None:
     """Capture database changes into Kafka topics (Debezium's JSON format)."""
+
+
+def _stop_on_sigterm() -> threading.Event:
+    """A SIGTERM during start-up (snapshot, topic creation) must still end in exit 0: from
+    here on it only requests the stop, which :func:`~riverbed.cdc.runner.run` honours."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+    return stop
 
 
 def _log_to_stderr() -> None:
@@ -61,6 +71,7 @@ def cdc_sqlite(db_path: str, bootstrap: str, topic_prefix: str, tables: tuple[st
     from riverbed.cdc.runner import run
     from riverbed.cdc.sqlite.connector import SqliteConnector, open_database
 
+    stop = _stop_on_sigterm()
     open_database(Path(db_path)).close()  # a missing path is reported before the broker
     check_reachable(bootstrap)
     connector = SqliteConnector(db_path, client_config(bootstrap, properties),
@@ -70,7 +81,7 @@ def cdc_sqlite(db_path: str, bootstrap: str, topic_prefix: str, tables: tuple[st
     _log_to_stderr()
     click.echo(f"capturing {db_path} into {topic_prefix}.main.* "
                f"({connector.snapshot_rows} rows snapshotted now); SIGTERM stops", err=True)
-    run(connector)
+    run(connector, stop=stop)
 
 
 # riverbed cdc postgres lives in its own module (cli/cdc_postgres_command.py)
