@@ -4,6 +4,7 @@
 
     riverbed cdc postgres --dsn DSN --bootstrap-server HOST:PORT [--topic-prefix P]
                           [--table SCHEMA.TABLE]... [--slot NAME] [--publication NAME]
+                          [--schemas-enable] [-X KEY=VALUE]...
 
 Runs in the foreground until SIGTERM/SIGINT (exit 0).  A refused start (wrong DSN or
 password, ``wal_level`` not logical, no REPLICATION privilege, a table without a key, a
@@ -35,9 +36,12 @@ from riverbed.cli.kafka_admin import (
               help="Logical replication slot (pgoutput; created when missing).")
 @click.option("--publication", default="riverbed_publication", show_default=True,
               metavar="NAME", help="Publication (created for the captured tables when missing).")
+@click.option("--schemas-enable", is_flag=True,
+              help="Add the schema part to keys and values (Debezium's schemas.enable).")
 @property_option
 def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[str, ...],
-                     slot: str, publication: str, properties: tuple[str, ...]) -> None:
+                     slot: str, publication: str, schemas_enable: bool,
+                     properties: tuple[str, ...]) -> None:
     """Capture a PostgreSQL database: a consistent snapshot, then pgoutput logical decoding."""
     from riverbed.cdc.postgres import PostgresConfig, PostgresConnector
     from riverbed.cdc.runner import run
@@ -45,7 +49,8 @@ def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[
     check_reachable(bootstrap)
     connector = PostgresConnector(PostgresConfig(
         dsn=dsn, bootstrap_servers=bootstrap, topic_prefix=topic_prefix, tables=tables,
-        slot=slot, publication=publication, kafka=client_config(bootstrap, properties)))
+        slot=slot, publication=publication, schemas_enable=schemas_enable,
+        kafka=client_config(bootstrap, properties)))
     try:
         connector.start()
     except BaseException:

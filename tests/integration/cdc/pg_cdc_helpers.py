@@ -178,3 +178,15 @@ def wait_records(bootstrap: str, topic: str, count: int, timeout_s: float = 60
         return records if len(records) >= count else None
 
     return wait_until(enough, timeout_s, f"{count} records in {topic}")
+
+
+def wait_streaming(bootstrap: str, prefix: str, timeout_s: float = 60) -> None:
+    """Until the connector's stored position says its snapshot completed (it streams from
+    the slot next: changes committed from now on arrive as c/u/d events)."""
+    topic = f"{prefix}.cdc-offsets"
+
+    def completed() -> bool:
+        records = wait_records(bootstrap, topic, 1, timeout_s)
+        return bool(records[-1][1] and records[-1][1].get("snapshot_completed"))
+
+    wait_until(completed, timeout_s, f"a completed snapshot in {topic}")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pg_cdc_helpers
 import pytest
-from pg_cdc_helpers import ENTRY, ConnectorProcess, Database, wait_records
+from pg_cdc_helpers import ENTRY, ConnectorProcess, Database, wait_streaming
 
 from riverbed.testing.embedded import EmbeddedBroker
 from riverbed.testing.postgres_cluster import PostgresCluster, postgres_bin_dir
@@ -90,7 +90,7 @@ def test_slot_in_use(tmp_path: Path, db: Database, broker: EmbeddedBroker) -> No
             "--topic-prefix", prefix, "--slot", f"s_{db.name}")
     first = ConnectorProcess(tmp_path / "first.log", *args).start()
     try:
-        wait_records(broker.bootstrap_servers, f"{prefix}.cdc-offsets", 1)
+        wait_streaming(broker.bootstrap_servers, prefix)
         code, err = _run(*args)
         _one_line_error(code, err, "is in use")
         first.assert_alive()

@@ -9,7 +9,7 @@ import base64
 from pathlib import Path
 
 import pg_cdc_helpers
-from pg_cdc_helpers import ConnectorProcess, Database, read_topic, wait_records
+from pg_cdc_helpers import ConnectorProcess, Database, read_topic, wait_records, wait_streaming
 
 from riverbed.testing.embedded import EmbeddedBroker
 
@@ -100,8 +100,7 @@ def test_replica_identity_full_table_and_toast(tmp_path: Path, db: Database,
                            "--table", "public.docs").start()
     big = "".join(f"{i:08d}" for i in range(20_000))  # 160 kB, stored out of line
     try:
-        # the position is stored once the (empty) snapshot is acknowledged: streaming next
-        wait_records(broker.bootstrap_servers, f"{prefix}.cdc-offsets", 1)
+        wait_streaming(broker.bootstrap_servers, prefix)
         db.execute("INSERT INTO notes VALUES (1, 'x')")
         db.execute("UPDATE notes SET body = 'y'")
         db.execute("INSERT INTO docs VALUES (1, 0, %s)", (big,))
@@ -128,7 +127,7 @@ def test_schema_changes_while_streaming(tmp_path: Path, db: Database,
     topic = f"{prefix}.public.t"
     connector = _connector(tmp_path, db, broker, prefix).start()
     try:
-        wait_records(broker.bootstrap_servers, f"{prefix}.cdc-offsets", 1)
+        wait_streaming(broker.bootstrap_servers, prefix)
         db.execute("INSERT INTO t VALUES (1, 1, 'x')")
         db.execute("ALTER TABLE t ADD COLUMN c jsonb DEFAULT '{}'")
         db.execute("INSERT INTO t VALUES (2, 2, 'y', '[1]')")
@@ -141,3 +140,26 @@ def test_schema_changes_while_streaming(tmp_path: Path, db: Database,
     afters = [value["after"] for _key, value in records]
     assert afters == [{"id": 1, "a": 1, "b": "x"}, {"id": 2, "a": 2, "b": "y", "c": "[1]"},
                       {"id": 2, "a": "2.5", "c": "[1]"}]
+
+
+def test_schemas_enable_wraps_key_and_value(tmp_path: Path, db: Database,
+                                            broker: EmbeddedBroker) -> None:
+    db.execute("CREATE TABLE t (id bigint PRIMARY KEY, at timestamp, tags int[])")
+    db.execute("INSERT INTO t VALUES (1, '1970-01-01 00:00:01', '{1}')")
+    prefix = f"p{db.name}"
+    connector = _connector(tmp_path, db, broker, prefix, "--schemas-enable").start()
+    try:
+        wait_streaming(broker.bootstrap_servers, prefix)
+        db.execute("UPDATE t SET tags = '{1,2}'")
+        records = wait_records(broker.bootstrap_servers, f"{prefix}.public.t", 2)
+    finally:
+        connector.close()
+    for key, value in records:
+        assert key["payload"] == {"id": 1}
+        assert key["schema"]["fields"] == [{"type": "int64", "optional": False, "field": "id"}]
+        assert value["payload"]["after"]["at"] == 1_000_000
+        fields = {f["field"]: f for f in value["schema"]["fields"][1]["fields"]}
+        assert fields["at"]["name"] == "io.debezium.time.MicroTimestamp"
+        assert fields["tags"]["type"] == "array"
+        assert fields["tags"]["items"]["type"] == "int32"
+    assert [v["payload"]["op"] for _k, v in records] == ["r", "u"]

@@ -20,6 +20,7 @@ from pg_cdc_helpers import (
     latest_per_key,
     read_topic,
     wait_records,
+    wait_streaming,
     wait_until,
 )
 
@@ -140,7 +141,7 @@ def test_sigkill_during_snapshot_and_streaming_loses_nothing(
         connector.kill()
         for _ in range(3):
             connector.start()
-            wait_records(broker.bootstrap_servers, f"{prefix}.cdc-offsets", 1)
+            wait_streaming(broker.bootstrap_servers, prefix)
             target = writer.commits + 20
             wait_until(lambda t=target: writer.commits > t, 60, "more commits")
             count = len(read_topic(broker.bootstrap_servers, topic))

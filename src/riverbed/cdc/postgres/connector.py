@@ -45,7 +45,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from riverbed.cdc.envelope import ChangeEvent, Op, Source, records_for, topic_name
+from riverbed.cdc.envelope import (
+    ChangeEvent,
+    Op,
+    Source,
+    TableSchema,
+    records_for,
+    topic_name,
+)
 from riverbed.cdc.position import OffsetStore, offset_key, offsets_topic
 from riverbed.cdc.postgres import pgoutput
 from riverbed.cdc.postgres.catalog import (
@@ -56,7 +63,7 @@ from riverbed.cdc.postgres.catalog import (
     one_line,
     slot_state,
 )
-from riverbed.cdc.postgres.values import UNAVAILABLE, TypeInfo, render
+from riverbed.cdc.postgres.values import UNAVAILABLE, TypeInfo, connect_field, render
 from riverbed.cdc.sink import ChangeSink
 from riverbed.errors import CdcError
 
@@ -78,6 +85,7 @@ class PostgresConfig:
     publication: str = "riverbed_publication"
     slot_wait_s: float = 5.0
     reconnect_timeout_s: float = 60.0
+    schemas_enable: bool = False
     kafka: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -105,6 +113,7 @@ class PostgresConnector:
         self._conn: Any = None       # replication connection
         self._cursor: Any = None
         self._relations: dict[int, pgoutput.Relation] = {}
+        self._schemas: dict[str, TableSchema] = {}  # qualified table -> its Connect schema
         self._last_end_lsn = 0       # end LSN of the last completed transaction
         self._tx: pgoutput.Begin | None = None
         self._confirmed = 0
@@ -208,6 +217,7 @@ class PostgresConnector:
                         "WHERE a.attrelid = %s::regclass AND a.attnum > 0 "
                         "AND NOT a.attisdropped ORDER BY a.attnum", (table.quoted(),))
             columns = [(str(name), int(oid)) for name, oid in cur.fetchall()]
+        self._set_schema(table, columns)
         select_list = ", ".join('"' + name.replace('"', '""') + '"::text'
                                 for name, _ in columns)
         named = conn.cursor(name=f"riverbed_snapshot_{abs(hash(table.qualified))}")
@@ -269,6 +279,9 @@ class PostgresConnector:
     def _handle(self, lsn: int, message: pgoutput.Message | None) -> None:
         if isinstance(message, pgoutput.Relation):
             self._relations[message.relid] = message
+            table = self.tables.get(f"{message.schema}.{message.table}")
+            if table is not None:
+                self._set_schema(table, [(c.name, c.type_oid) for c in message.columns])
         elif isinstance(message, pgoutput.Begin):
             self._tx = message
         elif isinstance(message, pgoutput.Commit):
@@ -330,7 +343,8 @@ class PostgresConnector:
         source = self._source(table, self._commit_ms(), "false",
                               self._tx.xid if self._tx else None, lsn)
         event = ChangeEvent("t", None, None, None, source, int(time.time() * 1000))
-        records = [(TRUNCATE_KEY, value) for _key, value in records_for(event)]
+        records = [(TRUNCATE_KEY, value) for _key, value in
+                   records_for(event, self._schemas.get(table.qualified))]
         self.sink.send(topic, records, position=self._last_end_lsn)
 
     def _commit_ms(self) -> int:
@@ -349,7 +363,21 @@ class PostgresConnector:
         assert image is not None
         key = {name: image.get(name) for name in table.key}
         event = ChangeEvent(op, key, before, after, source, int(time.time() * 1000))
-        self.sink.send(topic, records_for(event), position=position)
+        self.sink.send(topic, records_for(event, self._schemas.get(table.qualified)),
+                       position=position)
+
+    def _set_schema(self, table: TableInfo, columns: list[tuple[str, int]]) -> None:
+        """Record ``table``'s Connect schema (only with ``schemas_enable``)."""
+        if not self.config.schemas_enable:
+            return
+        oids = dict(columns)
+        self._schemas[table.qualified] = TableSchema(
+            topic=topic_name(self.config.topic_prefix, table.schema, table.table),
+            key_fields=[connect_field(k, oids.get(k, 25), False, self.types)
+                        for k in table.key],
+            value_fields=[connect_field(n, oid, n not in table.key, self.types)
+                          for n, oid in columns],
+            source_name="io.debezium.connector.postgresql.Source")
 
     # -- acknowledgements -----------------------------------------------------------------
 

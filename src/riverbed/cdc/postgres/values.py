@@ -39,7 +39,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["ARRAY_ELEMENT", "TypeInfo", "render", "session_options"]
+from riverbed.cdc.envelope import Field
+
+__all__ = ["ARRAY_ELEMENT", "TypeInfo", "connect_field", "render", "session_options"]
 
 UNAVAILABLE = "__debezium_unavailable_value"
 """Debezium's placeholder for a TOASTed value an update did not send and we never saw."""
@@ -232,3 +234,28 @@ def _render_nested(element: int, items: list[Any], types: TypeInfo | None) -> li
 
 
 _DEFAULT_TYPES = TypeInfo()
+
+
+# type oid -> (Connect type, Debezium logical name) for schemas.enable output
+_CONNECT: dict[int, tuple[str, str | None]] = {
+    16: ("boolean", None), 21: ("int16", None), 23: ("int32", None), 20: ("int64", None),
+    26: ("int64", None), 700: ("float32", None), 701: ("float64", None), 17: ("bytes", None),
+    1082: ("int32", "io.debezium.time.Date"), 1083: ("int64", "io.debezium.time.MicroTime"),
+    1114: ("int64", "io.debezium.time.MicroTimestamp"),
+    1184: ("string", "io.debezium.time.ZonedTimestamp"),
+    1266: ("string", "io.debezium.time.ZonedTime"),
+    1186: ("int64", "io.debezium.time.MicroDuration"),
+    114: ("string", "io.debezium.data.Json"), 3802: ("string", "io.debezium.data.Json"),
+    2950: ("string", "io.debezium.data.Uuid"),
+}
+
+
+def connect_field(name: str, type_oid: int, optional: bool,
+                  types: TypeInfo | None = None) -> Field:
+    """Kafka Connect's schema of one column as :func:`render` renders it."""
+    element = (types or _DEFAULT_TYPES).array_element.get(type_oid)
+    if element is not None:
+        return Field(name, "array", optional=optional,
+                     items=connect_field("", element, True, types))
+    connect_type, logical = _CONNECT.get(type_oid, ("string", None))
+    return Field(name, connect_type, optional=optional, name=logical)
