@@ -107,7 +107,7 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-_TOPIC_IDS = {0: 13, 1: 13, 8: 10, 20: 6}  # API key -> first version naming topics by id
+_TOPIC_IDS = {0: 13, 1: 13, 8: 10, 9: 10, 20: 6}  # API key -> first version naming topics by id
 
 
 class AutoCreateSetting(Protocol):
@@ -464,9 +464,9 @@ def _hide_topics(c: Check, topics: list[Any], requested: list[Any] | None) -> No
     """OffsetFetch: an all-topics answer leaves unauthorized topics out; a named one
     answers them TOPIC_AUTHORIZATION_FAILED."""
     for topic in list(topics):
-        name = topic.name or c.topic_name(None, getattr(topic, "topic_id", None)) or ""
-        if c.topic(Op.DESCRIBE, name):
-            continue
+        name = topic.name or c.topic_name(None, getattr(topic, "topic_id", None))
+        if name is None or c.topic(Op.DESCRIBE, name):
+            continue  # an unknown topic id is the route's to answer
         if requested is None:
             topics.remove(topic)
             continue
