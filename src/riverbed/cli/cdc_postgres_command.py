@@ -14,6 +14,9 @@ created.  Registered in the ``riverbed cdc`` group (:mod:`riverbed.cli.cdc_comma
 
 from __future__ import annotations
 
+import signal
+import threading
+
 import click
 
 from riverbed.cli.kafka_admin import (
@@ -46,6 +49,10 @@ def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[
     from riverbed.cdc.postgres import PostgresConfig, PostgresConnector
     from riverbed.cdc.runner import run
 
+    # a SIGTERM during start-up (snapshot, topic creation) only requests the stop, honoured
+    # once started: still exit 0
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
     check_reachable(bootstrap)
     connector = PostgresConnector(PostgresConfig(
         dsn=dsn, bootstrap_servers=bootstrap, topic_prefix=topic_prefix, tables=tables,
@@ -58,4 +65,4 @@ def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[
         raise
     click.echo(f"capturing {connector.db} ({len(connector.tables)} tables) into "
                f"{topic_prefix}.<schema>.<table> from slot {slot!r}; SIGTERM stops", err=True)
-    run(connector)
+    run(connector, stop=stop)

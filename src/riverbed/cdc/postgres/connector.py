@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import select
 import time
 from collections.abc import Mapping
@@ -68,6 +69,8 @@ from riverbed.cdc.sink import ChangeSink
 from riverbed.errors import CdcError
 
 __all__ = ["PostgresConfig", "PostgresConnector"]
+
+log = logging.getLogger(__name__)
 
 CONNECTOR = "postgresql"
 SNAPSHOT_FETCH_ROWS = 2000
@@ -420,6 +423,7 @@ class PostgresConnector:
     def _reconnect(self, cause: BaseException) -> None:
         """The replication session broke (PostgreSQL restarted): flush, reconnect, resume
         after the last acknowledged transaction."""
+        log.warning("replication connection lost (%s); reconnecting", one_line(cause))
         self._flush_all("the changes before the lost connection")
         acknowledged = self.sink.acknowledged()
         if acknowledged is not None and acknowledged > self._confirmed:
@@ -436,6 +440,7 @@ class PostgresConnector:
             try:
                 self._conn = connect(self.config.dsn, replication=True)
                 self._start_streaming(self._confirmed)
+                log.warning("streaming again from LSN %s", _lsn_text(self._confirmed))
                 return
             except CdcError:
                 with contextlib.suppress(Exception):
