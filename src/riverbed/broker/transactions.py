@@ -49,7 +49,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from riverbed.broker.groups import CoordinatorClosedError, Executed
 from riverbed.coordinator import OFFSETS_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
-from riverbed.coordinator.offsets_topic_records import OffsetCommitValue, offset_commit_record
+from riverbed.coordinator.offsets_topic_records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    offset_commit_record,
+)
 from riverbed.coordinator.partitioning import partition_for
 from riverbed.coordinator.transactions import (
     TV_2,
@@ -344,6 +349,20 @@ class TransactionService:
         self._pending_offsets.setdefault((producer_id, p), []).extend(
             (r.key, r.value) for r in records)
         return (plog.flush_future(result.last_offset),) if plog.durable_acks else ()
+
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        """Partitions of ``group_id`` with a transactional offset waiting for its marker
+        (OffsetFetch with ``require_stable`` answers them UNSTABLE_OFFSET_COMMIT)."""
+        p = partition_for(group_id, self._offsets_partitions())
+        out: set[TopicPartition] = set()
+        for (_pid, partition), held in self._pending_offsets.items():
+            if partition != p:
+                continue
+            for key, _value in held:
+                decoded = decode_key(key)
+                if isinstance(decoded, OffsetCommitKey) and decoded.group == group_id:
+                    out.add(TopicPartition(decoded.topic, decoded.partition))
+        return out
 
     def _offsets_partitions(self) -> int:
         topic = self._host.topics.get(OFFSETS_TOPIC_NAME)

@@ -303,6 +303,25 @@ class ProducerIdDeps(Protocol):
     def producer_ids(self) -> ProducerIdSource: ...
 
 
+class StableOffsets(Protocol):
+    """Pending transactional offsets (the transaction service), for ``require_stable``."""
+
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]: ...
+
+
+class OffsetFetchDeps(Protocol):
+    """OffsetFetch: the group coordinator, topic ids, and pending transactional offsets."""
+
+    @property
+    def groups(self) -> GroupsPort: ...
+
+    @property
+    def topics(self) -> TopicNames: ...
+
+    @property
+    def transactions(self) -> StableOffsets: ...
+
+
 class GroupDeps(Protocol):
     """The group APIs: the coordinator, and topic names/ids for the adapters' mapping."""
 

@@ -6,12 +6,15 @@ held by the transaction service (:meth:`TransactionService.add_pending_offsets`)
 the transaction's marker there: COMMIT applies them to the group coordinator, ABORT drops
 them, so OffsetFetch sees them exactly when the transaction commits.
 
-Checks, as Kafka's: partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION; an
-unknown transactional id or another producer id INVALID_PRODUCER_ID_MAPPING, an older
-epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH below v3), a transaction that is not
-Ongoing or did not add the group's offsets (AddOffsetsToTxn) INVALID_TXN_STATE; v3+
-(KIP-447) a generation of a classic group that is not the group's ILLEGAL_GENERATION and
-a member it does not know UNKNOWN_MEMBER_ID.  v6 (topic ids) is not served.
+v5 (transaction version 2, KIP-890) first adds the group's partition to the transaction
+itself (the client sends no AddOffsetsToTxn), as the group coordinator's implicit
+AddPartitionsToTxn does in Kafka. Checks, as Kafka's: partitions of unknown topics
+answer UNKNOWN_TOPIC_OR_PARTITION; an unknown transactional id or another producer id
+INVALID_PRODUCER_ID_MAPPING, an older epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
+below v3), a transaction that is not Ongoing or did not add the group's offsets
+(AddOffsetsToTxn) INVALID_TXN_STATE; v3+ (KIP-447) a generation of a classic group that
+is not the group's ILLEGAL_GENERATION and a member it does not know UNKNOWN_MEMBER_ID.
+v6 (topic ids) is not served.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from riverbed.coordinator import OFFSETS_TOPIC_NAME
 from riverbed.coordinator.classic_group import ClassicGroup
 from riverbed.coordinator.consumer_group import ConsumerGroup
 from riverbed.coordinator.partitioning import partition_for
-from riverbed.coordinator.transactions import TransactionState
-from riverbed.errors import error_code_for
+from riverbed.coordinator.transactions import TV_2, AddPartitionsToTxnRequest, TransactionState
+from riverbed.errors import RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from riverbed.protocol.topic_partition import TopicPartition
@@ -42,6 +45,7 @@ API_KEY = 28
 FENCED_VERSION = 3
 MEMBER_VERSION = 3
 LEADER_EPOCH_VERSION = 2
+IMPLICIT_ADD_VERSION = 5  # KIP-890 part 2: the request also does AddOffsetsToTxn
 
 Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 Partition = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
@@ -62,7 +66,12 @@ def handle(
     deps: TxnOffsetCommitDeps, ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse | Awaitable[TxnOffsetCommitResponse]:
     version = ctx.api_version
-    code = legacy_code(_check(deps, version, request), version, FENCED_VERSION)
+    flushes: tuple[concurrent.futures.Future[None], ...] = ()
+    code = ErrorCode.NONE
+    if version >= IMPLICIT_ADD_VERSION:
+        code, flushes = _add_implicitly(deps, request)
+    if code == ErrorCode.NONE:
+        code = legacy_code(_check(deps, version, request), version, FENCED_VERSION)
     results: list[tuple[str, int, ErrorCode]] = []
     accepted: list[PendingOffset] = []
     for topic in request.topics:
@@ -77,10 +86,9 @@ def handle(
                 request.group_id, topic.name, p.partition_index, p.committed_offset,
                 p.committed_leader_epoch if version >= LEADER_EPOCH_VERSION else -1,
                 p.committed_metadata or ""))
-    flushes: tuple[concurrent.futures.Future[None], ...] = ()
     if code == ErrorCode.NONE and accepted:
         try:
-            flushes = deps.transactions.add_pending_offsets(
+            flushes += deps.transactions.add_pending_offsets(
                 request.producer_id, request.producer_epoch, request.group_id, accepted)
         except Exception as exc:
             failed = error_code_for(exc)
@@ -114,6 +122,27 @@ async def _after_flush(flushes: tuple[concurrent.futures.Future[None], ...],
     return response
 
 
+def _offsets_partition(deps: TxnOffsetCommitDeps, group_id: str) -> TopicPartition:
+    return TopicPartition(OFFSETS_TOPIC_NAME, partition_for(
+        group_id, deps.transactions.coordinator.config.offsets_topic_num_partitions))
+
+
+def _add_implicitly(deps: TxnOffsetCommitDeps, request: TxnOffsetCommitRequest
+                    ) -> tuple[ErrorCode, tuple[concurrent.futures.Future[None], ...]]:
+    """v5+ (transaction version 2): the group's partition joins the transaction here, as
+    the AddOffsetsToTxn the client no longer sends would have added it."""
+    txns = deps.transactions
+    req = AddPartitionsToTxnRequest(
+        request.transactional_id, request.producer_id, request.producer_epoch,
+        frozenset({_offsets_partition(deps, request.group_id)}), transaction_version=TV_2)
+    try:
+        executed = txns.execute(lambda now: txns.coordinator.add_partitions_to_txn(req, now))
+    except RiverbedError as exc:
+        return error_code_for(exc), ()
+    codes = set(executed.response.errors.values()) - {ErrorCode.NONE}
+    return (min(codes) if codes else ErrorCode.NONE), executed.flushes
+
+
 def _check(deps: TxnOffsetCommitDeps, version: int, request: TxnOffsetCommitRequest
            ) -> ErrorCode:
     """One code for the whole request (Kafka's validation order)."""
@@ -126,8 +155,7 @@ def _check(deps: TxnOffsetCommitDeps, version: int, request: TxnOffsetCommitRequ
         return ErrorCode.INVALID_PRODUCER_ID_MAPPING
     if request.producer_epoch < meta.producer_epoch:
         return ErrorCode.PRODUCER_FENCED
-    offsets_tp = TopicPartition(OFFSETS_TOPIC_NAME, partition_for(
-        request.group_id, deps.transactions.coordinator.config.offsets_topic_num_partitions))
+    offsets_tp = _offsets_partition(deps, request.group_id)
     if meta.state is not TransactionState.ONGOING or offsets_tp not in meta.partitions:
         return ErrorCode.INVALID_TXN_STATE
     if version >= MEMBER_VERSION:

@@ -314,6 +314,10 @@ class FakeTransactions:
         self.pending.extend((producer_id, group_id, o) for o in offsets)
         return ()
 
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        return {TopicPartition(o.topic, o.partition) for _p, g, o in self.pending
+                if g == group_id}
+
     def verify_produce(self, transactional_id: str, producer_id: int, producer_epoch: int,
                        partitions: Iterable[TopicPartition], implicit_add: bool,
                        produce_version: int) -> ProduceVerdict:
