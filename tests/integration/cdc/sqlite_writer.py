@@ -1,11 +1,12 @@
 """A separate writing application for the CDC crash tests: random transactions (inserts,
 updates, deletes, key changes, rollbacks) on the tables ``items`` and ``pairs``.
 
-    python sqlite_writer.py DB SEED TRANSACTIONS [SLEEP_IN_TXN_MS]
+    python sqlite_writer.py DB SEED TRANSACTIONS [SLEEP_IN_TXN_MS [GAP_MS]]
 
 Each transaction is ``BEGIN IMMEDIATE``, 1-6 operations, then COMMIT (80%) or ROLLBACK.
-``SLEEP_IN_TXN_MS`` sleeps inside each transaction, so that a SIGKILL lands mid-transaction,
-and as long after it.
+``SLEEP_IN_TXN_MS`` sleeps up to that long inside each transaction, so that a SIGKILL lands
+mid-transaction; ``GAP_MS`` (default: the same) up to that long between transactions, as
+applications pause (SQLite's locks are not fair: a writer that never pauses starves others).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ KEYS = 60
 def main() -> None:
     path, seed, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     sleep_s = (int(sys.argv[4]) if len(sys.argv) > 4 else 0) / 1000
+    gap_s = (int(sys.argv[5]) / 1000) if len(sys.argv) > 5 else sleep_s
     rng = random.Random(seed)
     conn = sqlite3.connect(path, isolation_level=None, timeout=60)
     # REPLACE deletes a conflicting row; only with recursive triggers does that deletion fire
@@ -33,8 +35,8 @@ def main() -> None:
         if sleep_s:
             time.sleep(rng.uniform(0, sleep_s))
         conn.execute("COMMIT" if rng.random() < 0.8 else "ROLLBACK")
-        if sleep_s:
-            time.sleep(rng.uniform(0, sleep_s))  # a gap, as applications have
+        if gap_s:
+            time.sleep(rng.uniform(0, gap_s))
     conn.close()
 
 

@@ -91,10 +91,11 @@ def check_chains(records: list[tuple[Any, Any]]) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in current.items() if v is not None}
 
 
-def start_writer(db: Path, seed: int, transactions: int, sleep_ms: int = 0
-                 ) -> subprocess.Popen[bytes]:
+def start_writer(db: Path, seed: int, transactions: int, sleep_ms: int = 0,
+                 gap_ms: int | None = None) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, str(WRITER), str(db), str(seed),
-                             str(transactions), str(sleep_ms)])
+                             str(transactions), str(sleep_ms),
+                             str(sleep_ms if gap_ms is None else gap_ms)])
 
 
 def test_sigkill_loses_nothing_committed(broker: EmbeddedBroker, db: Path) -> None:
@@ -118,7 +119,7 @@ def test_sigkill_loses_nothing_committed(broker: EmbeddedBroker, db: Path) -> No
             time.sleep(rng.uniform(0.3, 1.2))  # the kill lands at a random moment
             connector.kill()
             if round_ == kills // 2:
-                victim = start_writer(db, rng.randrange(10**6), 10**6, sleep_ms=50)
+                victim = start_writer(db, rng.randrange(10**6), 10**6, sleep_ms=100, gap_ms=5)
                 time.sleep(rng.uniform(0.3, 0.8))
                 victim.kill()  # SIGKILL, most likely inside a transaction
                 victim.wait(30)
