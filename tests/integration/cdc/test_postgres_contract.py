@@ -9,7 +9,14 @@ import base64
 from pathlib import Path
 
 import pg_cdc_helpers
-from pg_cdc_helpers import ConnectorProcess, Database, read_topic, wait_records, wait_streaming
+from pg_cdc_helpers import (
+    ConnectorProcess,
+    Database,
+    read_topic,
+    wait_records,
+    wait_streaming,
+    wait_until,
+)
 
 from riverbed.testing.embedded import EmbeddedBroker
 
@@ -163,3 +170,29 @@ def test_schemas_enable_wraps_key_and_value(tmp_path: Path, db: Database,
         assert fields["tags"]["type"] == "array"
         assert fields["tags"]["items"]["type"] == "int32"
     assert [v["payload"]["op"] for _k, v in records] == ["r", "u"]
+
+
+def test_slot_advances_over_writes_to_other_tables(tmp_path: Path, db: Database,
+                                                   broker: EmbeddedBroker) -> None:
+    """Writes the connector does not capture still let the slot's confirmed LSN move on
+    (no WAL kept for nothing), while the captured table is idle."""
+    db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    db.execute("CREATE TABLE other (id int PRIMARY KEY)")
+    prefix = f"p{db.name}"
+    slot = f"slot_{db.name}"
+    connector = _connector(tmp_path, db, broker, prefix, "--table", "public.t").start()
+    try:
+        wait_streaming(broker.bootstrap_servers, prefix)
+        db.execute("INSERT INTO other SELECT generate_series(1, 1000)")
+        ((target,),) = db.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")
+
+        def confirmed() -> bool:
+            rows = db.execute("SELECT confirmed_flush_lsn - '0/0'::pg_lsn "
+                              "FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+            return int(rows[0][0]) >= int(target)
+
+        wait_until(confirmed, 30, "the slot to confirm past the uncaptured writes")
+        connector.assert_alive()
+    finally:
+        connector.close()
+    assert read_topic(broker.bootstrap_servers, f"{prefix}.public.t") == []

@@ -121,6 +121,7 @@ class PostgresConnector:
         self._tx: pgoutput.Begin | None = None
         self._confirmed = 0
         self._last_feedback = 0.0
+        self._last_idle_advance = 0.0
 
     # -- start --------------------------------------------------------------------------
 
@@ -271,6 +272,7 @@ class PostgresConnector:
                 self._handle(msg.data_start, pgoutput.decode(msg.payload))
                 moved = True
             if not moved:
+                self._advance_when_idle()
                 select.select([self._cursor], [], [], 0.05)
         except (psycopg2.Error, ValueError) as exc:  # ValueError: select on a closed socket
             self._reconnect(exc)
@@ -296,6 +298,22 @@ class PostgresConnector:
         elif isinstance(message, pgoutput.Truncate):
             for relid in message.relids:
                 self._truncate(lsn, relid)
+
+    def _advance_when_idle(self) -> None:
+        """Between transactions, with everything acknowledged and the slot drained, move
+        the position to the server's last keepalive LSN (``wal_end``: every transaction
+        committed before it was already sent), so that WAL written for other tables or
+        databases is not kept for this slot (Debezium's heartbeat, without the writes).
+        At most once per FEEDBACK_INTERVAL_S."""
+        now = time.monotonic()
+        if self._tx is not None or self.sink.in_flight() or \
+                now - self._last_idle_advance < FEEDBACK_INTERVAL_S:
+            return
+        self._last_idle_advance = now
+        wal_end = int(self._cursor.wal_end or 0)
+        if wal_end > self._last_end_lsn:
+            self._last_end_lsn = wal_end
+            self.sink.send(self.offsets.topic, [], position=wal_end)
 
     def _relation(self, relid: int) -> tuple[pgoutput.Relation, TableInfo] | None:
         relation = self._relations.get(relid)
