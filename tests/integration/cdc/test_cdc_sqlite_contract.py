@@ -167,6 +167,23 @@ def test_schemas_enable_wraps_key_and_value(broker: EmbeddedBroker, db: Path) ->
     assert [f["type"] for f in fields["after"]["fields"]] == ["int64", "string", "bytes"]
 
 
+def test_one_connector_per_database(broker: EmbeddedBroker, db: Path) -> None:
+    conn = connect(db)
+    conn.execute("CREATE TABLE one (id INTEGER PRIMARY KEY)")
+    p = prefix()
+    first = ConnectorProcess(db, broker.bootstrap_servers, "--topic-prefix", p)
+    try:
+        wait_until(lambda: "capturing" in first.stderr(), 30, "the first connector")
+        rc, _out, err = riverbed("cdc", "sqlite", "--db", str(db), "--topic-prefix", p,
+                                 "--bootstrap-server", broker.bootstrap_servers)
+        assert rc == 1 and len(err.strip().splitlines()) == 1, err
+        assert "another riverbed cdc connector" in err
+        assert first.terminate() == 0, first.stderr()
+    finally:
+        if first.proc.poll() is None:
+            first.kill()
+
+
 def _objects(db: Path) -> list[str]:
     conn = sqlite3.connect(db)
     try:

@@ -28,7 +28,9 @@ Not thread-safe: :func:`~riverbed.cdc.runner.run` drives it from one thread.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -78,6 +80,19 @@ def open_database(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _lock_exclusively(path: Path) -> int:
+    """One connector per database: an exclusive ``flock`` on the database file, held until
+    :meth:`SqliteConnector.close` (or the process dies).  ``flock`` locks are independent of
+    SQLite's POSIX byte-range locks on Linux, so the application is not disturbed."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise CdcError(f"another riverbed cdc connector is capturing {str(path)!r}") from None
+    return fd
+
+
 class SqliteConnector:
     """Captures ``tables`` (all tables with a key when empty) of the database at ``path``.
 
@@ -96,6 +111,7 @@ class SqliteConnector:
         self._wanted = list(dict.fromkeys(tables))
         self._schemas_enable = schemas_enable
         self._conn: sqlite3.Connection | None = None
+        self._lock_fd = -1
         self._sink: ChangeSink[int] | None = None
         self._offsets = OffsetStore(self._client_config, offsets_topic(topic_prefix))
         self._offset_key = offset_key(topic_prefix, {"server": topic_prefix,
@@ -119,7 +135,9 @@ class SqliteConnector:
         the stored position.  Raises :class:`CdcError` with nothing installed in the
         database when the path, a table or the broker is wrong."""
         conn = open_database(self.path)
+        lock_fd = -1
         try:
+            lock_fd = _lock_exclusively(self.path)
             wanted = self._resolve_tables(conn)
             sink: ChangeSink[int] = ChangeSink(self._client_config)
             topics = [topic_name(self.topic_prefix, SCHEMA, t) for t in wanted]
@@ -130,8 +148,10 @@ class SqliteConnector:
             installed = self._install(conn, [wanted[name] for name in wanted])
         except BaseException:
             conn.close()
+            if lock_fd >= 0:
+                os.close(lock_fd)
             raise
-        self._conn, self._sink = conn, sink
+        self._conn, self._sink, self._lock_fd = conn, sink, lock_fd
         self._install_id = installed.install_id
         self._tables = dict(installed.tables)
         self._keys = triggers.recorded_keys(conn)
@@ -300,6 +320,8 @@ class SqliteConnector:
         finally:
             self._conn.close()
             self._conn = None
+            os.close(self._lock_fd)  # after SQLite's fd: closing ours drops no SQLite lock
+            self._lock_fd = -1
 
     def _require(self) -> tuple[sqlite3.Connection, ChangeSink[int]]:
         if self._conn is None or self._sink is None:
