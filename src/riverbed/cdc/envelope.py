@@ -37,6 +37,7 @@ module does no I/O and is pure: safe from any thread.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -265,8 +266,13 @@ def records_for(event: ChangeEvent, schema: TableSchema | None = None,
 
 
 def topic_name(prefix: str, schema: str, table: str) -> str:
-    """``<prefix>.<schema>.<table>``: one topic per captured table."""
-    return f"{prefix}.{schema}.{table}"
+    """``<prefix>.<schema>.<table>``: one topic per captured table.  A character Kafka does
+    not allow in topic names (anything but ``[a-zA-Z0-9._-]``) becomes ``_``, as Debezium's
+    topic naming does (``"order lines"`` -> ``order_lines``)."""
+    return ".".join(_ILLEGAL_TOPIC_CHARS.sub("_", part) for part in (prefix, schema, table))
+
+
+_ILLEGAL_TOPIC_CHARS = re.compile(r"[^a-zA-Z0-9._-]")
 
 
 def _connect_type_of(value: Any) -> str:

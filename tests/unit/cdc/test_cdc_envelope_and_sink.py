@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from typing import Any
 
 import pytest
@@ -19,8 +20,10 @@ from riverbed.cdc.envelope import (
     records_for,
     topic_name,
 )
+from riverbed.cdc.runner import run
 from riverbed.cdc.sink import AckTracker, ChangeSink
 from riverbed.cdc.sqlite import triggers
+from riverbed.errors import CdcError
 
 SOURCE = Source("sqlite", "riverbed", "app.db", "main", "users", 1000, extra={"seq": 5})
 
@@ -73,6 +76,7 @@ def test_schema_part() -> None:
     assert [f["field"] for f in value["schema"]["fields"]] == [
         "before", "after", "source", "op", "ts_ms"]
     assert topic_name("p", "main", "t") == "p.main.t"
+    assert topic_name("p", "main", "order lines/é") == "p.main.order_lines__"
 
 
 def test_row_images_render_sqlite_types() -> None:
@@ -118,3 +122,36 @@ def test_sink_reports_acknowledged_positions() -> None:
     for position in range(20):
         sink.send("a" if position % 2 else "b", [(b"k", b"v"), (b"k", None)], position)
     assert sink.flush(30) == 19 and sink.in_flight() == 0
+
+
+class FakeConnector:
+    def __init__(self, stop: threading.Event, polls_before_stop: int, fail: bool = False
+                 ) -> None:
+        self.stop, self.left, self.fail = stop, polls_before_stop, fail
+        self.closed_with: float | None = None
+
+    def poll_once(self) -> bool:
+        self.left -= 1
+        if self.left == 0:
+            if self.fail:
+                raise CdcError("lost")
+            self.stop.set()
+        return self.left % 2 == 0
+
+    def close(self, timeout_s: float) -> None:
+        self.closed_with = timeout_s
+
+
+def test_runner_polls_until_stopped_then_closes() -> None:
+    stop = threading.Event()
+    connector = FakeConnector(stop, 5)
+    run(connector, stop=stop, idle_wait_s=0.001, close_timeout_s=7)
+    assert connector.left == 0 and connector.closed_with == 7
+
+
+def test_runner_closes_and_reraises_on_error() -> None:
+    stop = threading.Event()
+    connector = FakeConnector(stop, 3, fail=True)
+    with pytest.raises(CdcError):
+        run(connector, stop=stop, idle_wait_s=0.001)
+    assert connector.closed_with is not None
