@@ -59,10 +59,13 @@ def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[
         slot=slot, publication=publication, schemas_enable=schemas_enable,
         kafka=client_config(bootstrap, properties)))
     try:
-        connector.start()
+        started = connector.start(stop)
     except BaseException:
         connector.close(timeout_s=5)
         raise
+    if not started:  # SIGTERM during the snapshot: abandoned, redone at the next start
+        connector.close(timeout_s=30)
+        return
     click.echo(f"capturing {connector.db} ({len(connector.tables)} tables) into "
                f"{topic_prefix}.<schema>.<table> from slot {slot!r}; SIGTERM stops", err=True)
     run(connector, stop=stop)

@@ -188,3 +188,29 @@ def test_postgres_restart_mid_stream(tmp_path: Path, db: Database,
     finally:
         writer.stop.set()
         connector.close()
+
+
+def test_sigterm_during_the_snapshot_exits_0_and_the_restart_snapshots_again(
+        tmp_path: Path, db: Database, broker: EmbeddedBroker) -> None:
+    rows = 40_000
+    db.execute("CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, payload text)")
+    db.execute("INSERT INTO big SELECT g, 0, 'x' FROM generate_series(1, %s) g", (rows,))
+    prefix = f"p{db.name}"
+    topic = f"{prefix}.public.big"
+    args = ("--dsn", db.dsn, "--bootstrap-server", broker.bootstrap_servers,
+            "--topic-prefix", prefix, "--slot", f"s_{db.name}")
+    connector = ConnectorProcess(tmp_path / "connector.log", *args).start()
+    try:
+        wait_records(broker.bootstrap_servers, topic, 1)
+        assert connector.terminate() == 0, connector.log()
+        assert len(read_topic(broker.bootstrap_servers, topic)) < rows  # cut short
+        connector.start()
+        wait_streaming(broker.bootstrap_servers, prefix)
+        db.execute("UPDATE big SET v = 1 WHERE id = 1")
+        expected = {json.dumps({"id": i}, sort_keys=True): {"id": i, "v": v, "payload": p}
+                    for i, v, p in db.execute("SELECT id, v, payload FROM big")}
+        wait_until(lambda: latest_per_key(read_topic(broker.bootstrap_servers, topic))
+                   == expected, 90, "the topic to equal the table")
+        assert connector.terminate() == 0, connector.log()
+    finally:
+        connector.close()

@@ -41,6 +41,7 @@ import contextlib
 import json
 import logging
 import select
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -122,11 +123,16 @@ class PostgresConnector:
         self._confirmed = 0
         self._last_feedback = 0.0
         self._last_idle_advance = 0.0
+        self._stop: threading.Event | None = None
 
     # -- start --------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Check, create what is missing, snapshot if needed, start streaming."""
+    def start(self, stop: threading.Event | None = None) -> bool:
+        """Check, create what is missing, snapshot if needed, start streaming.
+
+        Returns False when ``stop`` was set during the snapshot: it is abandoned (the next
+        start drops the slot and snapshots again) and the caller should just close."""
+        self._stop = stop
         cfg = self.config
         conn = connect(cfg.dsn)
         try:
@@ -160,6 +166,8 @@ class PostgresConnector:
                 self._flush_all("the position")
                 self._conn = connect(cfg.dsn, replication=True)
                 start_lsn = self._create_slot_and_snapshot(conn)
+                if start_lsn is None:
+                    return False
             else:
                 assert position is not None
                 start_lsn = max(int(position.get("lsn", 0)), state[1] or 0)
@@ -167,6 +175,7 @@ class PostgresConnector:
         finally:
             conn.close()
         self._start_streaming(start_lsn)
+        return True
 
     def _wait_slot_inactive(self, conn: Any) -> tuple[bool, int | None] | None:
         deadline = time.monotonic() + self.config.slot_wait_s
@@ -187,7 +196,7 @@ class PostgresConnector:
                 names = ", ".join(t.quoted() for t in tables)
                 cur.execute(f'CREATE PUBLICATION "{self.config.publication}" FOR TABLE {names}')
 
-    def _create_slot_and_snapshot(self, conn: Any) -> int:
+    def _create_slot_and_snapshot(self, conn: Any) -> int | None:
         cfg = self.config
         rcur = self._conn.cursor()
         try:
@@ -204,7 +213,10 @@ class PostgresConnector:
         now_ms = int(time.time() * 1000)
         tables = list(self.tables.values())
         for index, table in enumerate(tables):
-            self._snapshot_table(conn, table, lsn, now_ms, last=index == len(tables) - 1)
+            if not self._snapshot_table(conn, table, lsn, now_ms,
+                                        last=index == len(tables) - 1):
+                conn.rollback()
+                return None
         conn.rollback()
         conn.autocommit = True
         self._flush_all("the snapshot")
@@ -214,7 +226,8 @@ class PostgresConnector:
         return lsn
 
     def _snapshot_table(self, conn: Any, table: TableInfo, lsn: int, now_ms: int,
-                        last: bool) -> None:
+                        last: bool) -> bool:
+        """Send every row of ``table`` as ``r``; False when a stop was requested."""
         topic = topic_name(self.config.topic_prefix, table.schema, table.table)
         with conn.cursor() as cur:
             cur.execute("SELECT a.attname::text, a.atttypid::int8 FROM pg_attribute a "
@@ -228,7 +241,11 @@ class PostgresConnector:
         named.itersize = SNAPSHOT_FETCH_ROWS
         named.execute(f"SELECT {select_list} FROM {table.quoted()}")
         pending: tuple[Any, ...] | None = None
-        for row in named:
+        for count, row in enumerate(named):
+            if count % SNAPSHOT_FETCH_ROWS == 0 and self._stop is not None \
+                    and self._stop.is_set():
+                named.close()
+                return False
             if pending is not None:
                 self._snapshot_row(topic, table, columns, pending, lsn, now_ms, "true")
             pending = row
@@ -236,6 +253,7 @@ class PostgresConnector:
             self._snapshot_row(topic, table, columns, pending, lsn, now_ms,
                                "last" if last else "true")
         named.close()
+        return True
 
     def _snapshot_row(self, topic: str, table: TableInfo, columns: list[tuple[str, int]],
                       row: tuple[Any, ...], lsn: int, now_ms: int, snapshot: str) -> None:
