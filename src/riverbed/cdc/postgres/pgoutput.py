@@ -113,6 +113,9 @@ Message = Begin | Commit | Relation | Insert | Update | Delete | Truncate
 PG_EPOCH_OFFSET_US = 946_684_800 * 1_000_000
 
 
+_STRUCTS: dict[str, struct.Struct] = {}
+
+
 class _Reader:
     __slots__ = ("buf", "pos")
 
@@ -121,15 +124,20 @@ class _Reader:
         self.pos = 0
 
     def take(self, fmt: str) -> int:
-        size = struct.calcsize(fmt)
-        if self.pos + size > len(self.buf):
+        codec = _STRUCTS.get(fmt)
+        if codec is None:
+            codec = _STRUCTS[fmt] = struct.Struct(fmt)
+        if self.pos + codec.size > len(self.buf):
             raise PgOutputError(f"pgoutput message truncated at byte {self.pos}")
-        (value,) = struct.unpack_from(fmt, self.buf, self.pos)
-        self.pos += size
+        (value,) = codec.unpack_from(self.buf, self.pos)
+        self.pos += codec.size
         return int(value)
 
     def byte(self) -> str:
-        return chr(self.take("!B"))
+        if self.pos >= len(self.buf):
+            raise PgOutputError(f"pgoutput message truncated at byte {self.pos}")
+        self.pos += 1
+        return chr(self.buf[self.pos - 1])
 
     def string(self) -> str:
         end = self.buf.find(b"\0", self.pos)
