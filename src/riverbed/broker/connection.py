@@ -43,6 +43,11 @@ nothing in flight that stay idle past ``connections.max.idle.ms``.  Bytes of an
 unfinished frame do not count as activity, so a client trickling a frame holds its
 reservation at most that long.
 
+Throttling (KIP-219): after writing a response whose ``throttle_time_ms`` is positive (a
+Produce or Fetch over its client quota, :mod:`riverbed.broker.handlers.throttling`), the
+connection is muted for that long: it stops reading and dispatches nothing more, then
+resumes; a later throttle extends the mute, never shortens it.
+
 Event-loop only.  A crash (or close) drops pending responses; appends already made stay.
 """
 
@@ -131,6 +136,7 @@ class KafkaConnection(asyncio.Protocol):
         self._tasks: set[asyncio.Future[Any]] = set()
         self._reading_paused = False
         self._writing_paused = False
+        self._muted: asyncio.TimerHandle | None = None  # throttled until this fires
         self._pumping = False
         self._closing = False
         self._counted = False  # counted in the broker's connection quotas
@@ -169,6 +175,8 @@ class KafkaConnection(asyncio.Protocol):
             self._counted = False
             self._broker.quotas.closed(self.peer_ip)
         self._broker.connections.discard(self)
+        if self._muted is not None:
+            self._muted.cancel()
         for task in list(self._tasks):
             task.cancel()
         self._pool.cancel(self)
@@ -281,7 +289,7 @@ class KafkaConnection(asyncio.Protocol):
         self._pumping = True
         held = self._held
         try:
-            while held and self._barrier is None and not self._closing:
+            while held and self._barrier is None and self._muted is None and not self._closing:
                 if len(self._pending) >= self._max_in_flight:
                     break
                 frame, reserved = held[0]
@@ -471,24 +479,44 @@ class KafkaConnection(asyncio.Protocol):
     def _flush(self) -> None:
         out: list[bytearray | memoryview | bytes] = []
         pending = self._pending
+        throttle_ms = 0
         while pending and pending[0].ready:
             slot = pending.popleft()
             self._fetch_bound -= slot.bound
             if slot.response is not _NO_RESPONSE:
                 out += encode_response_parts(slot.header, slot.response)
+                throttle_ms = max(throttle_ms, getattr(slot.response, "throttle_time_ms", 0))
         if out and self._transport is not None and not self._closing:
             self.last_active = time.monotonic()
             if len(out) == 1:
                 self._transport.write(out[0])
             else:
                 self._transport.writelines(out)  # uvloop: one writev, nothing copied
+            if throttle_ms > 0:
+                self._mute(throttle_ms)
         self._pump()
+
+    def _mute(self, throttle_ms: int) -> None:
+        """Read and dispatch nothing for ``throttle_ms`` (KIP-219 channel muting)."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + throttle_ms / 1000
+        if self._muted is not None:
+            if self._muted.when() >= until:
+                return
+            self._muted.cancel()
+        self._muted = loop.call_at(until, self._unmute)
+
+    def _unmute(self) -> None:
+        self._muted = None
+        if not self._closing:
+            self._pump()
 
     def _update_reading(self) -> None:
         if self._transport is None or self._closing:
             return
         should_pause = (
             self._writing_paused
+            or self._muted is not None
             or self._memory_wait
             or len(self._pending) + len(self._held) >= self._max_in_flight
             or (bool(self._held) and self._barrier is None)  # held back by the budget
