@@ -80,6 +80,16 @@ def test_role_without_replication_privilege(db: Database, broker: EmbeddedBroker
     code, err = _run("--dsn", dsn, "--bootstrap-server", broker.bootstrap_servers,
                      "--topic-prefix", prefix)
     _one_line_error(code, err, "no REPLICATION privilege", f"ALTER ROLE {role} WITH REPLICATION")
+    db.execute(f"ALTER ROLE {role} WITH REPLICATION")
+    db.execute(f"REVOKE SELECT ON t FROM {role}")
+    code, err = _run("--dsn", dsn, "--bootstrap-server", broker.bootstrap_servers,
+                     "--topic-prefix", prefix)
+    _one_line_error(code, err, "may not read 'public.t'", f"GRANT SELECT ON public.t TO {role}")
+    db.execute(f"GRANT SELECT ON t TO {role}")
+    code, err = _run("--dsn", dsn, "--bootstrap-server", broker.bootstrap_servers,
+                     "--topic-prefix", prefix)
+    _one_line_error(code, err, "cannot create publication",
+                    "CREATE PUBLICATION riverbed_publication FOR TABLE public.t")
     _assert_nothing_created(db, broker, prefix)
 
 

@@ -9,7 +9,9 @@
 3. every captured table exists and has a primary key, or ``REPLICA IDENTITY FULL`` (then
    every column is the key);
 4. the slot's name is valid and the slot, if it exists, uses ``pgoutput``;
-5. the publication, if it exists, publishes every captured table.
+5. the role may read every captured table;
+6. the publication, if it exists, publishes every captured table; if not, the role may
+   create it (CREATE on the database, owner of the tables, or superuser).
 
 Nothing is created here, so a refused start leaves no slot, publication or topic behind.
 """
@@ -136,16 +138,43 @@ def check_source(conn: Any, wanted_tables: list[str], slot: str,
         if plugin != "pgoutput":
             raise CdcError(f"replication slot {slot!r} uses the {plugin!r} plugin, not "
                            "pgoutput: choose another --slot")
-    if _query(conn, "SELECT 1 FROM pg_publication WHERE pubname = %s", (publication,)):
-        published = {f"{schema}.{table}" for schema, table in _query(
-            conn, "SELECT schemaname::text, tablename::text FROM pg_publication_tables "
-                  "WHERE pubname = %s", (publication,))}
-        for table in tables:
-            if table.qualified not in published:
-                raise CdcError(f"publication {publication!r} does not publish "
-                               f"{table.qualified!r}: run ALTER PUBLICATION {publication} "
-                               f"ADD TABLE {table.qualified}, or choose another --publication")
+    for table in tables:
+        ((may_select,),) = _query(conn, "SELECT has_table_privilege(%s, 'SELECT')",
+                                  (table.quoted(),))
+        if not may_select:
+            raise CdcError(f"role {user!r} may not read {table.qualified!r}: run "
+                           f"GRANT SELECT ON {table.qualified} TO {user}")
+    if not _query(conn, "SELECT 1 FROM pg_publication WHERE pubname = %s", (publication,)):
+        _check_may_create_publication(conn, user, tables, publication)
+        return tables
+    published = {f"{schema}.{table}" for schema, table in _query(
+        conn, "SELECT schemaname::text, tablename::text FROM pg_publication_tables "
+              "WHERE pubname = %s", (publication,))}
+    for table in tables:
+        if table.qualified not in published:
+            raise CdcError(f"publication {publication!r} does not publish "
+                           f"{table.qualified!r}: run ALTER PUBLICATION {publication} "
+                           f"ADD TABLE {table.qualified}, or choose another --publication")
     return tables
+
+
+def _check_may_create_publication(conn: Any, user: str, tables: list[TableInfo],
+                                  publication: str) -> None:
+    """CREATE PUBLICATION ... FOR TABLE needs CREATE on the database and ownership of
+    every table (or superuser)."""
+    ((superuser, may_create),) = _query(
+        conn, "SELECT rolsuper, has_database_privilege(current_database(), 'CREATE') "
+              "FROM pg_roles WHERE rolname = current_user")
+    if superuser:
+        return
+    not_owned = [t.qualified for t in tables if not _query(
+        conn, "SELECT 1 FROM pg_class c WHERE c.oid = %s::regclass "
+              "AND pg_has_role(current_user, c.relowner, 'USAGE')", (t.quoted(),))]
+    if not may_create or not_owned:
+        names = ", ".join(t.qualified for t in tables)
+        raise CdcError(f"role {user!r} cannot create publication {publication!r} (it needs "
+                       "CREATE on the database and to own the tables): have the tables' owner "
+                       f"run CREATE PUBLICATION {publication} FOR TABLE {names}")
 
 
 def slot_state(conn: Any, slot: str) -> tuple[bool, int | None] | None:

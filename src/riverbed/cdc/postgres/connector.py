@@ -132,6 +132,14 @@ class PostgresConnector:
 
         Returns False when ``stop`` was set during the snapshot: it is abandoned (the next
         start drops the slot and snapshots again) and the caller should just close."""
+        import psycopg2
+
+        try:
+            return self._start(stop)
+        except psycopg2.Error as exc:
+            raise CdcError(f"PostgreSQL refused: {one_line(exc)}") from None
+
+    def _start(self, stop: threading.Event | None) -> bool:
         self._stop = stop
         cfg = self.config
         conn = connect(cfg.dsn)
@@ -206,6 +214,23 @@ class PostgresConnector:
             raise CdcError(f"cannot create replication slot {cfg.slot!r}: {one_line(exc)}"
                            ) from None
         lsn = _parse_lsn(consistent_point)
+        try:
+            return self._snapshot(conn, lsn, snapshot_name)
+        except BaseException:
+            # nothing half-created: a slot whose snapshot failed is dropped (an abandoned
+            # one, after a stop, is kept for the next start to drop)
+            conn.rollback()
+            conn.autocommit = True
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+            with contextlib.suppress(Exception):
+                self._wait_slot_inactive(conn)  # its walsender ends with the connection
+                with conn.cursor() as cur:
+                    cur.execute("SELECT pg_drop_replication_slot(%s)", (cfg.slot,))
+            raise
+
+    def _snapshot(self, conn: Any, lsn: int, snapshot_name: str) -> int | None:
         conn.autocommit = False
         with conn.cursor() as cur:
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
