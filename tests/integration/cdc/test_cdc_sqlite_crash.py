@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cdc_helpers import (
     WRITER,
     ConnectorProcess,
@@ -98,18 +99,21 @@ def start_writer(db: Path, seed: int, transactions: int, sleep_ms: int = 0,
                              str(sleep_ms if gap_ms is None else gap_ms)])
 
 
-def test_sigkill_loses_nothing_committed(broker: EmbeddedBroker, db: Path) -> None:
+@pytest.mark.parametrize("journal_mode", ["delete", "wal"])
+def test_sigkill_loses_nothing_committed(broker: EmbeddedBroker, db: Path,
+                                         journal_mode: str) -> None:
     rng = random.Random(env_int("RIVERBED_CDC_SEED", 11))
     kills = 12 if SOAK else 4
     transactions = 3000 if SOAK else 300
     conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute(f"PRAGMA journal_mode = {journal_mode}")  # rollback journal, or WAL
     conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, n INTEGER, t TEXT, r REAL, "
                  "b BLOB)")
     conn.execute("CREATE TABLE pairs (a TEXT, b INTEGER, w REAL, PRIMARY KEY (a, b))")
     conn.executemany("INSERT INTO items VALUES (?, 0, 'seed', 0.5, x'00')",
                      [(i,) for i in range(0, 60, 2)])
     conn.close()
-    bootstrap, prefix = broker.bootstrap_servers, f"crash{rng.randrange(10**6)}"
+    bootstrap, prefix = broker.bootstrap_servers, f"crash{journal_mode}{rng.randrange(10**6)}"
 
     # the writer runs from before the snapshot to after the last kill
     writer = start_writer(db, rng.randrange(10**6), transactions, sleep_ms=20)
