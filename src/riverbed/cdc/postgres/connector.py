@@ -317,11 +317,11 @@ class PostgresConnector:
             if not moved:
                 self._advance_when_idle()
                 select.select([self._cursor], [], [], 0.05)
+            self.sink.poll(0)
+            self._confirm(force=False)  # send_feedback may be what finds the session gone
         except (psycopg2.Error, ValueError) as exc:  # ValueError: select on a closed socket
             self._reconnect(exc)
             return True
-        self.sink.poll(0)
-        self._confirm(force=False)
         return moved
 
     def _handle(self, lsn: int, message: pgoutput.Message | None) -> None:
@@ -514,10 +514,16 @@ class PostgresConnector:
 
     def close(self, timeout_s: float) -> None:
         """Flush, store and confirm what the broker acknowledged, close the session."""
+        import psycopg2
+
         try:
             self.sink.flush(timeout_s)
             if self._cursor is not None:
-                self._confirm(force=True)
+                try:
+                    self._confirm(force=True)
+                except psycopg2.Error as exc:  # the slot keeps its older LSN: re-sent later
+                    log.warning("could not confirm the last LSN to PostgreSQL: %s",
+                                one_line(exc))
         finally:
             if self._conn is not None:
                 with contextlib.suppress(Exception):
