@@ -196,3 +196,17 @@ def test_slot_advances_over_writes_to_other_tables(tmp_path: Path, db: Database,
     finally:
         connector.close()
     assert read_topic(broker.bootstrap_servers, f"{prefix}.public.t") == []
+
+
+def test_snapshot_markers_first_true_last(tmp_path: Path, db: Database,
+                                          broker: EmbeddedBroker) -> None:
+    db.execute("CREATE TABLE t (id int PRIMARY KEY)")
+    db.execute("INSERT INTO t SELECT generate_series(1, 3)")
+    prefix = f"p{db.name}"
+    connector = _connector(tmp_path, db, broker, prefix).start()
+    try:
+        records = wait_records(broker.bootstrap_servers, f"{prefix}.public.t", 3)
+    finally:
+        connector.close()
+    assert [v["source"]["snapshot"] for _k, v in records] == ["first", "true", "last"]
+    assert sorted(k["id"] for k, _v in records) == [1, 2, 3]

@@ -124,6 +124,7 @@ class PostgresConnector:
         self._last_feedback = 0.0
         self._last_idle_advance = 0.0
         self._stop: threading.Event | None = None
+        self._snapshot_started = False
 
     # -- start --------------------------------------------------------------------------
 
@@ -282,6 +283,9 @@ class PostgresConnector:
 
     def _snapshot_row(self, topic: str, table: TableInfo, columns: list[tuple[str, int]],
                       row: tuple[Any, ...], lsn: int, now_ms: int, snapshot: str) -> None:
+        if not self._snapshot_started:  # Debezium's markers: first, true..., last
+            self._snapshot_started = True
+            snapshot = "first" if snapshot == "true" else snapshot
         after = {name: render(oid, text, self.types) for (name, oid), text in zip(
             columns, row, strict=True)}
         source = self._source(table, now_ms, snapshot, None, lsn)
