@@ -21,7 +21,10 @@ every transaction committed after the snapshot, none before.
 sink's acknowledged position is always the end of a transaction all of whose records the
 broker acknowledged (acks=all, idempotent).  Only that LSN is stored as the position and
 then confirmed to the slot (``send_feedback(flush_lsn=..., force=True)``): PostgreSQL
-keeps, and after a reconnect re-sends, every transaction after it.
+keeps, and after a reconnect re-sends, every transaction after it.  Idle between
+transactions with nothing in flight, the position follows the walsender's keepalive LSN
+(``wal_end``), so WAL of uncaptured tables is not retained for the slot.  A SIGTERM during
+the snapshot abandons it (:meth:`PostgresConnector.start` returns False).
 
 **Crash behaviour.**  A position ``{"snapshot_completed": false}`` is stored (and
 acknowledged) before the slot is created.  SIGKILL at any moment: on restart, a slot whose
