@@ -143,6 +143,30 @@ def test_add_column_recreates_the_triggers(broker: EmbeddedBroker, db: Path) -> 
     assert records[2][1]["after"] == {"id": 1, "a": "x", "b": 8}
 
 
+def test_tables_created_or_recreated_while_running(broker: EmbeddedBroker, db: Path) -> None:
+    conn = connect(db)
+    conn.execute("CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT)")
+    p = prefix()
+    connector = ConnectorProcess(db, broker.bootstrap_servers, "--topic-prefix", p)
+    try:
+        wait_until(lambda: "capturing" in connector.stderr(), 30, "the connector")
+        conn.execute("CREATE TABLE b (id INTEGER PRIMARY KEY, v TEXT)")
+        conn.execute("INSERT INTO b VALUES (1, 'new table')")  # before or after its triggers
+        conn.execute("DROP TABLE a")
+        conn.execute("CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT)")
+        conn.execute("INSERT INTO a VALUES (2, 'again')")
+        b_records = read_at_least(broker.bootstrap_servers, f"{p}.main.b", 1)
+        a_records = read_at_least(broker.bootstrap_servers, f"{p}.main.a", 1)
+        conn.execute("UPDATE a SET v = 'later'")
+        a_records = read_at_least(broker.bootstrap_servers, f"{p}.main.a", 2)
+        assert connector.terminate() == 0, connector.stderr()
+    finally:
+        if connector.proc.poll() is None:
+            connector.kill()
+    assert latest_per_key(b_records) == {'{"id": 1}': {"id": 1, "v": "new table"}}
+    assert latest_per_key(a_records) == {'{"id": 2}': {"id": 2, "v": "later"}}
+
+
 def test_schemas_enable_wraps_key_and_value(broker: EmbeddedBroker, db: Path) -> None:
     conn = connect(db)
     conn.execute("CREATE TABLE s (id INTEGER PRIMARY KEY, name VARCHAR(20), data BLOB)")

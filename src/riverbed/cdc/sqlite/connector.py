@@ -274,24 +274,40 @@ class SqliteConnector:
         return int(conn.execute("PRAGMA schema_version").fetchone()[0])
 
     def _check_schema(self) -> None:
+        """After any schema change: re-install (idempotent) for the tables to capture now —
+        new triggers and a re-snapshot for a table whose columns changed or whose triggers
+        went with a DROP TABLE; a new table (when capturing every table) is captured from
+        now on, with a snapshot."""
         version = self._read_schema_version()
         if version == self._schema_version:
             return
-        conn, _sink = self._require()
+        conn, sink = self._require()
         current: list[TableInfo] = []
-        for name, old in self._tables.items():
+        for name in self._wanted or triggers.user_tables(conn):
             info = triggers.table_info(conn, name)
+            old = self._tables.get(name)
             if info is None:
-                log.warning("table %r was dropped; it is no longer captured", name)
+                if old is not None:
+                    log.warning("table %r was dropped; not captured until it exists again", name)
                 continue
-            if info.key != old.key:
+            if not info.key:
+                if old is not None or self._wanted:
+                    log.warning("table %r has no primary key; not captured", name)
+                continue
+            if old is not None and info.key != old.key:
                 raise CdcError(f"the primary key of {name!r} changed; restart the connector")
             current.append(info)
-        if [i.signature() for i in current] != [i.signature() for i in self._tables.values()]:
-            self._install(conn, current)
-            self._tables = {info.name: info for info in current}
-            self._schemas = {n: self._table_schema(i) for n, i in self._tables.items()}
-            log.info("capture triggers re-created after a schema change")
+        new = [info.name for info in current if info.name not in self._keys]
+        if new:
+            sink.ensure_topics([topic_name(self.topic_prefix, SCHEMA, t) for t in new])
+        installed = self._install(conn, current)
+        if installed.snapshot_rows or new or set(installed.tables) != set(self._tables):
+            log.info("capture triggers re-installed after a schema change (%d rows "
+                     "snapshotted)", installed.snapshot_rows)
+        self._tables = dict(installed.tables)
+        self._keys = triggers.recorded_keys(conn)
+        self._schemas = {n: self._table_schema(i) for n, i in self._tables.items()}
+        self._snapshot = triggers.snapshot_bounds(conn)
         self._schema_version = self._read_schema_version()
 
     def _table_schema(self, info: TableInfo) -> TableSchema | None:

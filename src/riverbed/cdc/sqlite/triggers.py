@@ -137,6 +137,15 @@ def create_triggers_sql(info: TableInfo) -> list[str]:
     return statements
 
 
+def has_triggers(conn: sqlite3.Connection, table: str) -> bool:
+    """Whether the three capture triggers of ``table`` exist (``DROP TABLE`` drops them)."""
+    names = [trigger_name(table, kind) for kind in TRIGGER_OPS]
+    found = conn.execute(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? "
+        f"AND name IN ({', '.join('?' * len(names))})", (table, *names)).fetchone()[0]
+    return int(found) == len(names)
+
+
 def drop_triggers(conn: sqlite3.Connection, table: str) -> None:
     for kind in TRIGGER_OPS:
         conn.execute(f"DROP TRIGGER IF EXISTS {quote_ident(trigger_name(table, kind))}")
@@ -154,8 +163,9 @@ class Installed:
 
 def install(conn: sqlite3.Connection, wanted: Sequence[TableInfo]) -> Installed:
     """In one ``BEGIN IMMEDIATE`` transaction: create our tables when missing; for each
-    table in ``wanted`` that has no triggers yet, or whose columns changed since they were
-    built, (re-)create them and snapshot its rows as ``op = 'r'``; drop the triggers of
+    table in ``wanted`` that has no triggers (new, or dropped and created again), or whose
+    columns changed since they were built, (re-)create them and snapshot its rows as
+    ``op = 'r'``; drop the triggers of
     tables no longer wanted (their pending changes are still delivered)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -176,7 +186,7 @@ def install(conn: sqlite3.Connection, wanted: Sequence[TableInfo]) -> Installed:
         first_seq = last_seq = None
         for info in wanted:
             signature, active = recorded.get(info.name, ("", 0))
-            if active and signature == info.signature():
+            if active and signature == info.signature() and has_triggers(conn, info.name):
                 continue
             drop_triggers(conn, info.name)
             for statement in create_triggers_sql(info):
