@@ -31,9 +31,11 @@ A pass over one log (:meth:`LogCleaner.clean`):
    in the map.  Records without a key are kept.  A tombstone (null value) that is kept
    gets a delete horizon (``now + delete.retention.ms``, Kafka's deleteHorizonMs batch
    attribute); once it has passed, a later pass drops it.  A batch of an aborted
-   transaction loses all its records (Kafka's rule).  Control batches (transaction
-   markers) are copied: unlike Kafka, markers are never removed, and the group's
-   ``.txnindex`` entries are carried over to the cleaned segment.
+   transaction loses all its records (Kafka's rule).  A transaction marker that no
+   longer guards any data (:class:`~riverbed.storage.transactions.CleanedTransactions`:
+   no batch of its transaction is left before it) gets a delete horizon the same way
+   and is dropped by a pass after it, its ``.txnindex`` entry with it; other markers are
+   copied, and the group's other ``.txnindex`` entries move to the cleaned segment.
    Rewritten batches keep base offset, last offset delta, producer id/epoch and base
    sequence (:func:`riverbed.protocol.records.rebuild_batch`); a batch left with no
    records is dropped, except a producer's last batch (its sequence must survive) and
@@ -73,7 +75,7 @@ from riverbed.storage.log import PartitionLog
 from riverbed.storage.offset_map import DEFAULT_DEDUPE_BUFFER_SIZE, OffsetMap
 from riverbed.storage.recovery import CLEANED_SUFFIX
 from riverbed.storage.segment import LogSegment
-from riverbed.storage.transactions import AbortedBatches
+from riverbed.storage.transactions import AbortedBatches, CleanedTransactions
 
 log = logging.getLogger(__name__)
 
@@ -254,11 +256,11 @@ class LogCleaner:
                               for pid, e in list(plog.producers.entries.items()) if e.batches}
             self._horizons.pop(plog.directory, None)
             before = after = removed = 0
-            aborted = AbortedBatches(
+            txns = CleanedTransactions(
                 plog.collect_aborted_transactions(groups[0][0].base_offset, upper))
             for group in groups:
                 done = self._clean_group(plog, group, offset_map, end, producers_last, now,
-                                         aborted)
+                                         txns)
                 if done is None:
                     history.last_error = "aborted: the log changed during the pass"
                     return None
@@ -300,13 +302,14 @@ class LogCleaner:
 
     def _clean_group(self, plog: PartitionLog, group: list[LogSegment], offset_map: OffsetMap,
                      end: int, producers_last: dict[int, int], now: int,
-                     aborted: AbortedBatches) -> tuple[int, int, int] | None:
+                     txns: CleanedTransactions) -> tuple[int, int, int] | None:
         """Write the group's cleaned segment and swap it in; (bytes before, after,
         records removed), or None if the log changed under the pass."""
         first = group[0]
         sizes = [s.size for s in group]
         cleaned = first.log_path.with_name(first.log_path.name + CLEANED_SUFFIX)
         written = removed = 0
+        removed_markers: list[int] = []
         changed = len(group) > 1
         batches = ((seg, pos, header) for seg, size in zip(group, sizes, strict=True)
                    for pos, header in seg.scan_checked(size))
@@ -316,7 +319,12 @@ class LogCleaner:
                     raw = seg.pread(pos, header.size)
                     producer_last = producers_last.get(header.producer_id)
                     keep_empty = last or producer_last == header.last_offset
-                    if aborted.is_aborted(header) and header.base_offset < end:
+                    if header.is_control:
+                        out, dropped = self._clean_marker(plog, raw, header, txns, end,
+                                                          keep_empty, now)
+                        if out is None:
+                            removed_markers.append(header.base_offset)
+                    elif txns.on_data(header) and header.base_offset < end:
                         out, dropped = self._drop_batch(raw, header, keep_empty)
                     else:
                         out, dropped = self._clean_batch(plog.directory, raw, header,
@@ -335,9 +343,32 @@ class LogCleaner:
         if not changed:
             cleaned.unlink(missing_ok=True)
             return sizes[0], sizes[0], 0
-        if not plog.replace_segments(group, sizes, cleaned):
+        if not plog.replace_segments(group, sizes, cleaned, removed_markers):
             return None
         return sum(sizes), written, removed
+
+    def _clean_marker(self, plog: PartitionLog, raw: bytes, header: BatchHeader,
+                      txns: CleanedTransactions, end: int, keep_empty: bool, now: int,
+                      ) -> tuple[bytes | None, int]:
+        """A control batch: kept while it guards data, else given a delete horizon and,
+        once that has passed, dropped (None)."""
+        free = txns.on_marker(header)
+        if not free or header.base_offset >= end:
+            return raw, 0
+        if header.attributes & ATTR_DELETE_HORIZON:
+            if now >= header.base_timestamp:
+                # the group's last batch stays (recovery needs the group's end): a later
+                # pass, grouping differently, drops it
+                return (raw if keep_empty else None), 0
+            horizon = header.base_timestamp
+            out = raw
+        else:
+            horizon = now + plog.config.delete_retention_ms
+            _h, records = read_batch(raw)
+            out = rebuild_batch(header, records, delete_horizon_ms=horizon)
+        self._horizons[plog.directory] = min(self._horizons.get(plog.directory, horizon),
+                                             horizon)
+        return out, 0
 
     @staticmethod
     def _drop_batch(raw: bytes, header: BatchHeader, keep_empty: bool,

@@ -65,7 +65,7 @@ import os
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from pathlib import Path
@@ -269,6 +269,11 @@ class PartitionLog:
         index holds exactly its segment's ABORT markers."""
         end = self._segments[-1].next_offset
         start = self.producers.load(self._log_start_offset, end)
+        for pid, first in self.producers.ongoing_transactions().items():
+            # An older snapshot may hold a transaction open whose data (and marker) the
+            # cleaner has since removed: it only cleans decided transactions
+            if self._log_start_offset <= first < start and not self._txn_starts(pid, first):
+                self.producers.close_transaction(pid, self._first_txn_batch(pid, first, start))
         for seg in self._segments:
             # also where the replay has nothing to do: a marker cut off by recovery
             # (a torn tail) may have left its entry behind
@@ -283,6 +288,28 @@ class PartitionLog:
                 else:
                     self.producers.replay(header)
         self.producers.remove_expired(self._clock.now_ms())
+
+    def _txn_starts(self, producer_id: int, offset: int) -> bool:
+        """Whether a transactional batch of ``producer_id`` starts at ``offset``."""
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        found = self._segments[i].locate(offset)
+        return found is not None and found[1].base_offset == offset and (
+            found[1].producer_id == producer_id and found[1].is_transactional)
+
+    def _first_txn_batch(self, producer_id: int, start: int, end: int) -> int:
+        """The base offset of ``producer_id``'s first transactional batch in
+        ``[start, end)``, or -1 (a header scan: recovery only)."""
+        i = max(bisect.bisect_right(self._bases, start) - 1, 0)
+        for seg in self._segments[i:]:
+            if seg.base_offset >= end:
+                break
+            for _pos, header in seg.scan(seg.offset_index.lookup(start), verify=False):
+                if header.base_offset >= end:
+                    return -1
+                if (header.base_offset >= start and header.producer_id == producer_id
+                        and header.is_transactional and not header.is_control):
+                    return header.base_offset
+        return -1
 
     def _replay_marker(self, seg: LogSegment, pos: int, header: BatchHeader) -> None:
         try:
@@ -905,7 +932,7 @@ class PartitionLog:
         return self.replace_segments([old], [expected_size], cleaned)
 
     def replace_segments(self, old: Sequence[LogSegment], expected_sizes: Sequence[int],
-                         cleaned: Path) -> bool:
+                         cleaned: Path, removed_markers: Collection[int] = ()) -> bool:
         """Commit ``cleaned`` as the one segment replacing the consecutive sealed
         segments ``old`` (it starts at ``old[0]``'s base offset and ends where they end).
 
@@ -913,8 +940,9 @@ class PartitionLog:
         ``<base>.txnindex.swap``, rename ``.cleaned`` to ``.log.swap`` and fsync the
         directory (the commit point recovery honours), retire the old segments
         (``.deleted``), rename the swaps to ``.txnindex`` and ``.log`` and rebuild the
-        indexes.  Returns False (and deletes ``cleaned``) if any of ``old`` changed or
-        left the log meanwhile.
+        indexes.  The entries of ABORT markers at ``removed_markers`` (offsets the
+        cleaner dropped) are left out.  Returns False (and deletes ``cleaned``) if any
+        of ``old`` changed or left the log meanwhile.
         """
         with self._flush_lock, self._lock:
             i = self._segments.index(old[0]) if old[0] in self._segments else -1
@@ -926,7 +954,8 @@ class PartitionLog:
             first = old[0]
             target = self.directory / (segment_name(first.base_offset) + LOG_SUFFIX)
             swap = target.with_name(target.name + SWAP_SUFFIX)
-            aborted = [e for seg in old for e in seg.txn_index.entries]
+            aborted = [e for seg in old for e in seg.txn_index.entries
+                       if e.last_offset not in removed_markers]
             txn_target = self.directory / (segment_name(first.base_offset) + TXN_INDEX_SUFFIX)
             txn_swap = txn_target.with_name(txn_target.name + SWAP_SUFFIX)
             if aborted:

@@ -255,6 +255,16 @@ class ProducerStateManager:
         offsets = [o for pid, o in self._open.items() if pid != completed.producer_id]
         return min(offsets) if offsets else completed.last_offset + 1
 
+    def close_transaction(self, producer_id: int, first_offset: int = -1) -> None:
+        """Recovery found the first batch of ``producer_id``'s open transaction gone,
+        which only compaction of a *decided* transaction does (see
+        ``PartitionLog._rebuild_producer_state``): move its start to ``first_offset``,
+        its first remaining batch, or forget it (-1) when none remains."""
+        entry = self.entries.get(producer_id)
+        if entry is not None:
+            entry.current_txn_first_offset = first_offset
+            self._note(entry)
+
     def ongoing_transactions(self) -> dict[int, int]:
         """``producer id -> first offset`` of every open transaction."""
         return dict(self._open)

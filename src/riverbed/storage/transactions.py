@@ -34,6 +34,7 @@ from riverbed.storage.txn_index import AbortedTxn
 __all__ = [
     "AbortedBatches",
     "AbortedTxn",
+    "CleanedTransactions",
     "IsolationLevel",
     "bound_batches",
     "collect_aborted_transactions",
@@ -84,6 +85,38 @@ class AbortedBatches:
             self._aborting.discard(pid)
             return False
         return header.is_transactional and pid in self._aborting
+
+
+class CleanedTransactions:
+    """One compaction pass's view of transactions (Kafka's ``CleanedTransactionMetadata``),
+    fed every batch from the pass's first segment on, in offset order.
+
+    :meth:`on_data` says whether a data batch is aborted (to be dropped); :meth:`on_marker`
+    whether a marker still guards data: it does when any batch of its producer's
+    transaction was seen since that producer's previous marker (committed data, or
+    aborted data being dropped in this very pass).  A marker guarding nothing may be
+    removed once its delete horizon has passed.  Unlike Kafka's, which is reset per
+    group of segments, the view spans the whole pass, so a marker is never removed
+    while data of its transaction remains in an earlier group.  Not thread-safe.
+    """
+
+    def __init__(self, aborted: Iterable[AbortedTxn]) -> None:
+        self._aborted = AbortedBatches(aborted)
+        self._with_data: set[int] = set()
+
+    def on_data(self, header: BatchHeader) -> bool:
+        """Observe a data batch; True when it is aborted transactional data."""
+        aborted = self._aborted.is_aborted(header)
+        if header.is_transactional and header.producer_id >= 0:
+            self._with_data.add(header.producer_id)
+        return aborted
+
+    def on_marker(self, header: BatchHeader) -> bool:
+        """Observe a control batch; True when no data of its transaction is left."""
+        self._aborted.is_aborted(header)
+        guarding = header.producer_id in self._with_data
+        self._with_data.discard(header.producer_id)
+        return not guarding
 
 
 def read_marker(raw: bytes) -> EndTransactionMarker:

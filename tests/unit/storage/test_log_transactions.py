@@ -420,3 +420,77 @@ def test_a_failed_marker_write_changes_nothing(tmp_path: Path) -> None:
     log.append_control_marker(1, 0, False, 0)  # the coordinator's retry
     assert log.collect_aborted_transactions(0, 10) == [AbortedTxn(1, 0, 1, 2)]
     log.close()
+
+
+def _control_offsets(log: PartitionLog) -> list[int]:
+    raw = log.read(log.log_start_offset, 1 << 20).records
+    return [h.base_offset for h, _r in iter_batches_with_records(raw) if h.is_control]
+
+
+def test_markers_guarding_nothing_go_after_delete_retention(tmp_path: Path) -> None:
+    # T1(k) C1 T2(j) A2 n(k) T1(z) C1 T2(z) C2 | n
+    # 0     1  2     3  4    5     6  7     8    9
+    clock = ManualClock(T0)
+    cfg: dict[str, object] = dict(segment_bytes=4000, cleanup_policy="compact",
+                                  min_cleanable_dirty_ratio=0.0, file_delete_delay_ms=0,
+                                  delete_retention_ms=1000)
+    log = open_log(tmp_path / "t-0", clock, **cfg)
+    log.append(txn(1, 0, b"old", key=b"k"))
+    log.append_control_marker(1, 0, True, 0)
+    log.append(txn(2, 0, b"aborted", key=b"j"))
+    log.append_control_marker(2, 0, False, 0)
+    log.append(batch(b"new", key=b"k"))  # shadows offset 0
+    log.append(txn(1, 1, b"z1", key=b"z"))
+    log.append_control_marker(1, 0, True, 0)
+    log.append(txn(2, 1, b"z2", key=b"z"))
+    log.append_control_marker(2, 0, True, 0)
+    log.roll()
+    log.append(batch(b"tail", key=b"t"))
+    cleaner = LogCleaner(clock)
+    assert seen(log) == [b"old", b"new", b"z1", b"z2", b"tail"]
+    assert cleaner.clean(log) is not None  # drops old and aborted: markers still guard
+    assert seen(log) == [b"new", b"z2", b"tail"] and _control_offsets(log) == [1, 3, 6, 8]
+    assert log.collect_aborted_transactions(0, 10) == [AbortedTxn(2, 2, 3, 4)]
+    assert cleaner.clean(log) is not None  # markers 1 and 3 guard nothing: horizon set
+    assert _control_offsets(log) == [1, 3, 6, 8]
+    assert not cleaner.needs_cleaning(log)
+    clock.advance(1000)
+    assert cleaner.needs_cleaning(log)
+    assert cleaner.clean(log) is not None
+    assert _control_offsets(log) == [6, 8]  # 8 stays: it guards z2 (6 guarded z1, gone)
+    assert log.collect_aborted_transactions(0, 10) == []
+    assert seen(log) == [b"new", b"z2", b"tail"]
+    log.close()
+    log = open_log(tmp_path / "t-0", clock, **cfg)
+    assert seen(log) == [b"new", b"z2", b"tail"] and log.last_stable_offset == 10
+    log.close()
+
+
+def test_an_old_snapshot_cannot_reopen_a_transaction_compaction_removed(
+        tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    directory = tmp_path / "t-0"
+    cfg: dict[str, object] = dict(segment_bytes=4000, cleanup_policy="compact",
+                                  min_cleanable_dirty_ratio=0.0, file_delete_delay_ms=0,
+                                  delete_retention_ms=0)
+    log = open_log(directory, clock, **cfg)
+    log.append(txn(1, 0, b"old", key=b"k"))
+    log.close()  # snapshot at 1: producer 1's transaction open from 0
+    log = open_log(directory, clock, **cfg)
+    log.append_control_marker(1, 0, False, 0)
+    log.append(batch(b"new", key=b"k"))
+    log.append(batch(b"p1", key=b"p", pid=1, epoch=0, seq=1))  # 0 is no longer its last
+    log.roll()
+    log.append(batch(b"tail", key=b"t"))
+    cleaner = LogCleaner(clock)
+    for _ in range(3):
+        cleaner.clean(log)
+    assert _control_offsets(log) == [] and seen(log) == [b"new", b"p1", b"tail"]
+    log.close_unclean()
+    for path in directory.glob("*" + SNAPSHOT_SUFFIX):  # a crash lost the newer snapshots
+        if path.name != "00000000000000000001.snapshot":
+            path.unlink()
+    log = open_log(directory, clock, **cfg)
+    assert log.ongoing_transactions() == {} and log.last_stable_offset == 5
+    assert seen(log) == [b"new", b"p1", b"tail"]
+    log.close()
