@@ -30,6 +30,7 @@ from types import MappingProxyType
 
 from riverbed.broker.quotas import QUOTA_KEYS
 from riverbed.broker.security.listeners import Listener, parse_listeners
+from riverbed.broker.security.authorizer import AUTHORIZER_KEYS
 from riverbed.broker.security.sasl import sasl_settings
 from riverbed.coordinator.config import (
     COORDINATOR_KEYS,
@@ -211,6 +212,8 @@ class BrokerConfig:
                 topic[key] = value
             elif key in LISTENER_KEYS or key.startswith(_SECURITY_PREFIXES):
                 continue  # riverbed.broker.security parses these
+            elif key in AUTHORIZER_KEYS:
+                continue  # riverbed.broker.security.authorizer parses these
             elif key in IGNORED_KEYS or key in COORDINATOR_KEYS or key in QUOTA_KEYS:
                 continue  # parsed by riverbed.coordinator.config, riverbed.broker.quotas
             else:

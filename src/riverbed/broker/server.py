@@ -48,6 +48,8 @@ from riverbed.broker.handlers.api_versions import unsupported_version_response
 from riverbed.broker.limits import ConnectionQuotas, MemoryPool
 from riverbed.broker.producer_ids import ProducerIdManager
 from riverbed.broker.purgatory import FetchPurgatory
+from riverbed.broker.security.acl_store import AclStore
+from riverbed.broker.security.authorizer import Authorizer, authorizer_from_props
 from riverbed.broker.security.endpoint import ListenerEndpoint, build_endpoints
 from riverbed.broker.security.listeners import Listener, SecurityProtocol
 from riverbed.broker.security.scram_store import ScramCredentialStore
@@ -102,6 +104,10 @@ class Broker:
         ]
         self.endpoints: list[ListenerEndpoint] = []
         self._scram: ScramCredentialStore | None = None
+        # ACLs (riverbed.broker.security.authorizer): None unless authorizer.class.name
+        # is set, then the gates of handlers/authorization.py check it; the store once started.
+        self.authorizer: Authorizer | None = None
+        self._acl_store: AclStore | None = None
         self._logs: LogManager | None = None
         self._topics: TopicManager | None = None
         self._producer_ids: ProducerIdManager | None = None
@@ -130,6 +136,12 @@ class Broker:
         """The group coordinator (consumer groups; riverbed.broker.groups)."""
         assert self._groups is not None, "broker not started"
         return self._groups
+
+    @property
+    def acl_store(self) -> AclStore:
+        """ACL bindings (``acls.json``; riverbed.broker.security.acl_store)."""
+        assert self._acl_store is not None, "broker not started"
+        return self._acl_store
 
     @property
     def scram_credentials(self) -> ScramCredentialStore:
@@ -240,6 +252,8 @@ class Broker:
             )
             self._producer_ids = ProducerIdManager(self.data_dir)
             self._scram = ScramCredentialStore(self.data_dir)
+            self._acl_store = AclStore(self.data_dir)
+            self.authorizer = authorizer_from_props(self.config.source, self._acl_store)
             # -- consumer groups: replay __consumer_offsets (riverbed.broker.groups) --
             group_config = coordinator_config_from_props(self.config.source)
             await self._create_offsets_topic(group_config.offsets_topic_num_partitions)

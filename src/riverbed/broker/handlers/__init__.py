@@ -23,13 +23,17 @@ from riverbed.broker.handlers import (
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
+    authorization,
     consumer_group_describe,
     consumer_group_heartbeat,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -102,6 +106,10 @@ HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
         sasl_authenticate.API_KEY: sasl_authenticate.handle,
         alter_user_scram_credentials.API_KEY: alter_user_scram_credentials.handle,
         describe_user_scram_credentials.API_KEY: describe_user_scram_credentials.handle,
+        # -- ACLs (riverbed.broker.security.authorizer) --
+        create_acls.API_KEY: create_acls.handle,
+        describe_acls.API_KEY: describe_acls.handle,
+        delete_acls.API_KEY: delete_acls.handle,
     }
 )
 
@@ -153,6 +161,9 @@ def bind_handlers(broker: Broker) -> dict[int, Route]:
         describe_user_scram_credentials.API_KEY: partial(
             describe_user_scram_credentials.handle, broker
         ),
+        create_acls.API_KEY: partial(create_acls.handle, broker),
+        describe_acls.API_KEY: partial(describe_acls.handle, broker),
+        delete_acls.API_KEY: partial(delete_acls.handle, broker),
     }
     assert routes.keys() == HANDLERS.keys(), "bind_handlers is missing a served API"
-    return routes
+    return authorization.authorize_routes(broker, routes)  # ACLs, when configured
