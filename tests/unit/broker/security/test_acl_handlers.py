@@ -205,3 +205,25 @@ def test_metadata_hides_and_refuses_auto_creation(tmp_path: Path) -> None:
     assert [(t.name, t.error_code) for t in named.topics] == [
         ("seen", 0), ("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
         ("new", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+
+
+def test_init_producer_id_idempotent_and_transactional(tmp_path: Path) -> None:
+    from riverbed.protocol.messages import InitProducerIdRequest
+
+    store = AclStore(tmp_path)
+    d = Deps(store, Authorizer(store, super_users=["User:admin"]))
+    guarded = authorization.authorize_routes(d, {22: lambda context, request: "ran"})[22]
+    idempotent = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1)
+    transactional = InitProducerIdRequest(transactional_id="tx-1", transaction_timeout_ms=1)
+    alice = ctx(22, 5, "User:alice")
+    assert guarded(alice, idempotent).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    txn_denied = guarded(alice, transactional)
+    assert txn_denied.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    create_acls.handle(d, ctx(30, 3, "User:admin"), CreateAclsRequest(creations=[
+        creation(op=4, name="any-topic"),  # WRITE on some topic: idempotence allowed
+        CreateAclsRequest.AclCreation(resource_type=5, resource_name="tx-",
+                                      resource_pattern_type=4, principal="User:alice",
+                                      host="*", operation=4, permission_type=3),
+    ]))
+    assert guarded(alice, idempotent) == "ran"
+    assert guarded(alice, transactional) == "ran"
