@@ -4,7 +4,7 @@
 
     riverbed cdc postgres --dsn DSN --bootstrap-server HOST:PORT [--topic-prefix P]
                           [--table SCHEMA.TABLE]... [--slot NAME] [--publication NAME]
-                          [--schemas-enable] [-X KEY=VALUE]...
+                          [--signal-table SCHEMA.TABLE] [--schemas-enable] [-X KEY=VALUE]...
 
 Runs in the foreground until SIGTERM/SIGINT (exit 0).  A refused start (wrong DSN or
 password, ``wal_level`` not logical, no REPLICATION privilege, a table without a key, a
@@ -39,11 +39,15 @@ from riverbed.cli.kafka_admin import (
               help="Logical replication slot (pgoutput; created when missing).")
 @click.option("--publication", default="riverbed_publication", show_default=True,
               metavar="NAME", help="Publication (created for the captured tables when missing).")
+@click.option("--signal-table", default=None, metavar="SCHEMA.TABLE",
+              help="Signal table (id text PRIMARY KEY, type text, data text): inserting an "
+                   "'execute-snapshot' row starts an incremental snapshot.")
 @click.option("--schemas-enable", is_flag=True,
               help="Add the schema part to keys and values (Debezium's schemas.enable).")
 @property_option
 def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[str, ...],
-                     slot: str, publication: str, schemas_enable: bool,
+                     slot: str, publication: str, signal_table: str | None,
+                     schemas_enable: bool,
                      properties: tuple[str, ...]) -> None:
     """Capture a PostgreSQL database: a consistent snapshot, then pgoutput logical decoding."""
     from riverbed.cdc.postgres import PostgresConfig, PostgresConnector
@@ -57,6 +61,7 @@ def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[
     connector = PostgresConnector(PostgresConfig(
         dsn=dsn, bootstrap_servers=bootstrap, topic_prefix=topic_prefix, tables=tables,
         slot=slot, publication=publication, schemas_enable=schemas_enable,
+        signal_table=signal_table,
         kafka=client_config(bootstrap, properties)))
     try:
         started = connector.start(stop)

@@ -214,3 +214,42 @@ def test_sigterm_during_the_snapshot_exits_0_and_the_restart_snapshots_again(
         assert connector.terminate() == 0, connector.log()
     finally:
         connector.close()
+
+
+def test_incremental_snapshot_while_writes_go_on(tmp_path: Path, db: Database,
+                                                 broker: EmbeddedBroker) -> None:
+    """A signal row starts an incremental snapshot (chunks between watermarks) while the
+    random writer runs: afterwards every row was re-read as an incremental r event or
+    overtaken by a newer change, and the compacted view still equals the table."""
+    _create(db)
+    db.execute("CREATE TABLE signals (id text PRIMARY KEY, type text, data text)")
+    prefix = f"p{db.name}"
+    topic = f"{prefix}.public.items"
+    connector = ConnectorProcess(
+        tmp_path / "connector.log", "--dsn", db.dsn, "--bootstrap-server",
+        broker.bootstrap_servers, "--topic-prefix", prefix, "--slot", f"s_{db.name}",
+        "--table", "public.items", "--signal-table", "public.signals").start()
+    writer = Writer(db.dsn, seed=5)
+    try:
+        wait_streaming(broker.bootstrap_servers, prefix)
+        writer.start()
+        wait_until(lambda: writer.commits > 10, 60, "commits")
+        db.execute("INSERT INTO signals VALUES ('go', 'execute-snapshot', "
+                   "'{\"data-collections\": [\"public.items\"], \"type\": \"incremental\"}')")
+
+        def chunks_done() -> bool:
+            done = db.execute("SELECT count(*) FROM signals WHERE type = "
+                              "'snapshot-window-close'")[0][0]
+            return int(done) >= 1
+
+        wait_until(chunks_done, 60, "a chunk")
+        writer.stop.set()
+        writer.join(30)
+        records = _wait_topic_equals_table(broker, db, topic, connector)
+        incremental = [v for _k, v in records
+                       if v is not None and v["source"]["snapshot"] == "incremental"]
+        assert incremental and all(v["op"] == "r" for v in incremental)
+        assert connector.terminate() == 0, connector.log()
+    finally:
+        writer.stop.set()
+        connector.close()

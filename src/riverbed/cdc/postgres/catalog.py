@@ -116,8 +116,9 @@ def _tables(conn: Any, wanted: list[str]) -> list[TableInfo]:
 
 
 def check_source(conn: Any, wanted_tables: list[str], slot: str,
-                 publication: str) -> list[TableInfo]:
-    """Verify the database can be captured (module doc); return the tables to capture."""
+                 publication: str, signal_table: str | None = None) -> list[TableInfo]:
+    """Verify the database can be captured (module doc); return the tables to capture,
+    the signal table (checked like them) last when there is one."""
     if not re.fullmatch(r"[a-z0-9_]{1,63}", slot):
         raise CdcError(f"invalid --slot {slot!r}: use lower-case letters, digits and "
                        "underscores (at most 63)")
@@ -133,6 +134,9 @@ def check_source(conn: Any, wanted_tables: list[str], slot: str,
         raise CdcError(f"role {user!r} has no REPLICATION privilege: run "
                        f"ALTER ROLE {user} WITH REPLICATION (as a superuser)")
     tables = _tables(conn, wanted_tables)
+    if signal_table is not None:
+        (signal,) = _tables(conn, [signal_table])
+        tables = [t for t in tables if t.qualified != signal.qualified] + [signal]
     for (plugin,) in _query(conn, "SELECT plugin FROM pg_replication_slots "
                                   "WHERE slot_name = %s", (slot,)):
         if plugin != "pgoutput":

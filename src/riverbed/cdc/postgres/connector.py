@@ -68,6 +68,7 @@ from riverbed.cdc.postgres.catalog import (
     one_line,
     slot_state,
 )
+from riverbed.cdc.postgres.incremental import IncrementalSnapshot
 from riverbed.cdc.postgres.values import UNAVAILABLE, TypeInfo, connect_field, render
 from riverbed.cdc.sink import ChangeSink
 from riverbed.errors import CdcError
@@ -93,7 +94,17 @@ class PostgresConfig:
     slot_wait_s: float = 5.0
     reconnect_timeout_s: float = 60.0
     schemas_enable: bool = False
+    signal_table: str | None = None  # incremental snapshots on request (incremental.py)
     kafka: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _columns(conn: Any, table: TableInfo) -> list[tuple[str, int]]:
+    """``(name, type oid)`` of the table's live columns, in order."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT a.attname::text, a.atttypid::int8 FROM pg_attribute a "
+                    "WHERE a.attrelid = %s::regclass AND a.attnum > 0 "
+                    "AND NOT a.attisdropped ORDER BY a.attnum", (table.quoted(),))
+        return [(str(name), int(oid)) for name, oid in cur.fetchall()]
 
 
 def _lsn_text(lsn: int) -> str:
@@ -128,6 +139,8 @@ class PostgresConnector:
         self._last_idle_advance = 0.0
         self._stop: threading.Event | None = None
         self._snapshot_started = False
+        self._inc: IncrementalSnapshot | None = None
+        self._sql: Any = None  # a plain session for incremental snapshot chunks
 
     # -- start --------------------------------------------------------------------------
 
@@ -148,7 +161,11 @@ class PostgresConnector:
         cfg = self.config
         conn = connect(cfg.dsn)
         try:
-            tables = check_source(conn, list(cfg.tables), cfg.slot, cfg.publication)
+            tables = check_source(conn, list(cfg.tables), cfg.slot, cfg.publication,
+                                  cfg.signal_table)
+            published = list(tables)
+            if cfg.signal_table is not None:
+                self._inc = IncrementalSnapshot(tables.pop())
             self.tables = {t.qualified: t for t in tables}
             self.types = TypeInfo(array_elements(conn))
             with conn.cursor() as cur:
@@ -165,7 +182,7 @@ class PostgresConnector:
                                "another --slot")
             self.sink.ensure_topics([self.offsets.topic] + [
                 topic_name(cfg.topic_prefix, t.schema, t.table) for t in tables])
-            self._ensure_publication(conn, tables)
+            self._ensure_publication(conn, published)
             snapshot_done = bool(position and position.get("snapshot_completed"))
             if state is not None and not snapshot_done:
                 with conn.cursor() as cur:  # ours, killed before its snapshot completed
@@ -258,11 +275,7 @@ class PostgresConnector:
                         last: bool) -> bool:
         """Send every row of ``table`` as ``r``; False when a stop was requested."""
         topic = topic_name(self.config.topic_prefix, table.schema, table.table)
-        with conn.cursor() as cur:
-            cur.execute("SELECT a.attname::text, a.atttypid::int8 FROM pg_attribute a "
-                        "WHERE a.attrelid = %s::regclass AND a.attnum > 0 "
-                        "AND NOT a.attisdropped ORDER BY a.attnum", (table.quoted(),))
-            columns = [(str(name), int(oid)) for name, oid in cur.fetchall()]
+        columns = _columns(conn, table)
         self._set_schema(table, columns)
         select_list = ", ".join('"' + name.replace('"', '""') + '"::text'
                                 for name, _ in columns)
@@ -324,8 +337,14 @@ class PostgresConnector:
             if not moved:
                 self._advance_when_idle()
                 select.select([self._cursor], [], [], 0.05)
+            if self._inc is not None and self._inc.chunk is None and self._inc.queue:
+                self._next_chunk()
+                moved = True
             self.sink.poll(0)
             self._confirm(force=False)  # send_feedback may be what finds the session gone
+        except (psycopg2.ProgrammingError, psycopg2.IntegrityError, psycopg2.DataError,
+                psycopg2.NotSupportedError) as exc:  # not a lost session: a bug or the schema
+            raise CdcError(f"PostgreSQL refused: {one_line(exc)}") from None
         except (psycopg2.Error, ValueError) as exc:  # ValueError: select on a closed socket
             self._reconnect(exc)
             return True
@@ -365,6 +384,48 @@ class PostgresConnector:
             self._last_end_lsn = wal_end
             self.sink.send(self.offsets.topic, [], position=wal_end)
 
+    def _on_signal(self, relation: pgoutput.Relation,
+                   values: tuple[pgoutput.TupleValue, ...]) -> None:
+        """A row inserted into the signal table: a request or one of our watermarks."""
+        assert self._inc is not None
+        row = {c.name: v for c, v in zip(relation.columns, values, strict=False)}
+        kind, signal_id, data = row.get("type"), row.get("id"), row.get("data")
+        chunk = self._inc.chunk
+        if kind == "execute-snapshot" and isinstance(data, str):
+            try:
+                names = json.loads(data).get("data-collections", [])
+            except (ValueError, AttributeError):
+                log.warning("ignored signal %r: data is not a JSON object", signal_id)
+                return
+            wanted = [self.tables[n if "." in n else f"public.{n}"] for n in names
+                      if (n if "." in n else f"public.{n}") in self.tables]
+            log.warning("incremental snapshot of %s requested", [t.qualified for t in wanted])
+            self._inc.request(wanted)
+        elif chunk is not None and signal_id == f"{chunk.id}-open":
+            chunk.window_open = True
+        elif chunk is not None and signal_id == f"{chunk.id}-close":
+            self._inc.chunk = None  # before sending: the sends below overtake nothing
+            topic = topic_name(self.config.topic_prefix, chunk.table.schema, chunk.table.table)
+            source = self._source(chunk.table, self._commit_ms(), "incremental",
+                                  self._tx.xid if self._tx else None, self._last_end_lsn)
+            for after in chunk.rows.values():
+                self._send(topic, chunk.table, "r", None, after, source,
+                           position=self._last_end_lsn)
+
+    def _next_chunk(self) -> None:
+        """Read the next incremental snapshot chunk between its watermarks."""
+        assert self._inc is not None
+        if self._sql is None:
+            self._sql = connect(self.config.dsn)
+        head = self._inc.queue[0]
+        columns = _columns(self._sql, head)
+
+        def render_row(cols: list[tuple[str, int]], row: tuple[Any, ...]) -> dict[str, Any]:
+            return {n: render(oid, text, self.types)
+                    for (n, oid), text in zip(cols, row, strict=True)}
+
+        self._inc.next_chunk(self._sql, columns, render_row)
+
     def _relation(self, relid: int) -> tuple[pgoutput.Relation, TableInfo] | None:
         relation = self._relations.get(relid)
         if relation is None:
@@ -388,6 +449,13 @@ class PostgresConnector:
 
     def _row_change(self, lsn: int,
                     message: pgoutput.Insert | pgoutput.Update | pgoutput.Delete) -> None:
+        if self._inc is not None:
+            signal = self._relations.get(message.relid)
+            if signal is not None and \
+                    f"{signal.schema}.{signal.table}" == self._inc.signal.qualified:
+                if isinstance(message, pgoutput.Insert):
+                    self._on_signal(signal, message.new)
+                return
         found = self._relation(message.relid)
         if found is None:
             return
@@ -433,6 +501,8 @@ class PostgresConnector:
         image = after if after is not None else before
         assert image is not None
         key = {name: image.get(name) for name in table.key}
+        if self._inc is not None and op != "r":
+            self._inc.overtaken(table, key)
         event = ChangeEvent(op, key, before, after, source, int(time.time() * 1000))
         self.sink.send(topic, records_for(event, self._schemas.get(table.qualified)),
                        position=position)
@@ -503,6 +573,11 @@ class PostgresConnector:
         self._conn = self._cursor = None
         self._tx = None
         self._relations.clear()
+        if self._inc is not None:
+            self._inc.abandon_chunk()
+            with contextlib.suppress(Exception):
+                self._sql.close()
+            self._sql = None
         deadline = time.monotonic() + self.config.reconnect_timeout_s
         while True:
             try:
@@ -532,7 +607,8 @@ class PostgresConnector:
                     log.warning("could not confirm the last LSN to PostgreSQL: %s",
                                 one_line(exc))
         finally:
-            if self._conn is not None:
-                with contextlib.suppress(Exception):
-                    self._conn.close()
-            self._conn = self._cursor = None
+            for session in (self._conn, self._sql):
+                if session is not None:
+                    with contextlib.suppress(Exception):
+                        session.close()
+            self._conn = self._cursor = self._sql = None
