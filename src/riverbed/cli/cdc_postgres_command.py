@@ -42,12 +42,15 @@ from riverbed.cli.kafka_admin import (
 @click.option("--signal-table", default=None, metavar="SCHEMA.TABLE",
               help="Signal table (id text PRIMARY KEY, type text, data text): inserting an "
                    "'execute-snapshot' row starts an incremental snapshot.")
+@click.option("--incremental-chunk-rows", default=1024, show_default=True, metavar="N",
+              type=click.IntRange(min=1),
+              help="Rows per incremental snapshot chunk (incremental.snapshot.chunk.size).")
 @click.option("--schemas-enable", is_flag=True,
               help="Add the schema part to keys and values (Debezium's schemas.enable).")
 @property_option
 def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[str, ...],
                      slot: str, publication: str, signal_table: str | None,
-                     schemas_enable: bool,
+                     incremental_chunk_rows: int, schemas_enable: bool,
                      properties: tuple[str, ...]) -> None:
     """Capture a PostgreSQL database: a consistent snapshot, then pgoutput logical decoding."""
     from riverbed.cdc.postgres import PostgresConfig, PostgresConnector
@@ -61,7 +64,7 @@ def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[
     connector = PostgresConnector(PostgresConfig(
         dsn=dsn, bootstrap_servers=bootstrap, topic_prefix=topic_prefix, tables=tables,
         slot=slot, publication=publication, schemas_enable=schemas_enable,
-        signal_table=signal_table,
+        signal_table=signal_table, incremental_chunk_rows=incremental_chunk_rows,
         kafka=client_config(bootstrap, properties)))
     try:
         started = connector.start(stop)

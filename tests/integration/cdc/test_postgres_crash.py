@@ -228,7 +228,8 @@ def test_incremental_snapshot_while_writes_go_on(tmp_path: Path, db: Database,
     connector = ConnectorProcess(
         tmp_path / "connector.log", "--dsn", db.dsn, "--bootstrap-server",
         broker.bootstrap_servers, "--topic-prefix", prefix, "--slot", f"s_{db.name}",
-        "--table", "public.items", "--signal-table", "public.signals").start()
+        "--table", "public.items", "--signal-table", "public.signals",
+        "--incremental-chunk-rows", "50").start()
     writer = Writer(db.dsn, seed=5)
     try:
         wait_streaming(broker.bootstrap_servers, prefix)
@@ -240,9 +241,9 @@ def test_incremental_snapshot_while_writes_go_on(tmp_path: Path, db: Database,
         def chunks_done() -> bool:
             done = db.execute("SELECT count(*) FROM signals WHERE type = "
                               "'snapshot-window-close'")[0][0]
-            return int(done) >= 1
+            return int(done) >= 3  # several chunks of 50 rows
 
-        wait_until(chunks_done, 60, "a chunk")
+        wait_until(chunks_done, 60, "the chunks")
         writer.stop.set()
         writer.join(30)
         records = _wait_topic_equals_table(broker, db, topic, connector)

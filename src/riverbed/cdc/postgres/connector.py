@@ -95,6 +95,7 @@ class PostgresConfig:
     reconnect_timeout_s: float = 60.0
     schemas_enable: bool = False
     signal_table: str | None = None  # incremental snapshots on request (incremental.py)
+    incremental_chunk_rows: int = 1024  # Debezium's incremental.snapshot.chunk.size
     kafka: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -165,7 +166,7 @@ class PostgresConnector:
                                   cfg.signal_table)
             published = list(tables)
             if cfg.signal_table is not None:
-                self._inc = IncrementalSnapshot(tables.pop())
+                self._inc = IncrementalSnapshot(tables.pop(), cfg.incremental_chunk_rows)
             self.tables = {t.qualified: t for t in tables}
             self.types = TypeInfo(array_elements(conn))
             with conn.cursor() as cur:

@@ -57,8 +57,9 @@ def key_text(key: dict[str, Any]) -> str:
 class IncrementalSnapshot:
     """The queue of tables to re-read, the current table's last key, the chunk in flight."""
 
-    def __init__(self, signal: TableInfo) -> None:
+    def __init__(self, signal: TableInfo, chunk_rows: int = CHUNK_ROWS) -> None:
         self.signal = signal
+        self.chunk_rows = chunk_rows
         self.queue: deque[TableInfo] = deque()
         self.last_key: tuple[Any, ...] | None = None
         self.chunk: Chunk | None = None
@@ -87,7 +88,7 @@ class IncrementalSnapshot:
                 args = self.last_key
             with conn.cursor() as cur:
                 cur.execute(f"SELECT {select_list}, {key_cols} FROM {table.quoted()} AS t{where} "
-                            f"ORDER BY {key_cols} LIMIT {CHUNK_ROWS}", args or None)
+                            f"ORDER BY {key_cols} LIMIT {int(self.chunk_rows)}", args or None)
                 rows = cur.fetchall()
             if not rows:
                 self.queue.popleft()
