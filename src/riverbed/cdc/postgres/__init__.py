@@ -7,6 +7,7 @@ through a replication slot and a publication (``riverbed cdc postgres``).
     pgoutput    decoder of pgoutput messages (no I/O)
     values      PostgreSQL text values -> JSON, after Debezium's converter defaults
     connector   PostgresConnector: slot + snapshot, streaming, acknowledged LSN
+    incremental incremental snapshots while streaming (DBLog watermarks, signal table)
 
 The driver is psycopg2 (``psycopg2-binary``): psycopg 3 does not speak the streaming
 replication protocol.
