@@ -53,12 +53,14 @@ def main() -> None:
     from riverbed.cli.demo_command import demo_command
     from riverbed.cli.groups_command import groups
     from riverbed.cli.produce_command import produce_command
+    from riverbed.cli.quotas_command import quotas
     from riverbed.cli.topics_command import topics
     from riverbed.cli.users_command import users
 
     cli.add_command(groups)
     cli.add_command(topics)
     cli.add_command(users)
+    cli.add_command(quotas)
     cli.add_command(acls)
     cli.add_command(produce_command)
     cli.add_command(consume_command)
