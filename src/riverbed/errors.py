@@ -92,7 +92,15 @@ class CorruptRecordError(RecordBatchError):
 
 
 class InvalidRecordError(RecordBatchError):
+    """``record_errors``: ``(batch_index, message)`` of each record at fault, which Produce
+    answers in its ``record_errors`` (Kafka's ``RecordValidationException``); empty when the
+    request or batch as a whole is at fault."""
+
     error_code = ErrorCode.INVALID_RECORD
+
+    def __init__(self, message: str = "", record_errors: tuple[tuple[int, str], ...] = ()):
+        super().__init__(message)
+        self.record_errors = record_errors
 
 
 class InvalidTimestampError(RecordBatchError):

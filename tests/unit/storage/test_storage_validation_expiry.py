@@ -84,7 +84,13 @@ def test_compacted_topic_refuses_records_without_key(tmp_path: Path, policy: str
     with pytest.raises(InvalidRecordError) as exc:
         log.append(build_batch([(b"k", b"1", T0), (None, b"2", T0)]))
     assert error_code_for(exc.value) is ErrorCode.INVALID_RECORD
-    assert str(exc.value).startswith("Compacted topic cannot accept message without key")
+    assert str(exc.value).startswith("One or more records have been rejected due to 1 record")
+    [(index, message)] = exc.value.record_errors  # only the keyless record is named
+    assert index == 1
+    assert message.startswith("Compacted topic cannot accept message without key")
+    with pytest.raises(InvalidRecordError) as exc:
+        log.append(build_batch([(None, b"1", T0), (b"k", b"2", T0), (None, b"3", T0)]))
+    assert [i for i, _m in exc.value.record_errors] == [0, 2]
     log.append(batch(b"1", key=b"k", ts=T0))
     with pytest.raises(InvalidRecordError):  # only the coordinator writes markers
         log.append(build_control_batch(True, producer_id=1, producer_epoch=0, timestamp=T0))
