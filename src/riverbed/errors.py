@@ -36,6 +36,7 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     │   ├── UnknownTopicIdError
     │   ├── InvalidPartitionsError
     │   ├── InvalidReplicationFactorError
+    │   ├── InvalidReplicaAssignmentError  a replica list other than this node alone
     │   ├── TopicPolicyViolationError    refused by a broker rule (internal topic, partition cap)
     │   └── TopicDeletionDisabledError   delete.topic.enable=false
     └── CdcError                         change data capture: bad source, key, or delivery
@@ -219,6 +220,10 @@ class InvalidPartitionsError(TopicError):
 
 class InvalidReplicationFactorError(TopicError):
     error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+class InvalidReplicaAssignmentError(TopicError):
+    error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
 class TopicPolicyViolationError(TopicError):

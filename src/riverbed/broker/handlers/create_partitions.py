@@ -2,7 +2,8 @@
 
 A count not above the current one is INVALID_PARTITIONS; one past
 ``max.broker.partitions``, or any change to an internal topic, is POLICY_VIOLATION;
-explicit assignments are refused (INVALID_REQUEST); an unknown topic is
+explicit assignments must name this node alone for each new partition
+(INVALID_REPLICA_ASSIGNMENT otherwise); an unknown topic is
 UNKNOWN_TOPIC_OR_PARTITION.  The new
 partitions are created on the topic manager's worker thread (a :class:`Barrier`) and
 become visible to every client at once, before the response is sent.
@@ -13,7 +14,8 @@ from __future__ import annotations
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import TopicAdminDeps
-from riverbed.errors import ProtocolError, RiverbedError, error_code_for
+from riverbed.broker.replica_assignment import check_new_partitions
+from riverbed.errors import RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
@@ -32,8 +34,11 @@ async def _handle(
     results = []
     for topic in request.topics:
         try:
-            if topic.assignments:
-                raise ProtocolError("manual replica assignment is not supported")
+            current = deps.topics.get(topic.name)
+            if (topic.assignments and current is not None
+                    and topic.count > current.partitions):  # else INVALID_PARTITIONS below
+                check_new_partitions(deps.node_id, topic.count - current.partitions,
+                                     [a.broker_ids for a in topic.assignments])
             await deps.topics.create_partitions_async(
                 topic.name, topic.count, validate_only=bool(request.validate_only)
             )

@@ -3,8 +3,9 @@
 Each topic is independent: a bad name (INVALID_TOPIC_EXCEPTION), an existing topic
 (TOPIC_ALREADY_EXISTS), a replication factor other than 1 or -1
 (INVALID_REPLICATION_FACTOR), a partition count below 1 (INVALID_PARTITIONS) or past
-``max.broker.partitions`` (POLICY_VIOLATION), explicit replica assignments
-(INVALID_REQUEST: a single node has none to choose) or a bad config (INVALID_CONFIG,
+``max.broker.partitions`` (POLICY_VIOLATION), an explicit replica assignment naming
+anything but this node alone (INVALID_REPLICA_ASSIGNMENT, see
+:mod:`~riverbed.broker.replica_assignment`) or a bad config (INVALID_CONFIG,
 naming the key) fail that topic only, with a message saying what is wrong.  v5+
 responses carry the created topic's effective configs.
 
@@ -27,6 +28,7 @@ import logging
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import TopicAdminDeps
+from riverbed.broker.replica_assignment import partitions_of_assignment
 from riverbed.broker.topic_configs import describe_topic_configs
 from riverbed.errors import ProtocolError, RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
@@ -88,13 +90,21 @@ async def _create(
     deps: TopicAdminDeps, wanted: CreateTopicsRequest.CreatableTopic, validate_only: bool
 ) -> Result:
     try:
+        num_partitions, replication_factor = wanted.num_partitions, wanted.replication_factor
         if wanted.assignments:
-            raise ProtocolError("manual replica assignment is not supported")
+            for field, value in (("numPartitions", num_partitions),
+                                 ("replicationFactor", replication_factor)):
+                if value != -1:
+                    raise ProtocolError("A manual partition assignment was specified, but "
+                                        f"{field} was not set to -1.")
+            num_partitions = partitions_of_assignment(
+                deps.node_id, [(a.partition_index, a.broker_ids) for a in wanted.assignments]
+            )
         configs = {c.name: c.value for c in wanted.configs if c.value is not None}
         topic = await deps.topics.create_topic_async(
             wanted.name,
-            wanted.num_partitions,
-            wanted.replication_factor,
+            num_partitions,
+            replication_factor,
             configs,
             validate_only=validate_only,
         )

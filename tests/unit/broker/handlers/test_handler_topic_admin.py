@@ -46,7 +46,7 @@ def test_create_topics_answers_each_topic_on_its_own() -> None:
     assert rows == [
         ("new", ErrorCode.NONE, 3),
         ("exists", ErrorCode.TOPIC_ALREADY_EXISTS, -1),
-        ("manual", ErrorCode.INVALID_REQUEST, -1),
+        ("manual", ErrorCode.INVALID_REQUEST, -1),  # assignment and counts: -1 needed
     ]
     assert "already exists" in response.topics[1].error_message
     created = response.topics[0]
@@ -54,6 +54,32 @@ def test_create_topics_answers_each_topic_on_its_own() -> None:
     assert configs["retention.ms"] == "1000"
     assert created.topic_id == broker.topics.get("new").topic_id  # type: ignore[union-attr]
     assert broker.topics.get("manual") is None
+
+
+def test_create_topics_accepts_an_assignment_of_this_node_alone() -> None:
+    broker = FakeBroker()  # node 7
+    Assign = CreateTopicsRequest.CreatableReplicaAssignment
+
+    def manual(name: str, *lists: tuple[int, list[int]]) -> Creatable:
+        return Creatable(name=name, num_partitions=-1, replication_factor=-1, assignments=[
+            Assign(partition_index=i, broker_ids=ids) for i, ids in lists])
+
+    response = _create(
+        broker,
+        manual("ok", (1, [7]), (0, [7])),
+        manual("other-broker", (0, [8])),
+        manual("two-replicas", (0, [7, 8])),
+        manual("twice", (0, [7, 7])),
+        manual("empty", (0, [])),
+        manual("gap", (0, [7]), (2, [7])),
+    )
+    rows = [(t.name, t.error_code, t.num_partitions) for t in response.topics]
+    refused = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert rows == [("ok", ErrorCode.NONE, 2)] + [
+        (name, refused, -1) for name in ("other-broker", "two-replicas", "twice", "empty", "gap")
+    ]
+    assert "broker 8" in response.topics[1].error_message
+    assert broker.topics.get("ok").partitions == 2  # type: ignore[union-attr]
 
 
 def test_create_topics_validate_only_creates_nothing() -> None:
@@ -110,14 +136,19 @@ def test_create_partitions_errors_and_growth() -> None:
         Topic(name="t", count=4),
         Topic(name="small", count=0),
         Topic(name="t", count=9, assignments=[Assignment(broker_ids=[7])]),
+        Topic(name="t", count=5, assignments=[Assignment(broker_ids=[8])]),
+        Topic(name="t", count=6, assignments=[Assignment(broker_ids=[7])] * 2),
     ])
     response = answer(create_partitions.handle, broker, ctx(create_partitions.API_KEY, 1), request)
     assert [(r.name, r.error_code) for r in response.results] == [
         ("t", ErrorCode.NONE),
         ("small", ErrorCode.INVALID_PARTITIONS),
-        ("t", ErrorCode.INVALID_REQUEST),
+        ("t", ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # 5 new partitions, 1 assignment
+        ("t", ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # no broker 8
+        ("t", ErrorCode.NONE),  # this node (7) for both new partitions
     ]
-    assert broker.topics.get("t").partitions == 4  # type: ignore[union-attr]
+    assert "5 additional partition(s)" in response.results[2].error_message
+    assert broker.topics.get("t").partitions == 6  # type: ignore[union-attr]
 
 
 def test_describe_configs_topic_broker_and_unknown() -> None:
