@@ -37,6 +37,10 @@ from riverbed.coordinator.config import (
     CoordinatorConfigError,
     coordinator_config_from_props,
 )
+from riverbed.coordinator.transactions.transaction_config import (
+    TRANSACTION_COORDINATOR_KEYS,
+    transaction_config_from_props,
+)
 from riverbed.errors import ConfigError
 
 # Broker-level synonym -> topic-level name (Kafka's LogConfig "server default property").
@@ -214,7 +218,8 @@ class BrokerConfig:
                 continue  # riverbed.broker.security parses these
             elif key in AUTHORIZER_KEYS:
                 continue  # riverbed.broker.security.authorizer parses these
-            elif key in IGNORED_KEYS or key in COORDINATOR_KEYS or key in QUOTA_KEYS:
+            elif key in IGNORED_KEYS or key in COORDINATOR_KEYS or key in QUOTA_KEYS \
+                    or key in TRANSACTION_COORDINATOR_KEYS:
                 continue  # parsed by riverbed.coordinator.config, riverbed.broker.quotas
             else:
                 raise ConfigError(f"unknown broker setting {key!r}")
@@ -228,6 +233,7 @@ class BrokerConfig:
         values["listeners"] = tuple(listeners)
         try:
             coordinator_config_from_props(props)
+            transaction_config_from_props(props)
         except CoordinatorConfigError as exc:
             raise ConfigError(str(exc)) from None
         values["topic_defaults"] = MappingProxyType(dict(topic))

@@ -54,6 +54,7 @@ from riverbed.broker.security.endpoint import ListenerEndpoint, build_endpoints
 from riverbed.broker.security.listeners import Listener, SecurityProtocol
 from riverbed.broker.security.scram_store import ScramCredentialStore
 from riverbed.broker.topics import TopicManager
+from riverbed.broker.transactions import TransactionService
 from riverbed.clock import SYSTEM_CLOCK, Clock
 from riverbed.config import BrokerConfig
 from riverbed.coordinator import OFFSETS_TOPIC_NAME
@@ -112,6 +113,7 @@ class Broker:
         self._topics: TopicManager | None = None
         self._producer_ids: ProducerIdManager | None = None
         self._groups: GroupService | None = None  # consumer groups (riverbed.broker.groups)
+        self._transactions: TransactionService | None = None  # riverbed.broker.transactions
         self.cluster_id = ""
         self._handlers: dict[int, Route] = bind_handlers(self)
 
@@ -142,6 +144,12 @@ class Broker:
         """ACL bindings (``acls.json``; riverbed.broker.security.acl_store)."""
         assert self._acl_store is not None, "broker not started"
         return self._acl_store
+
+    @property
+    def transactions(self) -> TransactionService:
+        """The transaction coordinator (riverbed.broker.transactions)."""
+        assert self._transactions is not None, "broker not started"
+        return self._transactions
 
     @property
     def scram_credentials(self) -> ScramCredentialStore:
@@ -259,6 +267,9 @@ class Broker:
             await self._create_offsets_topic(group_config.offsets_topic_num_partitions)
             self._groups = GroupService(self, group_config)
             self._groups.load()
+            # -- transactions: replay __transaction_state if it exists, re-send markers --
+            self._transactions = TransactionService(self, self._producer_ids.next_producer_id)
+            self._transactions.load()
         except OSError as exc:
             self._logs.close()
             raise self._data_dir_error(exc) from None
@@ -339,6 +350,8 @@ class Broker:
         self.purgatory.notify_all()
         if self._groups is not None:  # answer waiting joins/syncs (riverbed.broker.groups)
             self._groups.close()
+        if self._transactions is not None:  # timers and marker writers
+            self._transactions.close()
         loop = asyncio.get_running_loop()
         in_flight = [t for c in self.connections for t in c.in_flight_tasks()]
         if in_flight:

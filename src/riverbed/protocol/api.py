@@ -29,6 +29,7 @@ SERVED_MAX_VERSIONS: dict[str, int] = {
     "ApiVersions": 4,  # v5: ClusterId/NodeId checks, REBOOTSTRAP_REQUIRED (KIP-1242)
     "ConsumerGroupDescribe": 0,  # v1: each member's MemberType (KIP-1099)
     "DeleteGroups": 2,  # v3: a per-group ErrorMessage
+    "InitProducerId": 5,  # v6: KIP-939 two-phase commit (keep_prepared_txn)
     "TxnOffsetCommit": 5,  # v6: topics by id, generation or member epoch
 }
 """API name -> highest version served, where Kafka 4.4's schema goes further."""

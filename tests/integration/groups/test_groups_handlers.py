@@ -1,5 +1,7 @@
 """Group API adapters without a socket: FindCoordinator single and batched (v4+, KIP-699),
-unserved key types, and the client host members are reported at."""
+unserved key types (share; transactions are tested in
+tests/unit/broker/handlers/test_handler_transactions.py), and the client host members are
+reported at."""
 
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ def test_batched_keys_are_answered_one_by_one(version: int) -> None:
         (k, 7, 9999, ErrorCode.NONE) for k in ("a", "b", "c")]
 
 
-def test_transaction_coordinator_is_not_served() -> None:
-    rows = _find(4, key_type=1, coordinator_keys=["tx"]).coordinators  # type: ignore[attr-defined]
+def test_share_coordinator_is_not_served() -> None:
+    rows = _find(4, key_type=2, coordinator_keys=["g:t:0"]).coordinators  # type: ignore[attr-defined]
     assert rows[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE and rows[0].node_id == -1
 
 

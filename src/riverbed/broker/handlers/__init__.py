@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
@@ -37,7 +39,10 @@ from riverbed.broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
     describe_user_scram_credentials,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -46,6 +51,7 @@ from riverbed.broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -54,6 +60,7 @@ from riverbed.broker.handlers import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
 )
 
 if TYPE_CHECKING:
@@ -106,6 +113,14 @@ HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
         sasl_authenticate.API_KEY: sasl_authenticate.handle,
         alter_user_scram_credentials.API_KEY: alter_user_scram_credentials.handle,
         describe_user_scram_credentials.API_KEY: describe_user_scram_credentials.handle,
+        # -- transactions (riverbed.broker.transactions) --
+        add_offsets_to_txn.API_KEY: add_offsets_to_txn.handle,
+        add_partitions_to_txn.API_KEY: add_partitions_to_txn.handle,
+        describe_producers.API_KEY: describe_producers.handle,
+        describe_transactions.API_KEY: describe_transactions.handle,
+        end_txn.API_KEY: end_txn.handle,
+        list_transactions.API_KEY: list_transactions.handle,
+        txn_offset_commit.API_KEY: txn_offset_commit.handle,
         # -- ACLs (riverbed.broker.security.authorizer) --
         create_acls.API_KEY: create_acls.handle,
         describe_acls.API_KEY: describe_acls.handle,
@@ -164,6 +179,13 @@ def bind_handlers(broker: Broker) -> dict[int, Route]:
         create_acls.API_KEY: partial(create_acls.handle, broker),
         describe_acls.API_KEY: partial(describe_acls.handle, broker),
         delete_acls.API_KEY: partial(delete_acls.handle, broker),
+        add_offsets_to_txn.API_KEY: partial(add_offsets_to_txn.handle, broker),
+        add_partitions_to_txn.API_KEY: partial(add_partitions_to_txn.handle, broker),
+        describe_producers.API_KEY: partial(describe_producers.handle, broker),
+        describe_transactions.API_KEY: partial(describe_transactions.handle, broker),
+        end_txn.API_KEY: partial(end_txn.handle, broker),
+        list_transactions.API_KEY: partial(list_transactions.handle, broker),
+        txn_offset_commit.API_KEY: partial(txn_offset_commit.handle, broker),
     }
     assert routes.keys() == HANDLERS.keys(), "bind_handlers is missing a served API"
     return authorization.authorize_routes(broker, routes)  # ACLs, when configured

@@ -5,7 +5,9 @@ broker has a handler for.  Produce is advertised from v0 although v0-2 are refus
 used (librdkafka needs the v0 floor, KAFKA-18659).  A client asking for an ApiVersions
 version we lack (kafka-python 3 opens with v4 against older brokers) gets Kafka's
 fallback: a v0 response with UNSUPPORTED_VERSION and our ranges, so it can retry with a
-version we speak.
+version we speak.  v3+ carry the features (KIP-584): ``transaction.version`` supported
+0-2 and finalized at 2, as a Kafka 4 cluster's, so Kafka's Java client uses transaction
+version 2 (KIP-890 part 2: implicit adds by Produce v12, an epoch bump per EndTxn v5).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import dataclasses
 
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import ApiVersionsDeps
+from riverbed.coordinator.transactions import TV_2
 from riverbed.errors import UnsupportedVersionError, error_code_for
 from riverbed.protocol.api import API_BY_KEY
 from riverbed.protocol.error_codes import ErrorCode
@@ -21,6 +24,7 @@ from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
 API_KEY = 18
+TRANSACTION_VERSION_FEATURE = "transaction.version"
 
 
 def api_ranges(deps: ApiVersionsDeps) -> list[ApiVersionsResponse.ApiVersion]:
@@ -41,7 +45,12 @@ def handle(
     deps: ApiVersionsDeps, ctx: RequestContext, request: ApiVersionsRequest
 ) -> ApiVersionsResponse:
     return ApiVersionsResponse(
-        error_code=ErrorCode.NONE, api_keys=api_ranges(deps), throttle_time_ms=0
+        error_code=ErrorCode.NONE, api_keys=api_ranges(deps), throttle_time_ms=0,
+        supported_features=[ApiVersionsResponse.SupportedFeatureKey(
+            name=TRANSACTION_VERSION_FEATURE, min_version=0, max_version=TV_2)],
+        finalized_features_epoch=0,
+        finalized_features=[ApiVersionsResponse.FinalizedFeatureKey(
+            name=TRANSACTION_VERSION_FEATURE, max_version_level=TV_2, min_version_level=TV_2)],
     )
 
 

@@ -245,6 +245,9 @@ class ProduceDeps(Protocol):
     def topics(self) -> PartitionLogs[AppendLog]: ...
 
     @property
+    def transactions(self) -> ProduceTransactions: ...
+
+    @property
     def purgatory(self) -> AppendListener: ...
 
 

@@ -1,39 +1,70 @@
-"""InitProducerId (key 22): producer ids and epochs for idempotent producers.
+"""InitProducerId (key 22): producer ids and epochs, for idempotent and transactional
+producers.
 
 Without a transactional id: a new id at epoch 0, or — when the producer presents its
-current id and epoch (KIP-360) — the same id with the epoch bumped.  Transactional ids
-need the transaction coordinator, which this broker does not run: they are refused with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED (:class:`TransactionsUnsupported`).
+current id and epoch (KIP-360) — the same id with the epoch bumped.  With one: the
+transaction coordinator (:mod:`riverbed.broker.transactions`) bumps the id's epoch,
+fencing older instances and aborting their open transaction (CONCURRENT_TRANSACTIONS
+while that abort completes; the client retries), after creating ``__transaction_state``
+on first use.  v0-5 are served (v6, KIP-939's keep_prepared_txn, is not); PRODUCER_FENCED
+is answered INVALID_PRODUCER_EPOCH below v4.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from riverbed.broker.context import RequestContext
-from riverbed.broker.handlers.deps import ProducerIdDeps
+from riverbed.broker.handlers.deps import InitProducerIdDeps
+from riverbed.broker.handlers.txn_common import call, legacy_code
+from riverbed.coordinator.transactions import InitProducerIdRequest as Init
+from riverbed.coordinator.transactions import InitProducerIdResponse as Inited
 from riverbed.errors import RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 
 API_KEY = 22
-
-
-class TransactionsUnsupported(RiverbedError):
-    """A transactional id, with no transaction coordinator to own it."""
-
-    error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+FENCED_VERSION = 4
 
 
 def handle(
-    deps: ProducerIdDeps, ctx: RequestContext, request: InitProducerIdRequest
-) -> InitProducerIdResponse:
+    deps: InitProducerIdDeps, ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse | Awaitable[InitProducerIdResponse]:
     if request.transactional_id is not None:
-        exc = TransactionsUnsupported("transactions are not supported by this broker")
-        return InitProducerIdResponse(
-            throttle_time_ms=0, error_code=error_code_for(exc), producer_id=-1, producer_epoch=-1
-        )
+        return _transactional(deps, ctx.api_version, request)
     pid, epoch = deps.producer_ids.init_producer(
         getattr(request, "producer_id", -1), getattr(request, "producer_epoch", -1)
     )
+    return _encode(ErrorCode.NONE, pid, epoch)
+
+
+async def _transactional(
+    deps: InitProducerIdDeps, version: int, request: InitProducerIdRequest
+) -> InitProducerIdResponse:
+    txns = deps.transactions
+    try:
+        await txns.ensure_topic()
+    except RiverbedError as exc:
+        return _encode(error_code_for(exc))
+    req = Init(
+        request.transactional_id,
+        request.transaction_timeout_ms,
+        request.producer_id if version >= 3 else -1,
+        request.producer_epoch if version >= 3 else -1,
+    )
+
+    def encode(answer: Inited) -> InitProducerIdResponse:
+        code = legacy_code(answer.error_code, version, FENCED_VERSION)
+        return _encode(code, answer.producer_id, answer.producer_epoch)
+
+    result = call(txns, lambda now: txns.coordinator.init_producer_id(req, now), encode,
+                  _encode)
+    if isinstance(result, InitProducerIdResponse):
+        return result
+    return await result
+
+
+def _encode(code: ErrorCode, pid: int = -1, epoch: int = -1) -> InitProducerIdResponse:
     return InitProducerIdResponse(
-        throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=pid, producer_epoch=epoch
+        throttle_time_ms=0, error_code=code, producer_id=pid, producer_epoch=epoch
     )

@@ -3,7 +3,9 @@
 v0-7 ask for one group (``topics`` null, v2+, means every committed offset); v8+ for a
 batch of groups; v10 names topics by id (offsets of topics that no longer exist are left
 out of "all" answers).  A partition without a commit answers offset -1 and metadata "".
-``require_stable`` needs no wait: there are no pending transactional commits.
+``require_stable`` (KIP-447) answers UNSTABLE_OFFSET_COMMIT, offset -1, for a partition
+with a transactional offset (TxnOffsetCommit) whose transaction is not decided yet; the
+consumer retries.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ from __future__ import annotations
 import uuid
 
 from riverbed.broker.context import RequestContext
-from riverbed.broker.handlers.deps import GroupDeps
+from riverbed.broker.handlers.deps import OffsetFetchDeps
 from riverbed.broker.handlers.group_common import query
+from riverbed.coordinator import OffsetFetchPartition, TopicPartition
 from riverbed.coordinator import OffsetFetchRequest as Fetch
 from riverbed.coordinator import OffsetFetchResponse as Fetched
-from riverbed.coordinator import TopicPartition
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
 
@@ -28,7 +30,7 @@ Resp = OffsetFetchResponse
 
 
 def handle(
-    deps: GroupDeps, ctx: RequestContext, request: OffsetFetchRequest
+    deps: OffsetFetchDeps, ctx: RequestContext, request: OffsetFetchRequest
 ) -> OffsetFetchResponse:
     version = ctx.api_version
     if version < BATCHED_VERSION:
@@ -56,13 +58,22 @@ def handle(
     return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
 
 
-def _fetch(deps: GroupDeps, req: Fetch) -> Fetched:
+def _fetch(deps: OffsetFetchDeps, req: Fetch) -> Fetched:
     coordinator = deps.groups.coordinator
-    return query(deps.groups, lambda: coordinator.offset_fetch(req), lambda a: a,
-                 lambda code: Fetched(code))
+    answer = query(deps.groups, lambda: coordinator.offset_fetch(req), lambda a: a,
+                   lambda code: Fetched(code))
+    if not req.require_stable or answer.error_code != ErrorCode.NONE:
+        return answer
+    unstable = deps.transactions.unstable_offsets(req.group_id)
+    if not unstable:
+        return answer
+    return Fetched(answer.error_code, tuple(
+        OffsetFetchPartition(p.topic, p.partition, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        if TopicPartition(p.topic, p.partition) in unstable else p
+        for p in answer.partitions))
 
 
-def _group(deps: GroupDeps, group: OffsetFetchRequest.OffsetFetchRequestGroup, version: int,
+def _group(deps: OffsetFetchDeps, group: OffsetFetchRequest.OffsetFetchRequestGroup, version: int,
            require_stable: bool) -> Resp.OffsetFetchResponseGroup:
     by_id = version >= TOPIC_IDS_VERSION
     unknown: list[tuple[uuid.UUID, list[int]]] = []

@@ -13,6 +13,12 @@ UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID first, as in Kafka).  Errors are p
 partition and mapped only through :func:`riverbed.errors.error_code_for`; one bad
 partition never affects another.  Versions 0-2 are advertised but refused
 (see :mod:`.api_versions`).
+
+Transactional batches (a request with a ``transactional_id``) are first checked with the
+transaction coordinator (KIP-890): a partition the transaction has not added is refused
+(TRANSACTION_ABORTABLE, INVALID_TXN_STATE below v11) and nothing is written there; from
+v12 (transaction version 2) the partition is added implicitly instead.  Requests without a
+transactional id skip this entirely.
 """
 
 from __future__ import annotations
@@ -26,10 +32,12 @@ from riverbed.broker.handlers.deps import ProduceDeps
 from riverbed.errors import (
     InvalidRecordError,
     InvalidRequiredAcksError,
+    RiverbedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
     error_code_for,
 )
+from riverbed.protocol.batch import HEADER_SIZE, BatchHeader
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import ProduceRequest, ProduceResponse
 from riverbed.protocol.topic_partition import TopicPartition
@@ -39,6 +47,7 @@ log = logging.getLogger(__name__)
 API_KEY = 0
 MIN_ACCEPTED_VERSION = 3
 TOPIC_IDS_VERSION = 13
+IMPLICIT_ADD_VERSION = 12  # KIP-890 part 2: transaction version 2 producers
 
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
@@ -52,6 +61,9 @@ def handle(
         None if acks in (0, 1, -1) else InvalidRequiredAcksError(f"acks={acks} is not 0, 1 or -1")
     )
     flushes: list[concurrent.futures.Future[None]] = []
+    refused: dict[TopicPartition, ErrorCode] = {}
+    if request.transactional_id is not None and acks_error is None:
+        refused = _verify_transaction(deps, request, version, flushes if acks == -1 else None)
     responses = []
     for topic_data in request.topic_data:
         name = topic_data.name if version < TOPIC_IDS_VERSION else None
@@ -66,8 +78,10 @@ def handle(
         assert name is not None
         partitions = []
         for data in topic_data.partition_data:
+            code = refused.get(TopicPartition(name, data.index))
             partitions.append(
-                _append(deps, name, data, topic_error, flushes if acks == -1 else None)
+                _append(deps, name, data, topic_error or _txn_error(code),
+                        flushes if acks == -1 else None)
             )
         responses.append(
             ProduceResponse.TopicProduceResponse(
@@ -123,6 +137,56 @@ def _append(
     )
 
 
+class TransactionVerificationError(RiverbedError):
+    """A transactional batch for a partition its transaction has not added (KIP-890),
+    or whose producer the coordinator fenced: the code the coordinator gave."""
+
+    def __init__(self, code: ErrorCode) -> None:
+        super().__init__(f"transaction verification failed: {code.name}")
+        self.error_code = code
+
+
+def _txn_error(code: ErrorCode | None) -> Exception | None:
+    if code is None or code == ErrorCode.NONE:
+        return None
+    return TransactionVerificationError(code)
+
+
+def _verify_transaction(
+    deps: ProduceDeps, request: ProduceRequest, version: int,
+    flushes: list[concurrent.futures.Future[None]] | None,
+) -> dict[TopicPartition, ErrorCode]:
+    """Ask the transaction coordinator whether every partition with a transactional batch
+    is in the producer's transaction (Produce v12+: add it, transaction version 2)."""
+    tps: list[TopicPartition] = []
+    producer: tuple[int, int] | None = None
+    for topic_data in request.topic_data:
+        if version >= TOPIC_IDS_VERSION:
+            topic = deps.topics.by_id(topic_data.topic_id)
+            if topic is None:
+                continue
+            name = topic.name
+        else:
+            name = topic_data.name
+        for data in topic_data.partition_data:
+            records = data.records
+            if not records or len(records) < HEADER_SIZE:
+                continue
+            header = BatchHeader.parse(records)
+            if not header.is_transactional:
+                continue
+            producer = producer or (header.producer_id, header.producer_epoch)
+            tps.append(TopicPartition(name, data.index))
+    if producer is None or request.transactional_id is None:
+        return {}
+    verdict = deps.transactions.verify_produce(
+        request.transactional_id, producer[0], producer[1], tps,
+        version >= IMPLICIT_ADD_VERSION, version)
+    if flushes is not None:
+        flushes.extend(verdict.flushes)
+    return dict(verdict.errors)
+
+
 def _error(index: int, exc: Exception) -> PartitionResponse:
     return PartitionResponse(
         index=index,
@@ -130,7 +194,10 @@ def _error(index: int, exc: Exception) -> PartitionResponse:
         base_offset=-1,
         log_append_time_ms=-1,
         log_start_offset=-1,
-        record_errors=[],
+        record_errors=[  # the records at fault; the others fail as collateral, as in Kafka
+            ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+            for i, m in (exc.record_errors if isinstance(exc, InvalidRecordError) else ())
+        ],
         error_message=str(exc),
     )
 

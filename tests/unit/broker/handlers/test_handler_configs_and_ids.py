@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from handler_fakes import FakeBroker, answer, ctx
+from handler_fakes import FakeBroker, FakeTransactions, answer, ctx
 
 from riverbed.broker.handlers import alter_configs, init_producer_id
 from riverbed.broker.handlers.describe_configs import BROKER, TOPIC
@@ -94,6 +94,9 @@ def test_alter_configs_replaces_every_override() -> None:
     assert _configs(broker) == {"segment.ms": "1000"}
 
 
+R = TypeVar("R")
+
+
 @dataclass
 class FakeProducerIds:
     calls: list[tuple[int, int]] = field(default_factory=list)
@@ -106,6 +109,7 @@ class FakeProducerIds:
 @dataclass
 class IdsDeps:
     producer_ids: FakeProducerIds = field(default_factory=FakeProducerIds)
+    transactions: FakeTransactions = field(default_factory=FakeTransactions)
 
 
 def _init(deps: IdsDeps, version: int, **fields: Any) -> Any:
@@ -122,9 +126,24 @@ def test_init_producer_id_new_and_bumped_epoch() -> None:
     assert deps.producer_ids.calls == [(-1, -1), (1000, 0)]
 
 
-def test_transactional_ids_are_refused_without_a_coordinator() -> None:
+def test_transactional_ids_get_epochs_from_the_transaction_coordinator() -> None:
     deps = IdsDeps()
-    refused = _init(deps, 4, transactional_id="tx")
-    assert (refused.error_code, refused.producer_id) == (
-        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1)
+    first = _init(deps, 4, transactional_id="tx", transaction_timeout_ms=60_000)
+    assert (first.error_code, first.producer_id, first.producer_epoch) == (
+        ErrorCode.NONE, 5000, 0)
+    again = _init(deps, 4, transactional_id="tx", transaction_timeout_ms=60_000)
+    assert (again.producer_id, again.producer_epoch) == (5000, 1)
     assert deps.producer_ids.calls == []
+
+
+def test_transactional_init_answers_coordinator_not_available_when_it_cannot_start() -> None:
+    deps = IdsDeps(transactions=FakeTransactions(unavailable=True))
+    refused = _init(deps, 4, transactional_id="tx", transaction_timeout_ms=60_000)
+    assert (refused.error_code, refused.producer_id) == (
+        ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+
+
+def test_transactional_init_with_a_bad_timeout_is_refused() -> None:
+    deps = IdsDeps()
+    refused = _init(deps, 4, transactional_id="tx", transaction_timeout_ms=10**9)
+    assert refused.error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
