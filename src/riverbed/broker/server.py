@@ -48,6 +48,8 @@ from riverbed.broker.handlers.api_versions import unsupported_version_response
 from riverbed.broker.limits import ConnectionQuotas, MemoryPool
 from riverbed.broker.producer_ids import ProducerIdManager
 from riverbed.broker.purgatory import FetchPurgatory
+from riverbed.broker.quota_store import ClientQuotaStore
+from riverbed.broker.quotas import ClientQuotaManager, Tags, quota_config_from_props
 from riverbed.broker.security.acl_store import AclStore
 from riverbed.broker.security.authorizer import Authorizer, authorizer_from_props
 from riverbed.broker.security.endpoint import ListenerEndpoint, build_endpoints
@@ -109,6 +111,11 @@ class Broker:
         # is set, then the gates of handlers/authorization.py check it; the store once started.
         self.authorizer: Authorizer | None = None
         self._acl_store: AclStore | None = None
+        # Client quotas (riverbed.broker.quotas): byte-rate sensors; the store once started.
+        self._client_quota_store: ClientQuotaStore | None = None
+        self.client_quotas = ClientQuotaManager(
+            self._client_quota, clock, quota_config_from_props(self.config.source)
+        )
         self._logs: LogManager | None = None
         self._topics: TopicManager | None = None
         self._producer_ids: ProducerIdManager | None = None
@@ -156,6 +163,16 @@ class Broker:
         """SCRAM users (``scram_credentials.json``; riverbed.broker.security)."""
         assert self._scram is not None, "broker not started"
         return self._scram
+
+    @property
+    def client_quota_store(self) -> ClientQuotaStore:
+        """Client quota configuration (``client_quotas.json``; riverbed.broker.quotas)."""
+        assert self._client_quota_store is not None, "broker not started"
+        return self._client_quota_store
+
+    def _client_quota(self, user: str, client_id: str, key: str) -> tuple[float, Tags] | None:
+        store = self._client_quota_store
+        return None if store is None else store.lookup(user, client_id, key)
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         """The advertised ``(host, port)`` of ``listener`` (its bound port once started)."""
@@ -262,6 +279,7 @@ class Broker:
             self._scram = ScramCredentialStore(self.data_dir)
             self._acl_store = AclStore(self.data_dir)
             self.authorizer = authorizer_from_props(self.config.source, self._acl_store)
+            self._client_quota_store = ClientQuotaStore(self.data_dir)
             # -- consumer groups: replay __consumer_offsets (riverbed.broker.groups) --
             group_config = coordinator_config_from_props(self.config.source)
             await self._create_offsets_topic(group_config.offsets_topic_num_partitions)

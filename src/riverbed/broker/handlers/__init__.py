@@ -22,6 +22,7 @@ from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
@@ -36,6 +37,7 @@ from riverbed.broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -60,6 +62,7 @@ from riverbed.broker.handlers import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    throttling,
     txn_offset_commit,
 )
 
@@ -113,6 +116,9 @@ HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
         sasl_authenticate.API_KEY: sasl_authenticate.handle,
         alter_user_scram_credentials.API_KEY: alter_user_scram_credentials.handle,
         describe_user_scram_credentials.API_KEY: describe_user_scram_credentials.handle,
+        # -- client quotas (riverbed.broker.quotas; Produce/Fetch wrapped by .throttling) --
+        describe_client_quotas.API_KEY: describe_client_quotas.handle,
+        alter_client_quotas.API_KEY: alter_client_quotas.handle,
         # -- transactions (riverbed.broker.transactions) --
         add_offsets_to_txn.API_KEY: add_offsets_to_txn.handle,
         add_partitions_to_txn.API_KEY: add_partitions_to_txn.handle,
@@ -152,8 +158,8 @@ def bind_handlers(broker: Broker) -> dict[int, Route]:
         delete_groups.API_KEY: partial(delete_groups.handle, broker),
         consumer_group_heartbeat.API_KEY: partial(consumer_group_heartbeat.handle, broker),
         consumer_group_describe.API_KEY: partial(consumer_group_describe.handle, broker),
-        produce.API_KEY: partial(produce.handle, broker),
-        fetch.API_KEY: partial(fetch.handle, broker),
+        produce.API_KEY: throttling.throttle_produce(broker, partial(produce.handle, broker)),
+        fetch.API_KEY: throttling.throttle_fetch(broker, partial(fetch.handle, broker)),
         list_offsets.API_KEY: partial(list_offsets.handle, broker),
         metadata.API_KEY: partial(metadata.handle, broker),
         api_versions.API_KEY: partial(api_versions.handle, broker),
@@ -179,6 +185,8 @@ def bind_handlers(broker: Broker) -> dict[int, Route]:
         create_acls.API_KEY: partial(create_acls.handle, broker),
         describe_acls.API_KEY: partial(describe_acls.handle, broker),
         delete_acls.API_KEY: partial(delete_acls.handle, broker),
+        describe_client_quotas.API_KEY: partial(describe_client_quotas.handle, broker),
+        alter_client_quotas.API_KEY: partial(alter_client_quotas.handle, broker),
         add_offsets_to_txn.API_KEY: partial(add_offsets_to_txn.handle, broker),
         add_partitions_to_txn.API_KEY: partial(add_partitions_to_txn.handle, broker),
         describe_producers.API_KEY: partial(describe_producers.handle, broker),
