@@ -140,8 +140,10 @@ class GroupHost(Protocol):
 
 
 class BrokerTopics:
-    """The coordinator's view of the broker's topics (:class:`TopicMetadata`).  Internal
-    topics are left out of regex subscriptions, as in Kafka."""
+    """The coordinator's view of the broker's topics (:class:`TopicMetadata`).  Regex
+    subscriptions (KIP-848, resolved here) match internal topics too, as in Kafka 4:
+    franz-go's ``Test848RegexBrokerResolves`` expects ``__consumer_offsets`` assigned
+    (clients leave internal topics out of their own regex matching)."""
 
     def __init__(self, topics: TopicNames) -> None:
         self._topics = topics
@@ -151,7 +153,7 @@ class BrokerTopics:
         return None if found is None else found.partitions
 
     def topic_names(self) -> Iterable[str]:
-        return [t.name for t in self._topics.topics() if not t.name.startswith("__")]
+        return [t.name for t in self._topics.topics()]
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         found = self._topics.get(topic)
