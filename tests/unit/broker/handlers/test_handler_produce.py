@@ -10,7 +10,7 @@ from typing import Any
 from handler_fakes import FakeBroker, answer, ctx, done_future
 
 from riverbed.broker.handlers import produce
-from riverbed.errors import CorruptRecordError
+from riverbed.errors import CorruptRecordError, InvalidRecordError
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import ProduceRequest
 from riverbed.protocol.topic_partition import TopicPartition
@@ -98,6 +98,20 @@ def test_missing_records_and_refused_batches_map_to_their_codes() -> None:
     assert [p.error_code for p in parts] == [ErrorCode.INVALID_RECORD, ErrorCode.CORRUPT_MESSAGE]
     assert parts[1].error_message == "bad crc"
     assert broker.purgatory.notified == []
+
+
+def test_keyless_records_on_a_compacted_topic_are_named_in_record_errors() -> None:
+    broker = FakeBroker()
+    broker.topics.add("t")
+    broker.topics.logs[("t", 0)].append_error = InvalidRecordError(
+        "One or more records have been rejected", ((0, "no key"), (2, "no key"))
+    )
+    response = answer(produce.handle, broker, ctx(0, V), _request(1, ("t", 0, b"x")))
+    [part] = response.responses[0].partition_responses
+    assert part.error_code == ErrorCode.INVALID_RECORD
+    assert [(e.batch_index, e.batch_index_error_message) for e in part.record_errors] == [
+        (0, "no key"), (2, "no key")
+    ]
 
 
 def test_topic_ids_resolve_and_an_unknown_id_fails_its_partitions() -> None:
