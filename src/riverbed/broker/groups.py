@@ -64,10 +64,10 @@ from riverbed.protocol.records import Record, build_batch, iter_batches_with_rec
 from riverbed.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
+    from riverbed.broker.config import BrokerConfig
     from riverbed.broker.handlers.deps import AppendListener, TopicNames
     from riverbed.broker.topics import Topic
     from riverbed.clock import Clock
-    from riverbed.config import BrokerConfig
     from riverbed.storage.log import PartitionLog
 
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact"}

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from riverbed.broker.cluster import load_or_create_cluster_id
+from riverbed.broker.config import BrokerConfig
 from riverbed.broker.connection import KafkaConnection
 from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, GroupService
 from riverbed.broker.handlers import MIN_ACCEPTED_VERSIONS, Route, bind_handlers
@@ -58,7 +59,6 @@ from riverbed.broker.security.scram_store import ScramCredentialStore
 from riverbed.broker.topics import TopicManager
 from riverbed.broker.transactions import TransactionService
 from riverbed.clock import SYSTEM_CLOCK, Clock
-from riverbed.config import BrokerConfig
 from riverbed.coordinator import OFFSETS_TOPIC_NAME
 from riverbed.coordinator.config import coordinator_config_from_props
 from riverbed.errors import BrokerStopError, ConfigError, DataDirError, describe_os_error

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from riverbed.config import TOPIC_SYNONYMS, BrokerConfig
+from riverbed.broker.config import TOPIC_SYNONYMS, BrokerConfig
 from riverbed.errors import ConfigError
 from riverbed.storage.config import LogConfig
 

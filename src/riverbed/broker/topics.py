@@ -54,9 +54,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from riverbed.broker.config import BrokerConfig
 from riverbed.broker.state_file import read_json, write_json_atomic
 from riverbed.broker.topic_configs import storage_props
-from riverbed.config import BrokerConfig
 from riverbed.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,

@@ -78,10 +78,10 @@ from riverbed.protocol.records import build_batch, iter_batches_with_records
 from riverbed.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
+    from riverbed.broker.config import BrokerConfig
     from riverbed.broker.groups import GroupService, OffsetsTopics
     from riverbed.broker.handlers.deps import AppendListener
     from riverbed.clock import Clock
-    from riverbed.config import BrokerConfig
     from riverbed.storage.log import PartitionLog
 
 log = logging.getLogger(__name__)

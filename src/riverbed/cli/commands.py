@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
+from riverbed.broker.config import BrokerConfig, load_properties, parse_key_value
 from riverbed.cli.main import cli
-from riverbed.config import BrokerConfig, load_properties, parse_key_value
 from riverbed.errors import BrokerStopError, ConfigError
 
 EXIT_UNCLEAN_STOP = 3

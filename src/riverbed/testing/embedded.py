@@ -23,9 +23,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from riverbed.broker.config import BrokerConfig
 from riverbed.broker.server import Broker, new_event_loop
 from riverbed.clock import SYSTEM_CLOCK, Clock
-from riverbed.config import BrokerConfig
 
 T = TypeVar("T")
 

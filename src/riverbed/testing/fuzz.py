@@ -63,8 +63,8 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka import Message as KafkaMessage
 
+from riverbed.broker.config import BrokerConfig
 from riverbed.broker.request_decoding import decode_request
-from riverbed.config import BrokerConfig
 from riverbed.errors import ConfigError
 from riverbed.protocol.api import API_BY_KEY
 from riverbed.protocol.framing import RequestHeader, decode_response, encode_request

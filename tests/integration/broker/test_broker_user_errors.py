@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from riverbed.config import BrokerConfig
+from riverbed.broker.config import BrokerConfig
 
 _SCRIPT = Path(sys.executable).parent / "riverbed"
 CLI = (

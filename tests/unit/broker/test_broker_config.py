@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from riverbed.config import BrokerConfig, load_properties, parse_key_value, parse_properties
+from riverbed.broker.config import BrokerConfig, load_properties, parse_key_value, parse_properties
 from riverbed.errors import ConfigError
 
 

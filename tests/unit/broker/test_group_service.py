@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from riverbed.broker.config import BrokerConfig
 from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, CoordinatorClosedError, GroupService
 from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import TopicManager
 from riverbed.clock import ManualClock
-from riverbed.config import BrokerConfig
 from riverbed.coordinator import (
     OFFSETS_TOPIC_NAME,
     HeartbeatRequest,

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
+from riverbed.broker.config import BrokerConfig
 from riverbed.broker.limits import ConnectionQuotas, MemoryPool
-from riverbed.config import BrokerConfig
 from riverbed.errors import ConfigError
 
 MIB = 1 << 20

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from riverbed.broker.config import BrokerConfig
 from riverbed.broker.topics import TopicManager
-from riverbed.config import BrokerConfig
 from riverbed.errors import (
     ConfigError,
     InvalidPartitionsError,

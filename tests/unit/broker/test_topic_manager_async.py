@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from riverbed.broker.config import BrokerConfig
 from riverbed.broker.topics import TopicManager
-from riverbed.config import BrokerConfig
 from riverbed.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from riverbed.storage.config import LogConfig
 from riverbed.storage.log import PartitionLog

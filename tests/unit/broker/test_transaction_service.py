@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from riverbed.broker.config import BrokerConfig
 from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, GroupService
 from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import TopicManager
@@ -21,7 +22,6 @@ from riverbed.broker.transactions import (
     TransactionService,
 )
 from riverbed.clock import ManualClock
-from riverbed.config import BrokerConfig
 from riverbed.coordinator import (
     OFFSETS_TOPIC_NAME,
     TRANSACTION_STATE_TOPIC_NAME,

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 AUTHORIZER_KEYS: frozenset[str] = frozenset(
     {"authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found"}
 )
-"""Broker settings this module parses (accepted by :mod:`riverbed.config`)."""
+"""Broker settings this module parses (accepted by :mod:`riverbed.broker.config`)."""
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 CLUSTER_NAME = "kafka-cluster"

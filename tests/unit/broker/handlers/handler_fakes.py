@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from riverbed.broker.barrier import Barrier
+from riverbed.broker.config import BrokerConfig
 from riverbed.broker.context import RequestContext
 from riverbed.broker.groups import CoordinatorClosedError, Executed
 from riverbed.broker.handlers import deps
 from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import ConfigChange, Topic
 from riverbed.broker.transactions import CoordinatorNotAvailableError, PendingOffset, ProduceVerdict
-from riverbed.config import BrokerConfig
 from riverbed.coordinator import Pending, Reply
 from riverbed.coordinator.transactions import TransactionCoordinator, TxnReply
 from riverbed.errors import (

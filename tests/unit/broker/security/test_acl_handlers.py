@@ -150,7 +150,7 @@ def test_every_denial_encodes_at_every_served_version(tmp_path: Path) -> None:
     from collections.abc import Awaitable
 
     from riverbed.broker.barrier import Barrier
-    from riverbed.config import BrokerConfig
+    from riverbed.broker.config import BrokerConfig
     from riverbed.protocol.api import API_BY_KEY
 
     d = Deps(AclStore(tmp_path), Authorizer(AclStore(tmp_path)), NoTopics(), BrokerConfig())
@@ -176,7 +176,7 @@ def test_every_denial_encodes_at_every_served_version(tmp_path: Path) -> None:
 
 
 def test_metadata_hides_and_refuses_auto_creation(tmp_path: Path) -> None:
-    from riverbed.config import BrokerConfig
+    from riverbed.broker.config import BrokerConfig
     from riverbed.protocol.messages import MetadataRequest, MetadataResponse
 
     class Topics(NoTopics):

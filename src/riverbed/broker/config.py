@@ -29,8 +29,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from riverbed.broker.quotas import QUOTA_KEYS
-from riverbed.broker.security.listeners import Listener, parse_listeners
 from riverbed.broker.security.authorizer import AUTHORIZER_KEYS
+from riverbed.broker.security.listeners import Listener, parse_listeners
 from riverbed.broker.security.sasl import sasl_settings
 from riverbed.coordinator.config import (
     COORDINATOR_KEYS,
