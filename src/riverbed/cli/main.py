@@ -55,6 +55,7 @@ def main() -> None:
     from riverbed.cli.produce_command import produce_command
     from riverbed.cli.quotas_command import quotas
     from riverbed.cli.topics_command import topics
+    from riverbed.cli.transactions_command import transactions
     from riverbed.cli.users_command import users
 
     cli.add_command(groups)
@@ -62,6 +63,7 @@ def main() -> None:
     cli.add_command(users)
     cli.add_command(quotas)
     cli.add_command(acls)
+    cli.add_command(transactions)
     cli.add_command(produce_command)
     cli.add_command(consume_command)
     cli.add_command(completion_command)
