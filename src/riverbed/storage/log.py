@@ -846,6 +846,8 @@ class PartitionLog:
         """Remove retired segments whose ``file.delete.delay.ms`` has passed; returns how
         many (the LogManager's maintenance thread calls this)."""
         with self._lock:
+            if self._closed:  # being deleted or closed: the files go with the directory
+                return 0
             return self._deletions.delete_due(self._clock.now_ms())
 
     @property
@@ -1039,6 +1041,16 @@ class PartitionLog:
             self._flusher.unregister(self)
         with self._flush_lock, self._lock:
             self._release_files()
+
+    def begin_deletion(self) -> None:
+        """Refuse every further write, read and checkpoint (LogClosedError, or a silent
+        no-op for the background checkpoint and flush) without touching a file: the
+        first step of a deletion, taken before the directory is renamed, so the flusher
+        thread never writes ``partition.checkpoint`` or ``flushed.mark`` under a path
+        that has moved.  Waits for an fsync or checkpoint in progress (both locks).
+        :meth:`close_for_deletion` then releases the files and answers the waiters."""
+        with self._flush_lock, self._lock:
+            self._closed = True
 
     def close_for_deletion(self) -> None:
         """Release the log because its directory is being deleted (DeleteTopics).

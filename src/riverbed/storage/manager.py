@@ -219,6 +219,10 @@ class LogManager:
                 if plog is None and not directory.is_dir():
                     continue
                 doomed = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+                if plog is not None:
+                    # no background checkpoint or flush may reach for the old path once
+                    # it has moved (the files are released later, by close_for_deletion)
+                    plog.begin_deletion()
                 try:
                     directory.rename(doomed)
                 except OSError:

@@ -239,3 +239,23 @@ def test_close_for_deletion_fails_the_waiters_even_if_a_close_fails(
     assert not _open_fds_under(second.log_path)  # the other segments were still closed
     with pytest.raises(LogClosedError):
         log.append(batch(b"late"))
+
+
+def test_begin_deletion_stops_background_writes_before_the_directory_moves(
+    tmp_path: Path,
+) -> None:
+    # DeleteTopics renames the directory before it releases the log; the flusher thread's
+    # checkpoint in between must not reach for the old path (FileNotFoundError).
+    plog = PartitionLog.open(tmp_path / "t-0", LogConfig())
+    plog.append(batch(b"v"))
+    plog.begin_deletion()
+    moved = tmp_path / "t-0.x-delete"
+    (tmp_path / "t-0").rename(moved)
+    plog.checkpoint()  # a no-op now, not FileNotFoundError
+    assert plog.flush() >= 0
+    assert plog.delete_expired_files() == 0
+    with pytest.raises(LogClosedError):
+        plog.append(batch(b"w"))
+    plog.close_for_deletion()
+    assert not (tmp_path / "t-0").exists()  # nothing wrote under the old path
+    assert not (moved / ".clean_shutdown").exists()
