@@ -174,8 +174,15 @@ def riverbed_subprocess(profile: bool, src: str | None = None) -> Iterator[str]:
     """
     workdir = Path(tempfile.mkdtemp(prefix="riverbed-bench-"))
     port = _free_port()
-    args = ["broker", "--data-dir", str(workdir / "data"), "--listen", f"127.0.0.1:{port}",
-            "--log-level", "WARNING"]
+    args = [
+        "broker",
+        "--data-dir",
+        str(workdir / "data"),
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "WARNING",
+    ]
     profile_path = workdir / "broker.prof"
     if profile:
         cmd = [sys.executable, "-c", PROFILED_BROKER, str(profile_path), *args]
@@ -204,9 +211,10 @@ def riverbed_subprocess(profile: bool, src: str | None = None) -> Iterator[str]:
 def riverbed_embedded() -> Iterator[str]:
     from riverbed.testing.embedded import EmbeddedBroker
 
-    with tempfile.TemporaryDirectory(prefix="riverbed-bench-") as tmp, EmbeddedBroker(
-        Path(tmp) / "data"
-    ) as broker:
+    with (
+        tempfile.TemporaryDirectory(prefix="riverbed-bench-") as tmp,
+        EmbeddedBroker(Path(tmp) / "data") as broker,
+    ):
         yield broker.bootstrap_servers
 
 
@@ -254,15 +262,17 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 def produce(bootstrap: str, topic: str, messages: int, size: int) -> tuple[float, list[float]]:
     """Seconds to produce ``messages`` values of ``size`` bytes, and their latencies (s)."""
-    producer = Producer({
-        "bootstrap.servers": bootstrap,
-        "acks": "all",
-        "enable.idempotence": True,
-        "linger.ms": 5,
-        "batch.size": 1 << 20,
-        "batch.num.messages": 10_000,
-        "compression.type": "none",
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+            "batch.num.messages": 10_000,
+            "compression.type": "none",
+        }
+    )
     latencies: list[float] = []
     errors: list[str] = []
 
@@ -308,8 +318,9 @@ def consume(bootstrap: str, topic: str) -> tuple[int, float, float]:
     shortfall after :data:`CONSUME_DEADLINE_S`, an error or a record past the high
     watermark raises.
     """
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}",
-                         **CONSUMER_SETTINGS})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}", **CONSUMER_SETTINGS}
+    )
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]
         partitions = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions]
@@ -327,9 +338,11 @@ def consume(bootstrap: str, topic: str) -> tuple[int, float, float]:
         consumer.assign(partitions)
         while left > 0:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"consumed {expected - left}/{expected} records in "
-                                   f"{CONSUME_DEADLINE_S:.0f} s, "
-                                   f"missing per partition: {remaining}")
+                raise RuntimeError(
+                    f"consumed {expected - left}/{expected} records in "
+                    f"{CONSUME_DEADLINE_S:.0f} s, "
+                    f"missing per partition: {remaining}"
+                )
             # Never ask for more than is left: consume() waits its timeout for a full batch.
             called = time.perf_counter()
             batch = consumer.consume(min(10_000, left), 0.1)
@@ -341,8 +354,10 @@ def consume(bootstrap: str, topic: str) -> tuple[int, float, float]:
                 if partition is None or offset is None:
                     raise RuntimeError(f"{topic}: a record without partition or offset")
                 if offset >= high_watermarks[partition]:
-                    raise RuntimeError(f"{topic} [{partition}]: record at {offset}, "
-                                       f"past high watermark {high_watermarks[partition]}")
+                    raise RuntimeError(
+                        f"{topic} [{partition}]: record at {offset}, "
+                        f"past high watermark {high_watermarks[partition]}"
+                    )
                 remaining[partition] -= 1
             left -= len(batch)
         elapsed = time.perf_counter() - start
@@ -368,18 +383,30 @@ def measure(peer: str, bootstrap: str, size: int, messages: int, partitions: int
     produce_s, latencies = produce(bootstrap, topic, messages, size)
     latencies.sort()
     consumed, consume_s, longest_call_s = consume(bootstrap, topic)
-    return Result(peer, size, messages, produce_s, percentile(latencies, 0.50) * 1e3,
-                  percentile(latencies, 0.99) * 1e3, consumed, consume_s, longest_call_s * 1e3)
+    return Result(
+        peer,
+        size,
+        messages,
+        produce_s,
+        percentile(latencies, 0.50) * 1e3,
+        percentile(latencies, 0.99) * 1e3,
+        consumed,
+        consume_s,
+        longest_call_s * 1e3,
+    )
 
 
 # -- report -----------------------------------------------------------------------------
 
 
 def print_result(r: Result) -> None:
-    print(f"{r.peer:<9} {r.size:>5} B  produce {r.produce_msgs:>10,.0f} msg/s "
-          f"{r.produce_mbs:>7.1f} MB/s  p50 {r.p50_ms:>7.1f} ms  p99 {r.p99_ms:>7.1f} ms  "
-          f"consume {r.consume_msgs:>10,.0f} msg/s {r.consume_mbs:>7.1f} MB/s "
-          f"({r.consumed:,} read, longest consume() {r.longest_call_ms:,.0f} ms)", flush=True)
+    print(
+        f"{r.peer:<9} {r.size:>5} B  produce {r.produce_msgs:>10,.0f} msg/s "
+        f"{r.produce_mbs:>7.1f} MB/s  p50 {r.p50_ms:>7.1f} ms  p99 {r.p99_ms:>7.1f} ms  "
+        f"consume {r.consume_msgs:>10,.0f} msg/s {r.consume_mbs:>7.1f} MB/s "
+        f"({r.consumed:,} read, longest consume() {r.longest_call_ms:,.0f} ms)",
+        flush=True,
+    )
 
 
 def summarise(results: list[Result], pick: Callable[[list[float]], float]) -> list[Result]:
@@ -392,11 +419,17 @@ def summarise(results: list[Result], pick: Callable[[list[float]], float]) -> li
     for r in results:
         groups.setdefault((r.peer, r.size), []).append(r)
     return [
-        Result(peer, size, runs[0].messages,
-               pick([r.produce_s for r in runs]), pick([r.p50_ms for r in runs]),
-               pick([r.p99_ms for r in runs]), runs[0].consumed,
-               pick([r.consume_s / max(r.consumed, 1) for r in runs]) * runs[0].consumed,
-               pick([r.longest_call_ms for r in runs]))
+        Result(
+            peer,
+            size,
+            runs[0].messages,
+            pick([r.produce_s for r in runs]),
+            pick([r.p50_ms for r in runs]),
+            pick([r.p99_ms for r in runs]),
+            runs[0].consumed,
+            pick([r.consume_s / max(r.consumed, 1) for r in runs]) * runs[0].consumed,
+            pick([r.longest_call_ms for r in runs]),
+        )
         for (peer, size), runs in groups.items()
     ]
 
@@ -411,10 +444,12 @@ def print_ratios(results: list[Result]) -> None:
             other = by_key.get((peer, size))
             if other is None:
                 continue
-            print(f"riverbed/{peer:<8} {size:>5} B"
-                  f"  produce x{ours.produce_msgs / other.produce_msgs:.2f}"
-                  f"  consume x{ours.consume_msgs / other.consume_msgs:.2f}"
-                  f"  p50 x{ours.p50_ms / other.p50_ms:.2f}  p99 x{ours.p99_ms / other.p99_ms:.2f}")
+            print(
+                f"riverbed/{peer:<8} {size:>5} B"
+                f"  produce x{ours.produce_msgs / other.produce_msgs:.2f}"
+                f"  consume x{ours.consume_msgs / other.consume_msgs:.2f}"
+                f"  p50 x{ours.p50_ms / other.p50_ms:.2f}  p99 x{ours.p99_ms / other.p99_ms:.2f}"
+            )
 
 
 def print_bars(results: list[Result]) -> None:
@@ -437,17 +472,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--sizes", default="100,1024")
     parser.add_argument("--peers", default="riverbed,kafka,mock")
-    parser.add_argument("--partitions", type=int, default=MOCK_PARTITIONS,
-                        help="topic partitions (the mock cluster always auto-creates 4)")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=MOCK_PARTITIONS,
+        help="topic partitions (the mock cluster always auto-creates 4)",
+    )
     parser.add_argument("--broker", choices=("subprocess", "embedded"), default="subprocess")
     parser.add_argument("--bootstrap", help="measure this running broker as 'riverbed'")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="runs per peer and size; medians feed the ratios and bars")
-    parser.add_argument("--baseline-src", metavar="DIR",
-                        help="add peer 'baseline': the subprocess broker imported from DIR "
-                        "(a copy of src/ from before a change)")
-    parser.add_argument("--profile", action="store_true",
-                        help="run the subprocess broker under cProfile and print the top")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs per peer and size; medians feed the ratios and bars",
+    )
+    parser.add_argument(
+        "--baseline-src",
+        metavar="DIR",
+        help="add peer 'baseline': the subprocess broker imported from DIR "
+        "(a copy of src/ from before a change)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="run the subprocess broker under cProfile and print the top",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
@@ -461,8 +510,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile and (args.bootstrap or args.broker != "subprocess"):
         parser.error("--profile needs the subprocess broker")
 
-    print(f"{args.messages:,} messages per size, {args.partitions} partitions, "
-          f"{os.cpu_count()} CPUs, confluent-kafka acks=all idempotent linger.ms=5")
+    print(
+        f"{args.messages:,} messages per size, {args.partitions} partitions, "
+        f"{os.cpu_count()} CPUs, confluent-kafka acks=all idempotent linger.ms=5"
+    )
     results: list[Result] = []
     for peer in peers:
         if peer == "riverbed":

@@ -74,8 +74,9 @@ def run(log: PartitionLog, payload: bytes, appenders: int, seconds: float) -> tu
 
 
 def compaction(directory: Path, megabytes: int) -> str:
-    config = LogConfig(cleanup_policy="compact", segment_bytes=8 << 20,
-                       flush_messages=LONG_MAX, flush_ms=LONG_MAX)
+    config = LogConfig(
+        cleanup_policy="compact", segment_bytes=8 << 20, flush_messages=LONG_MAX, flush_ms=LONG_MAX
+    )
     log = PartitionLog.open(directory / "c-0", config)
     value = os.urandom(1000)
     batches = megabytes * 10  # 100 records of ~1 KiB per batch
@@ -95,10 +96,12 @@ def compaction(directory: Path, megabytes: int) -> str:
     after_second = len(log.segments())
     log.close()
     assert result is not None
-    return (f"compaction: {result.bytes_before / 1e6:,.0f} MB in {elapsed:,.2f} s = "
-            f"{result.bytes_before / 1e6 / elapsed:,.0f} MB/s; {result.records_removed:,} "
-            f"records removed; segments {segments} -> {after_first} -> {after_second} "
-            "(second pass)")
+    return (
+        f"compaction: {result.bytes_before / 1e6:,.0f} MB in {elapsed:,.2f} s = "
+        f"{result.bytes_before / 1e6 / elapsed:,.0f} MB/s; {result.records_removed:,} "
+        f"records removed; segments {segments} -> {after_first} -> {after_second} "
+        "(second pass)"
+    )
 
 
 def main() -> None:
@@ -121,14 +124,18 @@ def main() -> None:
             aps, mbs = run(log, payload, args.appenders, args.seconds)
             rounds = mgr._flusher.fsync_rounds
             mgr.close()
-            print(f"{size:>5} B x{recs}: group commit ({args.appenders} appenders): "
-                  f"{aps:,.0f} appends/s, {aps * recs:,.0f} records/s, {mbs:,.1f} MB/s, "
-                  f"{rounds / args.seconds:,.0f} fsyncs/s")
+            print(
+                f"{size:>5} B x{recs}: group commit ({args.appenders} appenders): "
+                f"{aps:,.0f} appends/s, {aps * recs:,.0f} records/s, {mbs:,.1f} MB/s, "
+                f"{rounds / args.seconds:,.0f} fsyncs/s"
+            )
             single = PartitionLog.open(base / f"s{size}" / "t-0", LogConfig())
             aps, mbs = run(single, payload, 1, args.seconds)
             single.close()
-            print(f"{size:>5} B x{recs}: fsync per append (1 appender):  "
-                  f"{aps:,.0f} appends/s, {aps * recs:,.0f} records/s, {mbs:,.1f} MB/s")
+            print(
+                f"{size:>5} B x{recs}: fsync per append (1 appender):  "
+                f"{aps:,.0f} appends/s, {aps * recs:,.0f} records/s, {mbs:,.1f} MB/s"
+            )
         if args.compact_mb > 0:
             print(compaction(base, args.compact_mb))
 

@@ -68,14 +68,16 @@ def produce_transactions(
     bootstrap: str, topic: str, partitions: int, txn_size: int, records: int, value_size: int
 ) -> tuple[int, int, float]:
     """Records committed, transactions, seconds for ``records`` in transactions of ``txn_size``."""
-    producer = Producer({
-        "bootstrap.servers": bootstrap,
-        "transactional.id": f"bench-{uuid.uuid4().hex[:12]}",
-        "linger.ms": 5,
-        "batch.size": 1 << 20,
-        "batch.num.messages": 10_000,
-        "compression.type": "none",
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"bench-{uuid.uuid4().hex[:12]}",
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+            "batch.num.messages": 10_000,
+            "compression.type": "none",
+        }
+    )
     value = os.urandom(value_size)
     send, poll = producer.produce, producer.poll
 
@@ -102,8 +104,14 @@ def produce_transactions(
 
 def consume_committed(bootstrap: str, topic: str, expected: int) -> float:
     """Seconds for a read_committed consumer to read ``expected`` records of ``topic``."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}",
-                         **CONSUMER_SETTINGS, "isolation.level": "read_committed"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{topic}",
+            **CONSUMER_SETTINGS,
+            "isolation.level": "read_committed",
+        }
+    )
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]
         assignment = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in metadata.partitions]
@@ -113,8 +121,10 @@ def consume_committed(bootstrap: str, topic: str, expected: int) -> float:
         consumer.assign(assignment)
         while left > 0:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"read {expected - left}/{expected} committed records "
-                                   f"in {CONSUME_DEADLINE_S:.0f} s")
+                raise RuntimeError(
+                    f"read {expected - left}/{expected} committed records "
+                    f"in {CONSUME_DEADLINE_S:.0f} s"
+                )
             batch = consumer.consume(min(10_000, left), 0.1)
             for msg in batch:
                 if msg.error() is not None:
@@ -141,8 +151,13 @@ def one_run(peer: str, bootstrap: str, args: argparse.Namespace, sizes: list[int
         topic = f"bench-txn{txn_size}-{int(time.time() * 1000)}"
         create_topic(bootstrap, topic, args.partitions)
         records, transactions, seconds = produce_transactions(
-            bootstrap, topic, args.partitions, txn_size,
-            records_for(txn_size, args.records), args.value_size)
+            bootstrap,
+            topic,
+            args.partitions,
+            txn_size,
+            records_for(txn_size, args.records),
+            args.value_size,
+        )
         runs.append(Run(peer, f"txn{txn_size}", records, transactions, seconds))
         print_run(runs[-1])
         if txn_size == max(sizes):  # the warm-up transaction is committed too
@@ -155,8 +170,11 @@ def one_run(peer: str, bootstrap: str, args: argparse.Namespace, sizes: list[int
 
 def print_run(r: Run, label: str = "") -> None:
     txns = f"{r.transactions_per_s:>9,.1f} txn/s" if r.transactions else " " * 15
-    print(f"{label}{r.peer:<9} {r.what:<9} {r.records_per_s:>11,.0f} records/s {txns}  "
-          f"({r.records:,} records, {r.seconds:.2f} s)", flush=True)
+    print(
+        f"{label}{r.peer:<9} {r.what:<9} {r.records_per_s:>11,.0f} records/s {txns}  "
+        f"({r.records:,} records, {r.seconds:.2f} s)",
+        flush=True,
+    )
 
 
 def load() -> str:
@@ -166,9 +184,12 @@ def load() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--records", type=int, default=500_000,
-                        help="records per transaction size (100-record transactions: "
-                        "a tenth of it)")
+    parser.add_argument(
+        "--records",
+        type=int,
+        default=500_000,
+        help="records per transaction size (100-record transactions: a tenth of it)",
+    )
     parser.add_argument("--txn-sizes", default="100,10000")
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
@@ -177,16 +198,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--peers", default="riverbed,kafka")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.txn_sizes.split(",")]
-    print(f"{args.records:,} records per transaction size ({args.records // 10:,} for "
-          f"transactions under 1,000 records), {args.value_size} B values, {args.partitions} "
-          f"partitions, {args.repeat} alternating runs; {load()}", flush=True)
+    print(
+        f"{args.records:,} records per transaction size ({args.records // 10:,} for "
+        f"transactions under 1,000 records), {args.value_size} B values, {args.partitions} "
+        f"partitions, {args.repeat} alternating runs; {load()}",
+        flush=True,
+    )
     runs: list[Run] = []
     with contextlib.ExitStack() as stack:
         peers: dict[str, str] = {}
         for peer in args.peers.split(","):
             if peer == "riverbed":
-                ours = (riverbed_embedded() if args.broker == "embedded"
-                        else riverbed_subprocess(False))
+                ours = (
+                    riverbed_embedded() if args.broker == "embedded" else riverbed_subprocess(False)
+                )
                 peers[peer] = stack.enter_context(ours)
             elif peer == "kafka":
                 peers[peer] = stack.enter_context(kafka_reference())

@@ -64,8 +64,9 @@ ROUNDTRIPS: list[tuple[str, Callable[..., Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("label", "client", "codec"), ROUNDTRIPS,
-                         ids=[label for label, _, _ in ROUNDTRIPS])
+@pytest.mark.parametrize(
+    ("label", "client", "codec"), ROUNDTRIPS, ids=[label for label, _, _ in ROUNDTRIPS]
+)
 def test_roundtrip_is_identical(
     servers: Servers, label: str, client: Callable[..., Any], codec: str
 ) -> None:

@@ -19,19 +19,28 @@ BASE = 1_700_000_000_000
 def _offsets_topic(server: Any, new_topic: Callable[..., str]) -> str:
     topic = new_topic(1)
     # offsets 0..9 at BASE, BASE+1000, ... BASE+9000
-    confluent.produce(server.bootstrap_servers, topic,
-                      make_records(10, partitions=1, base_timestamp_ms=BASE))
+    confluent.produce(
+        server.bootstrap_servers, topic, make_records(10, partitions=1, base_timestamp_ms=BASE)
+    )
     return topic
 
 
 QUERIES = [0, BASE, BASE + 1, BASE + 5000, BASE + 5500, BASE + 9000, BASE + 9001]
-EXPECTED = {0: 0, BASE: 0, BASE + 1: 1, BASE + 5000: 5, BASE + 5500: 6, BASE + 9000: 9,
-            BASE + 9001: None}
+EXPECTED = {
+    0: 0,
+    BASE: 0,
+    BASE + 1: 1,
+    BASE + 5000: 5,
+    BASE + 5500: 6,
+    BASE + 9000: 9,
+    BASE + 9001: None,
+}
 
 
 @pytest.mark.parametrize(
-    "client", [confluent.offsets_for_times, kafka_python.offsets_for_times,
-               aio.offsets_for_times], ids=["confluent", "kafka-python", "aiokafka"],
+    "client",
+    [confluent.offsets_for_times, kafka_python.offsets_for_times, aio.offsets_for_times],
+    ids=["confluent", "kafka-python", "aiokafka"],
 )
 def test_offsets_for_times(
     server: Any, new_topic: Callable[..., str], client: Callable[..., Any]
@@ -48,14 +57,24 @@ def test_offsets_for_times_java(
 
 
 COMMON_ADMIN = {
-    "create": None, "create_existing": "TOPIC_ALREADY_EXISTS",
+    "create": None,
+    "create_existing": "TOPIC_ALREADY_EXISTS",
     "invalid_name": "INVALID_TOPIC_EXCEPTION",
-    "describe": {"cleanup.policy": "compact", "retention.ms": "3600000",
-                 "max.message.bytes": "1048588"},
-    "after_incremental": {"cleanup.policy": "compact", "retention.ms": "604800000",
-                          "max.message.bytes": "2048"},
-    "create_partitions": None, "decrease_partitions": "INVALID_PARTITIONS", "partitions": 5,
-    "delete": None, "exists_after_delete": False,
+    "describe": {
+        "cleanup.policy": "compact",
+        "retention.ms": "3600000",
+        "max.message.bytes": "1048588",
+    },
+    "after_incremental": {
+        "cleanup.policy": "compact",
+        "retention.ms": "604800000",
+        "max.message.bytes": "2048",
+    },
+    "create_partitions": None,
+    "decrease_partitions": "INVALID_PARTITIONS",
+    "partitions": 5,
+    "delete": None,
+    "exists_after_delete": False,
     "delete_unknown": "UNKNOWN_TOPIC_OR_PARTITION",
 }
 
@@ -63,16 +82,22 @@ COMMON_ADMIN = {
 def test_confluent_admin_lifecycle(server: Any, request: pytest.FixtureRequest) -> None:
     got = admin.confluent_admin_lifecycle(server.bootstrap_servers, "adm-confluent")
     # Legacy AlterConfigs replaces the whole set: unnamed keys go back to their defaults.
-    after_alter = {"cleanup.policy": "delete", "retention.ms": "7200000",
-                   "max.message.bytes": "1048588"}
+    after_alter = {
+        "cleanup.policy": "delete",
+        "retention.ms": "7200000",
+        "max.message.bytes": "1048588",
+    }
     assert got == {**COMMON_ADMIN, "after_alter": after_alter}
 
 
 def test_kafka_python_admin_lifecycle(server: Any) -> None:
     got = admin.kafka_python_admin_lifecycle(server.bootstrap_servers, "adm-kafka-python")
     # kafka-python re-sends the other modified keys with a legacy AlterConfigs.
-    after_alter = {"cleanup.policy": "compact", "retention.ms": "7200000",
-                   "max.message.bytes": "2048"}
+    after_alter = {
+        "cleanup.policy": "compact",
+        "retention.ms": "7200000",
+        "max.message.bytes": "2048",
+    }
     assert got == {**COMMON_ADMIN, "after_alter": after_alter}
 
 
@@ -98,7 +123,8 @@ def test_message_too_large_through_client(server: Any, new_topic: Callable[..., 
 
 
 @pytest.mark.parametrize(
-    "client", [confluent.consume_out_of_range, kafka_python.consume_out_of_range],
+    "client",
+    [confluent.consume_out_of_range, kafka_python.consume_out_of_range],
     ids=["confluent", "kafka-python"],
 )
 def test_fetch_out_of_range(
@@ -138,10 +164,14 @@ def test_list_offsets_specs_max_timestamp(server: Any, new_topic: Callable[..., 
     b = server.bootstrap_servers
     topic = new_topic(1)
     stamps = [BASE + 3000, BASE + 9000, BASE + 1000, BASE + 9000, BASE + 2000]
-    records = [dataclasses.replace(r, timestamp_ms=ts)
-               for r, ts in zip(make_records(5, partitions=1), stamps, strict=True)]
+    records = [
+        dataclasses.replace(r, timestamp_ms=ts)
+        for r, ts in zip(make_records(5, partitions=1), stamps, strict=True)
+    ]
     assert confluent.produce(b, topic, records, "gzip") == [(0, i) for i in range(5)]
     assert confluent.produce(b, topic, records[:2]) == [(0, 5), (0, 6)]
     assert confluent.list_offsets_specs(b, topic, 0) == {
-        "earliest": (0, -1), "latest": (7, -1), "max_timestamp": (1, BASE + 9000),
+        "earliest": (0, -1),
+        "latest": (7, -1),
+        "max_timestamp": (1, BASE + 9000),
     }

@@ -86,22 +86,34 @@ def test_franz_go_kgo_suite(
     # Expected failures run one by one with a short timeout (some hang until it, e.g. a
     # transaction whose coordinator never answers); the rest run together.
     failing = sorted(t for t, e in allowlist.items() if e.expect == "fail")
-    result = run_suite(kgo_binary, franz_go_broker, tmp_path / "kgo.test2json",
-                       records=_records(), run=run, skip=_anchored(failing),
-                       timeout_s=_suite_timeout_s())
+    result = run_suite(
+        kgo_binary,
+        franz_go_broker,
+        tmp_path / "kgo.test2json",
+        records=_records(),
+        run=run,
+        skip=_anchored(failing),
+        timeout_s=_suite_timeout_s(),
+    )
     missing = sorted(set(list_tests(kgo_binary, run)) - set(result.outcomes) - set(failing))
     assert not missing, (
         f"no outcome for {missing} (rc {result.returncode}: a panic or the suite's timeout)"
         f":\n{result.tail()}\n--- broker log tail:\n{franz_go_broker.tail()}"
     )
     for test in set(failing) & set(list_tests(kgo_binary, run)):
-        alone = run_suite(kgo_binary, franz_go_broker, tmp_path / f"{test}.test2json",
-                          records=_records(), run=_anchored([test]),
-                          timeout_s=90 if _records() == CI_RECORDS else _suite_timeout_s())
+        alone = run_suite(
+            kgo_binary,
+            franz_go_broker,
+            tmp_path / f"{test}.test2json",
+            records=_records(),
+            run=_anchored([test]),
+            timeout_s=90 if _records() == CI_RECORDS else _suite_timeout_s(),
+        )
         result.outcomes[test] = alone.outcomes.get(test, "fail")  # no outcome: timed out
         result.tails[test] = alone.tails.get(test, deque())
-    counts = {o: sum(1 for v in result.outcomes.values() if v == o)
-              for o in ("pass", "fail", "skip")}
+    counts = {
+        o: sum(1 for v in result.outcomes.values() if v == o) for o in ("pass", "fail", "skip")
+    }
     print(f"franz-go kgo on Riverbed: {counts} in {result.elapsed_s:.0f}s")
     findings = compare(result.outcomes, allowlist)
     if not findings.ok:

@@ -17,8 +17,13 @@ def test_keyless_records_on_a_compacted_topic_fail_alone(server: Any, new_topic:
     errors: list[tuple[bytes | None, int]] = []
     producer = Producer({"bootstrap.servers": server.bootstrap_servers, "linger.ms": 200})
     for key in (b"k1", None, b"k2", None):
-        producer.produce(topic, value=b"v", key=key, partition=0,
-                         on_delivery=lambda err, msg: errors.append((msg.key(), err.code())))
+        producer.produce(
+            topic,
+            value=b"v",
+            key=key,
+            partition=0,
+            on_delivery=lambda err, msg: errors.append((msg.key(), err.code())),
+        )
     assert producer.flush(30) == 0
     assert sorted(errors, key=lambda e: e[0] or b"") == [
         (None, KafkaError.INVALID_RECORD),

@@ -31,15 +31,22 @@ def test_replica_assignment_of_the_only_broker(server: Any) -> None:
     legacy = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         topic = _name(server, "assigned")
-        legacy.create_topics([KafkaPythonNewTopic(
-            topic, -1, -1, replica_assignments={0: [node], 1: [node]})])
+        legacy.create_topics(
+            [KafkaPythonNewTopic(topic, -1, -1, replica_assignments={0: [node], 1: [node]})]
+        )
         with pytest.raises(InvalidReplicationAssignmentError):
-            legacy.create_topics([KafkaPythonNewTopic(
-                _name(server, "unknown-broker"), -1, -1, replica_assignments={0: [node + 1]})])
+            legacy.create_topics(
+                [
+                    KafkaPythonNewTopic(
+                        _name(server, "unknown-broker"), -1, -1, replica_assignments={0: [node + 1]}
+                    )
+                ]
+            )
     finally:
         legacy.close()
-    admin.create_partitions(
-        [NewPartitions(topic, 4, replica_assignment=[[node], [node]])])[topic].result(30)
+    admin.create_partitions([NewPartitions(topic, 4, replica_assignment=[[node], [node]])])[
+        topic
+    ].result(30)
     bad = admin.create_partitions([NewPartitions(topic, 5, replica_assignment=[[node + 1]])])
     with pytest.raises(KafkaException) as refused:
         bad[topic].result(30)

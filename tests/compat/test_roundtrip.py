@@ -32,7 +32,8 @@ def _check_offsets(delivered: tuple[tuple[int, int], ...], records_partitions: l
 
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize(
-    "client", [confluent.roundtrip, kafka_python.roundtrip, aio.roundtrip],
+    "client",
+    [confluent.roundtrip, kafka_python.roundtrip, aio.roundtrip],
     ids=["confluent", "kafka-python", "aiokafka"],
 )
 def test_python_clients_roundtrip(

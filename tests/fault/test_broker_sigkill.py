@@ -41,8 +41,13 @@ KILLS = 4
 def test_sigkilled_broker_keeps_acknowledged_records_exactly_once(tmp_path: Path) -> None:
     seed = os.environ.get("RIVERBED_CRASH_SEED")
     config = CampaignConfig(
-        mode="idempotent", cycles=KILLS, cycles_per_round=KILLS, producers=1,
-        acks_per_cycle=(4_000, 15_000), final_messages=5_000, segment_bytes=None,
+        mode="idempotent",
+        cycles=KILLS,
+        cycles_per_round=KILLS,
+        producers=1,
+        acks_per_cycle=(4_000, 15_000),
+        final_messages=5_000,
+        segment_bytes=None,
         seed=None if seed is None else int(seed),
     )
     result = run_campaign(tmp_path, config)

@@ -44,8 +44,7 @@ def test_checker_sees_lost_moved_duplicated_and_gaps() -> None:
     report = check("idempotent", found, [ledger])
     assert (report.lost, report.moved, report.duplicated, report.gaps) == (1, 1, 1, 1)
     assert (report.unacked_present, report.foreign) == (1, 1)
-    assert report.violations() == ["lost=1", "moved=1", "gaps=1", "foreign=1",
-                                   "duplicated=1"]
+    assert report.violations() == ["lost=1", "moved=1", "gaps=1", "foreign=1", "duplicated=1"]
 
 
 def test_checker_allows_acks1_duplicates_only() -> None:

@@ -110,9 +110,7 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount_point)], check=True)
 
 
-def test_disk_full_is_named_and_sigterm_stops_with_one_line(
-    small_fs: Path, tmp_path: Path
-) -> None:
+def test_disk_full_is_named_and_sigterm_stops_with_one_line(small_fs: Path, tmp_path: Path) -> None:
     data_dir = small_fs / "d"
     log_path = tmp_path / "broker.log"
     broker = BrokerProcess(data_dir, free_port(), log_path, log_level="WARNING")

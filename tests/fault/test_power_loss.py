@@ -46,8 +46,9 @@ def acknowledged(waits: list[tuple[int, Future[None]]]) -> int:
     return max(done, default=-1) + 1
 
 
-def check_recovered(directory: Path, config: LogConfig, appended: list[bytes],
-                    acked: int) -> PartitionLog:
+def check_recovered(
+    directory: Path, config: LogConfig, appended: list[bytes], acked: int
+) -> PartitionLog:
     log = PartitionLog.open(directory, config, clock=ManualClock())
     assert log.offline_error is None, log.offline_error
     values = served(log)

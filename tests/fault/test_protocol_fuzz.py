@@ -79,13 +79,22 @@ def test_fuzzed_frames_hypothesis(broker: BrokerProcess) -> None:
 
     # No shrink phase: every shrink step of a stalling case would wait out the stall
     # timeout; the falsifying draws Hypothesis prints reproduce the case as it is.
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.data())
     def one_case(data: st.DataObject) -> None:
         api_key, version = data.draw(st.sampled_from(pairs), label="api")
-        case = make_case(HypothesisSource(data), api_key, version,
-                         data.draw(st.integers(0, 2**31 - 1), label="correlation id"))
+        case = make_case(
+            HypothesisSource(data),
+            api_key,
+            version,
+            data.draw(st.integers(0, 2**31 - 1), label="correlation id"),
+        )
         outcome = client.send(case)
         assert outcome != "stall", case
         assert broker.alive(), f"broker died on {case}:\n{broker.tail()}"
@@ -98,17 +107,20 @@ def test_fuzzed_frames_hypothesis(broker: BrokerProcess) -> None:
 
 
 @pytest.mark.parametrize("version", [10, 11])
-def test_metadata_topic_by_id_without_name_is_answered(broker: BrokerProcess,
-                                                       version: int) -> None:
+def test_metadata_topic_by_id_without_name_is_answered(broker: BrokerProcess, version: int) -> None:
     """Found by fuzzing (docs/reliability.md, finding F1): Metadata v10-11 may name a topic
     by id alone (``name`` null); the broker must answer it (Kafka: UNKNOWN_TOPIC_ID),
     not fail to encode a response whose ``name`` is not nullable before v12.  With an
     auto-created topic beside it the response is built after an await, the encoding error
     escapes into a done-callback, and the connection hangs unanswered and open."""
     by_id = MetadataRequest.MetadataRequestTopic(topic_id=uuid.uuid4(), name=None)
-    for topics in ([by_id], [MetadataRequest.MetadataRequestTopic(name=f"auto-{version}"),
-                             by_id]):
-        response = request(broker.port, 3, version, MetadataRequest(
-            topics=topics, allow_auto_topic_creation=True), timeout_s=20)
+    for topics in ([by_id], [MetadataRequest.MetadataRequestTopic(name=f"auto-{version}"), by_id]):
+        response = request(
+            broker.port,
+            3,
+            version,
+            MetadataRequest(topics=topics, allow_auto_topic_creation=True),
+            timeout_s=20,
+        )
         assert isinstance(response, MetadataResponse)
         assert all(t.name is not None for t in response.topics)

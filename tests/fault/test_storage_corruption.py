@@ -66,7 +66,8 @@ def read_values(log: PartitionLog) -> list[bytes | None]:
 
 
 def test_flipped_byte_below_flushed_position_takes_partition_offline(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     d = tmp_path / "t-0"
     fill(d, DURABLE, 300)
     seg = d / "00000000000000000000.log"
@@ -77,8 +78,7 @@ def test_flipped_byte_below_flushed_position_takes_partition_offline(
         log = PartitionLog.open(d, DURABLE, clock=ManualClock())
     assert log.offline_error is not None
     assert "torn tail" not in caplog.text
-    assert any(r.levelno == logging.ERROR and "OFFLINE" in r.getMessage()
-               for r in caplog.records)
+    assert any(r.levelno == logging.ERROR and "OFFLINE" in r.getMessage() for r in caplog.records)
     with pytest.raises(CorruptSegmentError, match=rf"{seg.name} at byte {victim}\b"):
         log.read(0, 1 << 20)
     with pytest.raises(CorruptSegmentError):
@@ -90,7 +90,8 @@ def test_flipped_byte_below_flushed_position_takes_partition_offline(
 
 
 def test_torn_write_beyond_flushed_position_is_truncated(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     d = tmp_path / "t-0"
     fill(d, LAZY, 20, flush_after=12)
     seg = d / "00000000000000000000.log"
@@ -136,7 +137,8 @@ def test_other_partitions_keep_working(tmp_path: Path) -> None:
 
 
 def test_garbage_checkpoint_is_logged_and_fully_recovered(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     d = tmp_path / "t-0"
     fill(d, DURABLE, 10)
     (d / "partition.checkpoint").write_bytes(b"\x00garbage\xff\n")
@@ -148,7 +150,8 @@ def test_garbage_checkpoint_is_logged_and_fully_recovered(
 
 
 def test_garbage_flush_mark_falls_back_to_checkpoint(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     d = tmp_path / "t-0"
     fill(d, LAZY, 10, flush_after=5)
     (d / FLUSH_MARK_FILE).write_bytes(b"\xff" * 32)
@@ -207,12 +210,14 @@ def consume(log: PartitionLog) -> tuple[list[bytes | None], CorruptSegmentError 
 
 @pytest.mark.parametrize("field", ["batch_length", "base_offset", "crc_covered"])
 def test_corrupt_sealed_batch_is_never_served_and_hides_nothing(
-        tmp_path: Path, field: str, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, field: str, caplog: pytest.LogCaptureFixture
+) -> None:
     d = tmp_path / "t-0"
     seg = sealed_log(d)
     victim = batch_positions(seg)[3]  # before the segment's last index entry
-    where = {"batch_length": victim + 10, "base_offset": victim + 7,
-             "crc_covered": victim + 61}[field]
+    where = {"batch_length": victim + 10, "base_offset": victim + 7, "crc_covered": victim + 61}[
+        field
+    ]
     flip(seg, where)
     log = PartitionLog.open(d, SMALL, clock=ManualClock())
     assert log.offline_error is None  # a trusted segment is not checked at start-up
@@ -229,12 +234,12 @@ def test_corrupt_sealed_batch_is_never_served_and_hides_nothing(
 
 def read_values_from(log: PartitionLog, offset: int) -> list[bytes | None]:
     data = log.read(offset, 1 << 20).records
-    return [r.value for _h, rs in iter_batches_with_records(data) for r in rs
-            if r.offset >= offset]
+    return [r.value for _h, rs in iter_batches_with_records(data) for r in rs if r.offset >= offset]
 
 
 def test_bad_index_entry_does_not_skip_records(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     d = tmp_path / "t-0"
     seg = sealed_log(d)
     index = seg.with_suffix(".index")
@@ -257,7 +262,8 @@ def test_bad_index_entry_does_not_skip_records(
 
 
 def test_broker_never_serves_a_corrupt_batch_and_keeps_other_partitions(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -283,8 +289,13 @@ def test_broker_never_serves_a_corrupt_batch_and_keeps_other_partitions(
         broker.start()
 
         def consume(topic: str, want: int, wait_s: float) -> list[bytes]:
-            consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
-                                 "group.id": "g", "enable.auto.commit": False})
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": broker.bootstrap_servers,
+                    "group.id": "g",
+                    "enable.auto.commit": False,
+                }
+            )
             consumer.assign([TopicPartition(topic, 0, 0)])
             got: list[bytes] = []
             deadline = time.monotonic() + wait_s
@@ -307,8 +318,7 @@ def test_broker_never_serves_a_corrupt_batch_and_keeps_other_partitions(
         broker.stop()
 
 
-def test_compaction_refuses_a_corrupt_segment_instead_of_dropping_its_tail(
-        tmp_path: Path) -> None:
+def test_compaction_refuses_a_corrupt_segment_instead_of_dropping_its_tail(tmp_path: Path) -> None:
     from riverbed.storage.cleaner import LogCleaner
 
     clock = ManualClock(1_700_000_000_000)
@@ -333,7 +343,8 @@ def test_compaction_refuses_a_corrupt_segment_instead_of_dropping_its_tail(
 
 
 def test_broker_starts_with_an_offline_partition_and_serves_the_others(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -361,8 +372,13 @@ def test_broker_starts_with_an_offline_partition_and_serves_the_others(
             broker.start()
         assert "OFFLINE" in caplog.text and seg.name in caplog.text
 
-        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
-                             "group.id": "g", "enable.auto.commit": False})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "group.id": "g",
+                "enable.auto.commit": False,
+            }
+        )
         consumer.assign([TopicPartition("good", 0, 0), TopicPartition("bad", 0, 0)])
         got: list[bytes] = []
         deadline = time.monotonic() + 30
@@ -374,12 +390,15 @@ def test_broker_starts_with_an_offline_partition_and_serves_the_others(
         assert sorted(got) == sorted(f"good-{i}".encode() for i in range(50))
 
         errors: list[KafkaError] = []
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
-                             "message.timeout.ms": 3000})
-        producer.produce("bad", value=b"x",
-                         on_delivery=lambda err, _m: errors.append(err) if err else None)
-        producer.produce("good", value=b"y",
-                         on_delivery=lambda err, _m: errors.append(err) if err else None)
+        producer = Producer(
+            {"bootstrap.servers": broker.bootstrap_servers, "message.timeout.ms": 3000}
+        )
+        producer.produce(
+            "bad", value=b"x", on_delivery=lambda err, _m: errors.append(err) if err else None
+        )
+        producer.produce(
+            "good", value=b"y", on_delivery=lambda err, _m: errors.append(err) if err else None
+        )
         producer.flush(30)
         assert len(errors) == 1  # only the offline partition refuses
         del producer
@@ -405,7 +424,8 @@ while True:
 
 
 def test_kill_9_then_a_flipped_byte_mid_segment_is_corruption_not_a_torn_tail(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The issue's scenario: kill -9 a writer, flip a byte in the middle of the
     acknowledged part of the active segment, restart."""
     import signal
@@ -413,8 +433,9 @@ def test_kill_9_then_a_flipped_byte_mid_segment_is_corruption_not_a_torn_tail(
     import sys
 
     d = tmp_path / "t-0"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(d)], stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(d)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     acked = -1
     deadline = time.monotonic() + 60
@@ -442,7 +463,8 @@ def test_kill_9_then_a_flipped_byte_mid_segment_is_corruption_not_a_torn_tail(
 
 
 def test_broker_starts_despite_a_corrupt_consumer_offsets_batch(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -456,8 +478,13 @@ def test_broker_starts_despite_a_corrupt_consumer_offsets_batch(
         producer.produce("t", value=b"one")
         assert producer.flush(30) == 0
         del producer
-        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
-                             "group.id": "g", "enable.auto.commit": False})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "group.id": "g",
+                "enable.auto.commit": False,
+            }
+        )
         consumer.assign([TopicPartition("t", 0, 0)])
         deadline = time.monotonic() + 30
         msg = None
@@ -467,15 +494,21 @@ def test_broker_starts_despite_a_corrupt_consumer_offsets_batch(
         consumer.commit(message=msg, asynchronous=False)
         consumer.close()
         broker.stop()
-        logs = [p for p in (tmp_path / "data").rglob("__consumer_offsets-*/*.log")
-                if p.stat().st_size]
+        logs = [
+            p for p in (tmp_path / "data").rglob("__consumer_offsets-*/*.log") if p.stat().st_size
+        ]
         assert logs
         flip(logs[0], 61)  # the first batch's CRC-covered bytes
         with caplog.at_level(logging.ERROR):
             broker.start()  # used to fail: the replay raised
         assert "replayed only up to offset 0" in caplog.text
-        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers,
-                             "group.id": "h", "auto.offset.reset": "earliest"})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "group.id": "h",
+                "auto.offset.reset": "earliest",
+            }
+        )
         consumer.subscribe(["t"])
         msg = None
         deadline = time.monotonic() + 30
@@ -488,7 +521,8 @@ def test_broker_starts_despite_a_corrupt_consumer_offsets_batch(
 
 
 def test_scrubber_finds_corruption_nobody_has_read(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from riverbed.storage.scrub import Scrubber
 
     d = tmp_path / "t-0"

@@ -52,6 +52,7 @@ def open_log(path: Path, config: LogConfig = INTERVAL, **kw: object) -> Partitio
 
 # -- the registry itself ----------------------------------------------------------------
 
+
 def test_unknown_point_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown failure point"), faults.inject("segment.fsynk"):
         pass
@@ -92,6 +93,7 @@ def test_exit_disarms_and_releases_a_blocked_caller(tmp_path: Path) -> None:
 
 # -- segment.write ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO])
 def test_failed_write_is_cut_back_and_the_log_goes_on(tmp_path: Path, code: int) -> None:
     log = open_log(tmp_path / "t-0")
@@ -112,6 +114,7 @@ def test_failed_write_is_cut_back_and_the_log_goes_on(tmp_path: Path, code: int)
 
 
 # -- segment.fsync ------------------------------------------------------------------------
+
 
 def test_failed_fsync_fails_the_waiters_and_does_not_advance(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0")
@@ -149,9 +152,12 @@ def test_blocked_fsync_holds_acks_until_released(tmp_path: Path) -> None:
 
 # -- index.flush, segment.truncate, log.roll ----------------------------------------------
 
+
 def test_failed_index_flush_fails_the_flush_not_the_data(tmp_path: Path) -> None:
-    log = open_log(tmp_path / "t-0", LogConfig(flush_messages=1_000_000, flush_ms=3_600_000,
-                                               index_interval_bytes=1))
+    log = open_log(
+        tmp_path / "t-0",
+        LogConfig(flush_messages=1_000_000, flush_ms=3_600_000, index_interval_bytes=1),
+    )
     for i in range(5):
         log.append(one(b"%d" % i))
     with faults.inject("index.flush", error=errno.ENOSPC), pytest.raises(OSError):
@@ -229,8 +235,9 @@ def test_append_that_rolls_does_not_wait_for_the_old_segments_fsync(tmp_path: Pa
 
 
 def test_without_a_flusher_roll_fsyncs_in_the_caller_after_the_lock(tmp_path: Path) -> None:
-    log = open_log(tmp_path / "t-0", LogConfig(segment_bytes=200, flush_messages=10**9,
-                                               flush_ms=10**12))
+    log = open_log(
+        tmp_path / "t-0", LogConfig(segment_bytes=200, flush_messages=10**9, flush_ms=10**12)
+    )
     log.append(one(b"x" * 120))
     with faults.inject("segment.fsync") as fsync:
         log.append(one(b"y" * 120))  # rolls; no flusher: the caller pays the fsync
@@ -261,6 +268,7 @@ def test_a_slow_checkpoint_write_does_not_block_appends(tmp_path: Path) -> None:
 
 # -- file.rename, file.fsync, dir.fsync (checkpoints) ---------------------------------------
 
+
 @pytest.mark.parametrize("point", ["file.fsync", "file.rename", "dir.fsync"])
 def test_failed_checkpoint_write_keeps_the_old_checkpoint(tmp_path: Path, point: str) -> None:
     tmp_path.mkdir(exist_ok=True)
@@ -269,5 +277,6 @@ def test_failed_checkpoint_write_keeps_the_old_checkpoint(tmp_path: Path, point:
         write_checkpoint(tmp_path, PartitionCheckpoint(20, 6, 6))
     got = read_checkpoint(tmp_path)
     # before the rename the old one stands; a failed directory fsync comes after it
-    assert got == (PartitionCheckpoint(20, 6, 6) if point == "dir.fsync"
-                   else PartitionCheckpoint(10, 5, 5))
+    assert got == (
+        PartitionCheckpoint(20, 6, 6) if point == "dir.fsync" else PartitionCheckpoint(10, 5, 5)
+    )

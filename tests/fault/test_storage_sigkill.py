@@ -42,8 +42,9 @@ WRITER = textwrap.dedent("""
 
 def test_sigkill_under_load_loses_no_acknowledged_record(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(data_dir)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(data_dir)], stdout=subprocess.PIPE, text=True
+    )
     acked: dict[int, str] = {}
     deadline = time.monotonic() + 60
     assert proc.stdout is not None

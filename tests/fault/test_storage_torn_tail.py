@@ -28,8 +28,14 @@ def make(directory: Path, n: int) -> None:
     for i in range(n):
         if i == n - 1:
             log.flush()  # the flushed position ends before the last batch
-        log.append(build_batch([(None, f"value-{i}".encode(), 1000 + i)],
-                               producer_id=3, producer_epoch=0, base_sequence=i))
+        log.append(
+            build_batch(
+                [(None, f"value-{i}".encode(), 1000 + i)],
+                producer_id=3,
+                producer_epoch=0,
+                base_sequence=i,
+            )
+        )
     log.close_unclean()  # no clean-shutdown marker: the next open recovers
 
 
@@ -78,8 +84,9 @@ def test_cut_last_batch_at_every_byte(pristine: Path, tmp_path: Path) -> None:
         assert read_all(log) == expected[:19]
         assert last_segment(d).stat().st_size == start
         # the producer's next batch follows the last surviving one
-        log.append(build_batch([(None, b"again", 1)], producer_id=3, producer_epoch=0,
-                               base_sequence=19))
+        log.append(
+            build_batch([(None, b"again", 1)], producer_id=3, producer_epoch=0, base_sequence=19)
+        )
         assert log.log_end_offset == 20
         log.close()
         shutil.rmtree(d.parent)

@@ -65,12 +65,18 @@ def _expected(log: PartitionLog) -> tuple[dict[int, int], list[AbortedTxn], list
             offset = header.next_offset
             pid = header.producer_id
             if header.is_control:
-                marker = read_marker(log.read(header.base_offset, 1).records[:header.size])
+                marker = read_marker(log.read(header.base_offset, 1).records[: header.size])
                 first = open_txn.pop(pid, header.base_offset)
                 if marker.is_abort:
                     others = list(open_txn.values())
-                    aborted.append(AbortedTxn(pid, first, header.base_offset,
-                                              min(others) if others else header.base_offset + 1))
+                    aborted.append(
+                        AbortedTxn(
+                            pid,
+                            first,
+                            header.base_offset,
+                            min(others) if others else header.base_offset + 1,
+                        )
+                    )
                 else:
                     committed.extend((o, v) for o, v in data.get(pid, []))
                 data.pop(pid, None)
@@ -87,8 +93,11 @@ def test_sigkill_mid_transaction_recovers_a_consistent_lso(tmp_path: Path) -> No
     acked: dict[int, tuple[str, int]] = {}
     opened_at_kill = 0
     for round_ in range(4):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(data_dir), str(round_)],
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(data_dir), str(round_)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stdout is not None
         deadline = time.monotonic() + rng.uniform(0.8, 2.5)
         try:
@@ -108,8 +117,9 @@ def test_sigkill_mid_transaction_recovers_a_consistent_lso(tmp_path: Path) -> No
             open_txn, aborted, committed = _expected(log)
             assert log.ongoing_transactions() == open_txn
             opened_at_kill += bool(open_txn)
-            assert log.last_stable_offset == (min(open_txn.values()) if open_txn
-                                              else log.log_end_offset)
+            assert log.last_stable_offset == (
+                min(open_txn.values()) if open_txn else log.log_end_offset
+            )
             assert log.collect_aborted_transactions(0, log.log_end_offset) == aborted
             assert [r.value for r in committed_records(log)] == committed
             for at, (what, producer) in acked.items():

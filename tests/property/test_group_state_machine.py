@@ -58,19 +58,23 @@ class GroupMachine(RuleBasedStateMachine):
     def _joined(self, client: int, r: JoinGroupResponse) -> None:
         if r.error_code is ErrorCode.NONE:
             self.joins[client] = r
-            seen = self.generations_seen.setdefault(r.generation_id,
-                                                    (r.leader, r.protocol_name))
+            seen = self.generations_seen.setdefault(r.generation_id, (r.leader, r.protocol_name))
             assert seen == (r.leader, r.protocol_name), "two leaders in one generation"
         elif r.error_code is ErrorCode.UNKNOWN_MEMBER_ID:
             self.member_ids.pop(client, None)
 
-    @rule(client=st.sampled_from(CLIENTS), protocols=st.sampled_from(
-        [("range",), ("roundrobin", "range"), ("range", "cooperative-sticky")]))
+    @rule(
+        client=st.sampled_from(CLIENTS),
+        protocols=st.sampled_from(
+            [("range",), ("roundrobin", "range"), ("range", "cooperative-sticky")]
+        ),
+    )
     def join(self, client: int, protocols: tuple[str, ...]) -> None:
         if client in self.pending_joins:
             return
-        r = self.d.join("g", self.member_ids.get(client, ""), client_id=f"c{client}",
-                        protocols=protocols)
+        r = self.d.join(
+            "g", self.member_ids.get(client, ""), client_id=f"c{client}", protocols=protocols
+        )
         if isinstance(r, Pending):
             self.pending_joins[client] = r
         elif r.error_code is ErrorCode.MEMBER_ID_REQUIRED:  # come straight back, as clients do
@@ -95,16 +99,22 @@ class GroupMachine(RuleBasedStateMachine):
     def heartbeat(self, client: int) -> None:
         j = self.joins.get(client)
         if j is not None:
-            self.d.handle(self.d.coordinator.heartbeat(
-                HeartbeatRequest("g", j.generation_id, j.member_id), self.d.now))
+            self.d.handle(
+                self.d.coordinator.heartbeat(
+                    HeartbeatRequest("g", j.generation_id, j.member_id), self.d.now
+                )
+            )
 
     @rule(client=st.sampled_from(CLIENTS))
     def leave(self, client: int) -> None:
         mid = self.member_ids.pop(client, None)
         self.joins.pop(client, None)
         if mid is not None:
-            self.d.handle(self.d.coordinator.leave_group(
-                LeaveGroupRequest("g", (MemberIdentity(mid),)), self.d.now))
+            self.d.handle(
+                self.d.coordinator.leave_group(
+                    LeaveGroupRequest("g", (MemberIdentity(mid),)), self.d.now
+                )
+            )
             self._collect()
             self.pending_joins.pop(client, None)
 
@@ -130,8 +140,7 @@ class GroupMachine(RuleBasedStateMachine):
             return
         assert r.member_id is not None
         owned = state[2] if state else {}
-        received = dict(r.assignment) if r.assignment is not None else \
-            (state[3] if state else {})
+        received = dict(r.assignment) if r.assignment is not None else (state[3] if state else {})
         self.cg[client] = (r.member_id, r.member_epoch, owned, received)
 
     @rule(client=st.sampled_from(CLIENTS))
@@ -166,8 +175,7 @@ class GroupMachine(RuleBasedStateMachine):
                 assert m.assignment == m.member_id.encode(), "Stable member without assignment"
                 assert m.awaiting_sync is None
         if g.is_in(S.STABLE, S.EMPTY):
-            assert self.d.replayed().snapshot()["groups"] == \
-                self.d.coordinator.snapshot()["groups"]
+            assert self.d.replayed().snapshot()["groups"] == self.d.coordinator.snapshot()["groups"]
 
     @invariant()
     def consumer_invariants(self) -> None:
@@ -181,8 +189,9 @@ class GroupMachine(RuleBasedStateMachine):
                     assert (t, p) not in seen, "partition twice in the target"
                     seen.add((t, p))
         if g.members and g.assignment_epoch == g.group_epoch:
-            wanted = {(t, p) for t in g.subscription_metadata
-                      for p in range(g.subscription_metadata[t])}
+            wanted = {
+                (t, p) for t in g.subscription_metadata for p in range(g.subscription_metadata[t])
+            }
             assert seen == wanted
         client_owned: set[tuple[str, int]] = set()
         for mid, _epoch, owned, _received in self.cg.values():
@@ -204,6 +213,7 @@ class GroupMachine(RuleBasedStateMachine):
 
 
 _EXAMPLES = int(os.environ.get("RIVERBED_GROUP_EXAMPLES", "200"))
-GroupMachine.TestCase.settings = settings(max_examples=_EXAMPLES, stateful_step_count=40,
-                                          deadline=None)
+GroupMachine.TestCase.settings = settings(
+    max_examples=_EXAMPLES, stateful_step_count=40, deadline=None
+)
 TestGroupStateMachine = GroupMachine.TestCase

@@ -18,8 +18,9 @@ from riverbed.storage import LogConfig, PartitionLog
 from riverbed.storage.cleaner import LogCleaner
 from riverbed.storage.offset_map import ENTRY_BYTES
 
-CONFIG = LogConfig(cleanup_policy="compact,delete", segment_bytes=400,
-                   index_interval_bytes=100, retention_ms=-1)
+CONFIG = LogConfig(
+    cleanup_policy="compact,delete", segment_bytes=400, index_interval_bytes=100, retention_ms=-1
+)
 KEYS = st.sampled_from([b"a", b"b", b"c", b"d"])
 PIDS = st.sampled_from([1, 2])
 EXPIRATION_MS = 10_000
@@ -41,18 +42,24 @@ class LogMachine(RuleBasedStateMachine):
         self.counter = 0
 
     def open(self) -> PartitionLog:
-        return PartitionLog.open(self.tmp / "t-0", CONFIG, clock=self.clock,
-                                 producer_id_expiration_ms=EXPIRATION_MS)
+        return PartitionLog.open(
+            self.tmp / "t-0", CONFIG, clock=self.clock, producer_id_expiration_ms=EXPIRATION_MS
+        )
 
     def resync_producers(self) -> None:
         """After truncation, reopen or compaction the log may legitimately know less."""
-        self.next_seq = {pid: e.batches[-1].last_seq + 1
-                         for pid, e in self.log.producers.entries.items() if e.batches}
+        self.next_seq = {
+            pid: e.batches[-1].last_seq + 1
+            for pid, e in self.log.producers.entries.items()
+            if e.batches
+        }
         entries = self.log.producers.entries
         self.last_sent = {
-            pid: v for pid, v in self.last_sent.items()
-            if pid in self.next_seq and (entries[pid].batches[-1].first_offset,
-                                         entries[pid].batches[-1].last_offset) == v[1:]
+            pid: v
+            for pid, v in self.last_sent.items()
+            if pid in self.next_seq
+            and (entries[pid].batches[-1].first_offset, entries[pid].batches[-1].last_offset)
+            == v[1:]
         }
 
     def teardown(self) -> None:
@@ -81,8 +88,9 @@ class LogMachine(RuleBasedStateMachine):
         for k in keys:
             self.counter += 1
             items.append((k, b"v%d" % self.counter + b"." * (self.counter % 40), ts))
-        data = build_batch(items, producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
-                           base_sequence=seq)
+        data = build_batch(
+            items, producer_id=pid, producer_epoch=0 if pid >= 0 else -1, base_sequence=seq
+        )
         result = self.log.append(data)
         assert result.base_offset == self.end and not result.duplicate
         for i, (k, v, _ts) in enumerate(items):
@@ -199,5 +207,4 @@ class LogMachine(RuleBasedStateMachine):
 
 
 TestLogStateMachine = LogMachine.TestCase
-TestLogStateMachine.settings = settings(max_examples=60, stateful_step_count=30,
-                                        deadline=None)
+TestLogStateMachine.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)

@@ -32,9 +32,15 @@ from riverbed.storage.producer_state import SNAPSHOT_SUFFIX
 from riverbed.storage.transactions import IsolationLevel
 from riverbed.testing.read_committed import committed_records
 
-CONFIG = LogConfig(segment_bytes=350, index_interval_bytes=100, retention_ms=-1,
-                   cleanup_policy="compact", min_cleanable_dirty_ratio=0.0,
-                   file_delete_delay_ms=0, delete_retention_ms=0)  # markers go at once
+CONFIG = LogConfig(
+    segment_bytes=350,
+    index_interval_bytes=100,
+    retention_ms=-1,
+    cleanup_policy="compact",
+    min_cleanable_dirty_ratio=0.0,
+    file_delete_delay_ms=0,
+    delete_retention_ms=0,
+)  # markers go at once
 PIDS = st.sampled_from([1, 2, 3])
 KEYS = [b"a", b"b", b"c", b"d"]
 T0 = 1_700_000_000_000
@@ -80,9 +86,14 @@ class TxnLogMachine(RuleBasedStateMachine):
     def transactional_append(self, pid: int, n: int) -> None:
         p = self.producers[pid]
         values = self._values(n)
-        data = build_batch([(k, v, T0) for k, v in values], producer_id=pid,
-                           producer_epoch=p.epoch, base_sequence=p.seq, is_transactional=True,
-                           base_timestamp=T0)
+        data = build_batch(
+            [(k, v, T0) for k, v in values],
+            producer_id=pid,
+            producer_epoch=p.epoch,
+            base_sequence=p.seq,
+            is_transactional=True,
+            base_timestamp=T0,
+        )
         result = self.log.append(data)
         assert result.base_offset == self.end
         if p.open_first is None:
@@ -162,14 +173,14 @@ class TxnLogMachine(RuleBasedStateMachine):
         assert self.log.log_end_offset == self.end
         assert self.log.last_stable_offset == self.model_lso()
         assert self.log.ongoing_transactions() == {
-            pid: p.open_first for pid, p in self.producers.items() if p.open_first is not None}
+            pid: p.open_first for pid, p in self.producers.items() if p.open_first is not None
+        }
 
     @invariant()
     def read_committed_sees_exactly_the_committed_records(self) -> None:
         lso = self.model_lso()
         expected = sorted((o, k, v) for o, k, v in self.committed if o < lso)
-        got = [(r.offset, r.key, r.value)
-               for r in committed_records(self.log, max_bytes=200)]
+        got = [(r.offset, r.key, r.value) for r in committed_records(self.log, max_bytes=200)]
         if not self.compacted:
             assert got == expected
             return
@@ -186,6 +197,5 @@ class TxnLogMachine(RuleBasedStateMachine):
             assert data.last_stable_offset == lso
 
 
-TxnLogMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=40,
-                                           deadline=None)
+TxnLogMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
 TestTxnLog = TxnLogMachine.TestCase

@@ -25,8 +25,10 @@ def test_missing_optional_module_is_one_line_naming_the_extra(module: str) -> No
     result = CliRunner().invoke(_root(module), ["needs"])
     assert result.exit_code == 2
     root = module.partition(".")[0]
-    assert result.output == (f"riverbed: error: this command needs the 'spark' extra (no "
-                             f"module named {root!r}): pip install 'riverbed[spark]'\n")
+    assert result.output == (
+        f"riverbed: error: this command needs the 'spark' extra (no "
+        f"module named {root!r}): pip install 'riverbed[spark]'\n"
+    )
 
 
 def test_other_missing_modules_are_not_disguised() -> None:

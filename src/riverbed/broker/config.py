@@ -218,8 +218,12 @@ class BrokerConfig:
                 continue  # riverbed.broker.security parses these
             elif key in AUTHORIZER_KEYS:
                 continue  # riverbed.broker.security.authorizer parses these
-            elif key in IGNORED_KEYS or key in COORDINATOR_KEYS or key in QUOTA_KEYS \
-                    or key in TRANSACTION_COORDINATOR_KEYS:
+            elif (
+                key in IGNORED_KEYS
+                or key in COORDINATOR_KEYS
+                or key in QUOTA_KEYS
+                or key in TRANSACTION_COORDINATOR_KEYS
+            ):
                 continue  # parsed by riverbed.coordinator.config, riverbed.broker.quotas
             else:
                 raise ConfigError(f"unknown broker setting {key!r}")

@@ -162,9 +162,7 @@ class KafkaConnection(asyncio.Protocol):
             self.principal = certificate_principal(transport.get_extra_info("peercert"))
         if endpoint is not None and endpoint.sasl is not None:
             clock = self._broker.clock
-            self.sasl = SaslSession(
-                endpoint.sasl, self._broker.scram_credentials.get, clock.now_ms
-            )
+            self.sasl = SaslSession(endpoint.sasl, self._broker.scram_credentials.get, clock.now_ms)
         high = min(_WRITE_HIGH_WATER, self._response_budget)
         transport.set_write_buffer_limits(high=high)  # type: ignore[attr-defined]
         self._broker.connections.add(self)
@@ -433,8 +431,11 @@ class KafkaConnection(asyncio.Protocol):
         assert session is not None
         result = session.authenticate(bytes(frame), 0)
         if result.close or self._pending or self._transport is None:
-            log.info("closing connection from %s: SASL authentication failed (%s)",
-                     self.peer, result.error_message)
+            log.info(
+                "closing connection from %s: SASL authentication failed (%s)",
+                self.peer,
+                result.error_message,
+            )
             self.abort()
             return
         if session.principal is not None:

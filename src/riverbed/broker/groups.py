@@ -215,8 +215,9 @@ class GroupService:
             try:
                 data = plog.read(offset, REPLAY_READ_BYTES).records
             except CorruptSegmentError as exc:  # start anyway; the rest is unreadable
-                log.error("group coordinator: %s replayed only up to offset %d: %s",
-                          plog, offset, exc)
+                log.error(
+                    "group coordinator: %s replayed only up to offset %d: %s", plog, offset, exc
+                )
                 break
             if not data:
                 break
@@ -224,13 +225,15 @@ class GroupService:
                 next_offset = header.base_offset + header.last_offset_delta + 1
                 if next_offset <= offset:
                     continue
-                items = [(r.key, r.value) for r in records
-                         if r.offset >= offset and r.key is not None]
+                items = [
+                    (r.key, r.value) for r in records if r.offset >= offset and r.key is not None
+                ]
                 if header.is_control:
                     self._replay_marker(plog, header.producer_id, records)
                 elif header.is_transactional:
                     held = self.replayed_txn_offsets.setdefault(
-                        (header.producer_id, plog.partition), [])
+                        (header.producer_id, plog.partition), []
+                    )
                     held.extend((k, v) for k, v in items if k is not None)
                 else:
                     for key, value in items:
@@ -240,8 +243,7 @@ class GroupService:
                 offset = next_offset
         return count
 
-    def _replay_marker(self, plog: PartitionLog, producer_id: int,
-                       records: list[Record]) -> None:
+    def _replay_marker(self, plog: PartitionLog, producer_id: int, records: list[Record]) -> None:
         """A COMMIT marker applies the producer's transactional offsets (TxnOffsetCommit)
         held since its batches, an ABORT drops them, as Kafka's replay does."""
         held = self.replayed_txn_offsets.pop((producer_id, plog.partition), [])
@@ -312,8 +314,9 @@ class GroupService:
                 if plog.durable_acks:
                     flushes.append(plog.flush_future(result.last_offset))
         except Exception:
-            log.exception("appending to %s failed; reloading the group coordinator",
-                          OFFSETS_TOPIC_NAME)
+            log.exception(
+                "appending to %s failed; reloading the group coordinator", OFFSETS_TOPIC_NAME
+            )
             self._fail_waiters()
             self.load()
             raise

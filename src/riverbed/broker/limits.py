@@ -64,8 +64,7 @@ class MemoryPool:
                 return False
             self.large_used += size
         elif (
-            self.used + size > self.capacity
-            and self.used - self.large_used + size > self._quarter
+            self.used + size > self.capacity and self.used - self.large_used + size > self._quarter
         ):
             return False
         self.used += size

@@ -26,17 +26,20 @@ def check_replicas(node_id: int, broker_ids: Sequence[int]) -> None:
     """Refuse one partition's replica list unless it is ``[node_id]``."""
     if not broker_ids:
         raise InvalidReplicaAssignmentError(
-            "The manual partition assignment includes an empty replica list.")
+            "The manual partition assignment includes an empty replica list."
+        )
     seen: set[int] = set()
     for broker in broker_ids:
         if broker in seen:
             raise InvalidReplicaAssignmentError(
-                f"The manual partition assignment includes the broker {broker} more than once.")
+                f"The manual partition assignment includes the broker {broker} more than once."
+            )
         seen.add(broker)
         if broker != node_id:
             raise InvalidReplicaAssignmentError(
                 f"The manual partition assignment includes broker {broker}, but no such "
-                "broker is registered.")
+                "broker is registered."
+            )
 
 
 def partitions_of_assignment(
@@ -47,18 +50,21 @@ def partitions_of_assignment(
     indexes = sorted(index for index, _replicas in indexes_and_replicas)
     if indexes != list(range(count)):
         raise InvalidReplicaAssignmentError(
-            f"Partitions should be numbered 0 to {count - 1} once each, got {indexes}.")
+            f"Partitions should be numbered 0 to {count - 1} once each, got {indexes}."
+        )
     for _index, replicas in indexes_and_replicas:
         check_replicas(node_id, replicas)
     return count
 
 
-def check_new_partitions(node_id: int, additional: int,
-                         assignments: Sequence[Sequence[int]]) -> None:
+def check_new_partitions(
+    node_id: int, additional: int, assignments: Sequence[Sequence[int]]
+) -> None:
     """Refuse a CreatePartitions assignment that does not name each new partition."""
     if len(assignments) != additional:
         raise InvalidReplicaAssignmentError(
             f"Attempted to add {additional} additional partition(s), but only "
-            f"{len(assignments)} assignment(s) were specified.")
+            f"{len(assignments)} assignment(s) were specified."
+        )
     for replicas in assignments:
         check_replicas(node_id, replicas)

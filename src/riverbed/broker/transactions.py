@@ -122,9 +122,14 @@ class ProduceVerdict:
     flushes: tuple[concurrent.futures.Future[None], ...] = ()
 
 
-_RETRIABLE_AS_NOT_ENOUGH_REPLICAS = frozenset({
-    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    ErrorCode.NOT_COORDINATOR, ErrorCode.CONCURRENT_TRANSACTIONS})
+_RETRIABLE_AS_NOT_ENOUGH_REPLICAS = frozenset(
+    {
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+    }
+)
 TRANSACTION_ABORTABLE_PRODUCE_VERSION = 11
 
 
@@ -133,8 +138,10 @@ def _produce_code(code: ErrorCode, produce_version: int) -> ErrorCode:
         return ErrorCode.NOT_ENOUGH_REPLICAS
     if code == ErrorCode.PRODUCER_FENCED:
         return ErrorCode.INVALID_PRODUCER_EPOCH
-    if code == ErrorCode.TRANSACTION_ABORTABLE \
-            and produce_version < TRANSACTION_ABORTABLE_PRODUCE_VERSION:
+    if (
+        code == ErrorCode.TRANSACTION_ABORTABLE
+        and produce_version < TRANSACTION_ABORTABLE_PRODUCE_VERSION
+    ):
         return ErrorCode.INVALID_TXN_STATE
     return code
 
@@ -161,8 +168,12 @@ class TransactionHost(Protocol):
 class TransactionService:
     """One broker's transaction coordinator, persisted in ``__transaction_state``."""
 
-    def __init__(self, host: TransactionHost, new_producer_id: Callable[[], int],
-                 config: TransactionCoordinatorConfig | None = None) -> None:
+    def __init__(
+        self,
+        host: TransactionHost,
+        new_producer_id: Callable[[], int],
+        config: TransactionCoordinatorConfig | None = None,
+    ) -> None:
         self._host = host
         self._new_producer_id = new_producer_id
         self.config = config or transaction_config_from_props(host.config.source)
@@ -191,8 +202,10 @@ class TransactionService:
         except ValueError:
             factor = 1
         if factor > 1:
-            return (f"{TRANSACTION_STATE_TOPIC_NAME} needs {REPLICATION_FACTOR_KEY}={factor}"
-                    " brokers, 1 is alive")
+            return (
+                f"{TRANSACTION_STATE_TOPIC_NAME} needs {REPLICATION_FACTOR_KEY}={factor}"
+                " brokers, 1 is alive"
+            )
         return None
 
     async def ensure_topic(self) -> None:
@@ -219,14 +232,17 @@ class TransactionService:
                     topic = await create(
                         TRANSACTION_STATE_TOPIC_NAME,
                         self.config.transaction_state_log_num_partitions,
-                        configs=dict(TRANSACTION_STATE_TOPIC_CONFIGS))
+                        configs=dict(TRANSACTION_STATE_TOPIC_CONFIGS),
+                    )
                 else:
                     topic = topics.create_topic(
                         TRANSACTION_STATE_TOPIC_NAME,
                         self.config.transaction_state_log_num_partitions,
-                        configs=dict(TRANSACTION_STATE_TOPIC_CONFIGS))
-                log.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC_NAME,
-                         topic.partitions)
+                        configs=dict(TRANSACTION_STATE_TOPIC_CONFIGS),
+                    )
+                log.info(
+                    "created %s with %d partitions", TRANSACTION_STATE_TOPIC_NAME, topic.partitions
+                )
             self.num_partitions = topic.partitions
         finally:
             self._creating = None
@@ -244,8 +260,11 @@ class TransactionService:
             plog = self._host.topics.partition_log(TRANSACTION_STATE_TOPIC_NAME, p)
             count += self._replay_partition(plog)
         if count:
-            log.info("transaction coordinator loaded %d record(s) from %s", count,
-                     TRANSACTION_STATE_TOPIC_NAME)
+            log.info(
+                "transaction coordinator loaded %d record(s) from %s",
+                count,
+                TRANSACTION_STATE_TOPIC_NAME,
+            )
         self._handle(self.coordinator.recover(self._clock.now_ms()))
         self._rearm()
         return count
@@ -256,8 +275,12 @@ class TransactionService:
             try:
                 data = plog.read(offset, REPLAY_READ_BYTES).records
             except CorruptSegmentError as exc:
-                log.error("transaction coordinator: %s replayed only up to offset %d: %s",
-                          plog, offset, exc)
+                log.error(
+                    "transaction coordinator: %s replayed only up to offset %d: %s",
+                    plog,
+                    offset,
+                    exc,
+                )
                 break
             if not data:
                 break
@@ -292,17 +315,22 @@ class TransactionService:
             raise CoordinatorClosedError("the transaction coordinator is shutting down")
         return fn()
 
-    def _handle(self, reply: TxnReply[R]
-                ) -> tuple[R, tuple[concurrent.futures.Future[None], ...]]:
+    def _handle(self, reply: TxnReply[R]) -> tuple[R, tuple[concurrent.futures.Future[None], ...]]:
         flushes = self._append(reply.records)
         if reply.markers:
             self._spawn(self._write_markers(reply.markers, flushes))
         self._rearm()
         return reply.response, flushes
 
-    def verify_produce(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[TopicPartition], implicit_add: bool,
-                       produce_version: int) -> ProduceVerdict:
+    def verify_produce(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+        implicit_add: bool,
+        produce_version: int,
+    ) -> ProduceVerdict:
         """Check a transactional Produce (KIP-890): each partition must be in the ongoing
         transaction of ``producer_id``/``producer_epoch``; ``implicit_add`` (Produce v12+,
         transaction version 2) adds it instead, as a partition leader's
@@ -312,21 +340,27 @@ class TransactionService:
         coordinator that is busy or unavailable NOT_ENOUGH_REPLICAS (retriable), a fenced
         epoch INVALID_PRODUCER_EPOCH."""
         tps = frozenset(partitions)
-        req = AddPartitionsToTxnRequest(transactional_id, producer_id, producer_epoch, tps,
-                                        verify_only=not implicit_add,
-                                        transaction_version=TV_2 if implicit_add else 0)
+        req = AddPartitionsToTxnRequest(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            tps,
+            verify_only=not implicit_add,
+            transaction_version=TV_2 if implicit_add else 0,
+        )
         try:
-            executed = self.execute(
-                lambda now: self.coordinator.add_partitions_to_txn(req, now))
+            executed = self.execute(lambda now: self.coordinator.add_partitions_to_txn(req, now))
         except CoordinatorNotAvailableError:
             return ProduceVerdict(dict.fromkeys(tps, ErrorCode.NOT_ENOUGH_REPLICAS))
-        errors = {tp: _produce_code(code, produce_version)
-                  for tp, code in executed.response.errors.items()}
+        errors = {
+            tp: _produce_code(code, produce_version)
+            for tp, code in executed.response.errors.items()
+        }
         return ProduceVerdict(errors, executed.flushes)
 
-    def add_pending_offsets(self, producer_id: int, producer_epoch: int, group_id: str,
-                            offsets: Iterable[PendingOffset]
-                            ) -> tuple[concurrent.futures.Future[None], ...]:
+    def add_pending_offsets(
+        self, producer_id: int, producer_epoch: int, group_id: str, offsets: Iterable[PendingOffset]
+    ) -> tuple[concurrent.futures.Future[None], ...]:
         """Write a TxnOffsetCommit's offsets to the group's ``__consumer_offsets``
         partition as one transactional batch of ``producer_id`` (Kafka's format: ordinary
         offset records) and hold them until the transaction's marker there: COMMIT
@@ -335,19 +369,29 @@ class TransactionService:
         p = partition_for(group_id, self._offsets_partitions())
         now = self._clock.now_ms()
         records = [
-            offset_commit_record(o.group_id, o.topic, o.partition,
-                                 OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, now))
-            for o in offsets]
+            offset_commit_record(
+                o.group_id,
+                o.topic,
+                o.partition,
+                OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, now),
+            )
+            for o in offsets
+        ]
         if not records:
             return ()
         plog = self._host.topics.partition_log(OFFSETS_TOPIC_NAME, p)
-        batch = build_batch([(r.key, r.value) for r in records], producer_id=producer_id,
-                            producer_epoch=producer_epoch, is_transactional=True,
-                            clock=self._clock)
+        batch = build_batch(
+            [(r.key, r.value) for r in records],
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            is_transactional=True,
+            clock=self._clock,
+        )
         result = plog.append(batch, check_producer=False)
         self._host.purgatory.notify(TopicPartition(OFFSETS_TOPIC_NAME, p))
         self._pending_offsets.setdefault((producer_id, p), []).extend(
-            (r.key, r.value) for r in records)
+            (r.key, r.value) for r in records
+        )
         return (plog.flush_future(result.last_offset),) if plog.durable_acks else ()
 
     def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
@@ -368,8 +412,9 @@ class TransactionService:
         topic = self._host.topics.get(OFFSETS_TOPIC_NAME)
         return self.config.offsets_topic_num_partitions if topic is None else topic.partitions
 
-    def _append(self, records: Iterable[TransactionRecord]
-                ) -> tuple[concurrent.futures.Future[None], ...]:
+    def _append(
+        self, records: Iterable[TransactionRecord]
+    ) -> tuple[concurrent.futures.Future[None], ...]:
         by_partition: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
         assert self.num_partitions is not None
         for record in records:
@@ -386,8 +431,10 @@ class TransactionService:
                 if plog.durable_acks:
                     flushes.append(plog.flush_future(result.last_offset))
         except Exception:
-            log.exception("appending to %s failed; reloading the transaction coordinator",
-                          TRANSACTION_STATE_TOPIC_NAME)
+            log.exception(
+                "appending to %s failed; reloading the transaction coordinator",
+                TRANSACTION_STATE_TOPIC_NAME,
+            )
             self.load()
             raise
         return tuple(flushes)
@@ -398,15 +445,17 @@ class TransactionService:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _write_markers(self, markers: Iterable[MarkerRequest],
-                             after: Iterable[concurrent.futures.Future[None]]) -> None:
+    async def _write_markers(
+        self, markers: Iterable[MarkerRequest], after: Iterable[concurrent.futures.Future[None]]
+    ) -> None:
         """Wait for the Prepare record, then write and complete every marker request."""
         try:
             for fut in after:
                 await asyncio.wrap_future(fut)
         except Exception as exc:
-            log.error("%s flush failed; markers wait for a restart: %s",
-                      TRANSACTION_STATE_TOPIC_NAME, exc)
+            log.error(
+                "%s flush failed; markers wait for a restart: %s", TRANSACTION_STATE_TOPIC_NAME, exc
+            )
             return
         for marker in markers:
             await self._write_marker(marker)
@@ -425,15 +474,22 @@ class TransactionService:
                 written.append(tp)  # the topic is gone: nothing to mark (as Kafka)
                 continue
             except Exception as exc:
-                if error_code_for(exc) in (ErrorCode.INVALID_PRODUCER_EPOCH,
-                                           ErrorCode.PRODUCER_FENCED,
-                                           ErrorCode.TRANSACTION_COORDINATOR_FENCED):
-                    log.warning("marker for %s in %s refused, skipped: %s",
-                                marker.transactional_id, tp, exc)
+                if error_code_for(exc) in (
+                    ErrorCode.INVALID_PRODUCER_EPOCH,
+                    ErrorCode.PRODUCER_FENCED,
+                    ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                ):
+                    log.warning(
+                        "marker for %s in %s refused, skipped: %s", marker.transactional_id, tp, exc
+                    )
                     written.append(tp)
                 else:
-                    log.error("marker for %s in %s failed, will retry: %s",
-                              marker.transactional_id, tp, exc)
+                    log.error(
+                        "marker for %s in %s failed, will retry: %s",
+                        marker.transactional_id,
+                        tp,
+                        exc,
+                    )
                     failed = True
                 continue
             written.append(tp)
@@ -443,15 +499,18 @@ class TransactionService:
             for fut in flushes:
                 await asyncio.wrap_future(fut)
         except Exception as exc:
-            log.error("marker flush failed for %s, will retry: %s",
-                      marker.transactional_id, exc)
+            log.error("marker flush failed for %s, will retry: %s", marker.transactional_id, exc)
             self._retry_markers_later()
             return
         if self._closed:
             return
         records = self.coordinator.markers_written(
-            marker.transactional_id, marker.producer_id, marker.producer_epoch, written,
-            self._clock.now_ms())
+            marker.transactional_id,
+            marker.producer_id,
+            marker.producer_epoch,
+            written,
+            self._clock.now_ms(),
+        )
         try:
             flushes_done = self._append(records)
             for fut in flushes_done:
@@ -462,11 +521,13 @@ class TransactionService:
             self._retry_markers_later()
         self._rearm()
 
-    def _write_one(self, marker: MarkerRequest, tp: TopicPartition, commit: bool
-                   ) -> concurrent.futures.Future[None] | None:
+    def _write_one(
+        self, marker: MarkerRequest, tp: TopicPartition, commit: bool
+    ) -> concurrent.futures.Future[None] | None:
         plog = self._host.topics.partition_log(tp.topic, tp.partition)
-        result = plog.append_control_marker(marker.producer_id, marker.producer_epoch, commit,
-                                            marker.coordinator_epoch)
+        result = plog.append_control_marker(
+            marker.producer_id, marker.producer_epoch, commit, marker.coordinator_epoch
+        )
         self._host.purgatory.notify(tp)
         if tp.topic == OFFSETS_TOPIC_NAME:
             self._settle_offsets(marker.producer_id, tp.partition, commit)
@@ -483,8 +544,7 @@ class TransactionService:
             try:
                 coordinator.replay(key, value)
             except RiverbedError as exc:
-                log.error("transactional offset of producer %d not applied: %s",
-                          producer_id, exc)
+                log.error("transactional offset of producer %d not applied: %s", producer_id, exc)
 
     def _retry_markers_later(self) -> None:
         if self._closed:

@@ -127,9 +127,15 @@ class Source:
             Field("connector", "string", optional=False),
             Field("name", "string", optional=False),
             Field("ts_ms", "int64", optional=False),
-            Field("snapshot", "string", name="io.debezium.data.Enum",
-                  parameters={"allowed": "true,first,first_in_data_collection,"
-                              "last_in_data_collection,last,false,incremental"}),
+            Field(
+                "snapshot",
+                "string",
+                name="io.debezium.data.Enum",
+                parameters={
+                    "allowed": "true,first,first_in_data_collection,"
+                    "last_in_data_collection,last,false,incremental"
+                },
+            ),
             Field("db", "string", optional=False),
             Field("sequence", "string"),
             Field("schema", "string", optional=False),
@@ -199,8 +205,9 @@ class TableSchema:
 
 def dumps(document: Any) -> bytes:
     """Compact UTF-8 JSON, keys in insertion order: the exact bytes we produce."""
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 def encode_key(key: Row | None, schema: TableSchema | None = None) -> bytes | None:
@@ -212,11 +219,17 @@ def encode_key(key: Row | None, schema: TableSchema | None = None) -> bytes | No
     payload = dict(key)
     if schema is None:
         return dumps(payload)
-    return dumps({
-        "schema": {"type": "struct", "fields": [f.to_json() for f in schema.key_fields],
-                   "optional": False, "name": f"{schema.topic}.Key"},
-        "payload": payload,
-    })
+    return dumps(
+        {
+            "schema": {
+                "type": "struct",
+                "fields": [f.to_json() for f in schema.key_fields],
+                "optional": False,
+                "name": f"{schema.topic}.Key",
+            },
+            "payload": payload,
+        }
+    )
 
 
 def encode_value(event: ChangeEvent, schema: TableSchema | None = None) -> bytes:
@@ -224,15 +237,24 @@ def encode_value(event: ChangeEvent, schema: TableSchema | None = None) -> bytes
     payload = event.payload()
     if schema is None:
         return dumps(payload)
-    row = {"type": "struct", "fields": [f.to_json() for f in schema.value_fields],
-           "optional": True, "name": f"{schema.topic}.Value"}
+    row = {
+        "type": "struct",
+        "fields": [f.to_json() for f in schema.value_fields],
+        "optional": True,
+        "name": f"{schema.topic}.Value",
+    }
     envelope = {
         "type": "struct",
         "fields": [
             {**row, "field": "before"},
             {**row, "field": "after"},
-            {"type": "struct", "fields": [f.to_json() for f in event.source.schema_fields()],
-             "optional": False, "name": schema.source_name, "field": "source"},
+            {
+                "type": "struct",
+                "fields": [f.to_json() for f in event.source.schema_fields()],
+                "optional": False,
+                "name": schema.source_name,
+                "field": "source",
+            },
             {"type": "string", "optional": False, "field": "op"},
             {"type": "int64", "optional": True, "field": "ts_ms"},
         ],
@@ -243,8 +265,10 @@ def encode_value(event: ChangeEvent, schema: TableSchema | None = None) -> bytes
     return dumps({"schema": envelope, "payload": payload})
 
 
-def records_for(event: ChangeEvent, schema: TableSchema | None = None,
-                ) -> list[tuple[bytes | None, bytes | None]]:
+def records_for(
+    event: ChangeEvent,
+    schema: TableSchema | None = None,
+) -> list[tuple[bytes | None, bytes | None]]:
     """The ``(key, value)`` records one change becomes, in the order to produce them.
 
     * ``d`` -> the event, then a tombstone ``(key, None)``;

@@ -46,8 +46,7 @@ def offset_key(connector_name: str, partition: Mapping[str, Any]) -> bytes:
 class OffsetStore:
     """Reads and writes one connector's position in ``topic`` (see module doc)."""
 
-    def __init__(self, config: Mapping[str, Any], topic: str, *,
-                 timeout_s: float = 15.0) -> None:
+    def __init__(self, config: Mapping[str, Any], topic: str, *, timeout_s: float = 15.0) -> None:
         self._config = dict(config)
         self.topic = topic
         self._timeout_s = timeout_s
@@ -63,13 +62,15 @@ class OffsetStore:
         :class:`CdcError` when the topic cannot be read within the timeout."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-        consumer = Consumer({
-            **self._config,
-            "group.id": f"riverbed-cdc-offsets-reader-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-            "isolation.level": "read_committed",
-        })
+        consumer = Consumer(
+            {
+                **self._config,
+                "group.id": f"riverbed-cdc-offsets-reader-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+                "isolation.level": "read_committed",
+            }
+        )
         try:
             try:
                 metadata = consumer.list_topics(self.topic, timeout=self._timeout_s)
@@ -81,7 +82,8 @@ class OffsetStore:
             ends: dict[int, int] = {}
             for partition in topic_meta.partitions:
                 _low, high = consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, partition), timeout=self._timeout_s)
+                    TopicPartition(self.topic, partition), timeout=self._timeout_s
+                )
                 if high > 0:
                     ends[partition] = high
             if not ends:
@@ -95,8 +97,9 @@ class OffsetStore:
                     raise CdcError(f"timed out reading positions from {self.topic!r}")
                 msg = consumer.poll(0.2)
                 if msg is None:  # compaction or markers may leave the last offsets empty
-                    for tp in consumer.position([TopicPartition(self.topic, p)
-                                                 for p in list(remaining)]):
+                    for tp in consumer.position(
+                        [TopicPartition(self.topic, p) for p in list(remaining)]
+                    ):
                         if tp.offset >= remaining[tp.partition]:
                             remaining.pop(tp.partition, None)
                     continue
@@ -105,8 +108,11 @@ class OffsetStore:
                 if msg.key() == key:
                     latest = msg.value()
                 offset, partition = msg.offset(), msg.partition()
-                if offset is not None and partition is not None \
-                        and offset + 1 >= remaining.get(partition, 0):
+                if (
+                    offset is not None
+                    and partition is not None
+                    and offset + 1 >= remaining.get(partition, 0)
+                ):
                     remaining.pop(partition, None)
             if latest is None:
                 return None
@@ -115,8 +121,7 @@ class OffsetStore:
         finally:
             consumer.close()
 
-    def store(self, sink: ChangeSink[Any], key: bytes,
-              offset: Mapping[str, Any] | None) -> None:
+    def store(self, sink: ChangeSink[Any], key: bytes, offset: Mapping[str, Any] | None) -> None:
         """Queue ``offset`` (``None``: a tombstone) under ``key`` through ``sink``'s producer.
         Asynchronous: a failure surfaces on the sink's next poll."""
         sink.produce_untracked(self.topic, key, None if offset is None else dumps(dict(offset)))

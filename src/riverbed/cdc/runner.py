@@ -45,8 +45,13 @@ class Connector(Protocol):
         ...
 
 
-def run(connector: Connector, *, stop: threading.Event | None = None,
-        idle_wait_s: float = 0.05, close_timeout_s: float = 30.0) -> None:
+def run(
+    connector: Connector,
+    *,
+    stop: threading.Event | None = None,
+    idle_wait_s: float = 0.05,
+    close_timeout_s: float = 30.0,
+) -> None:
     """Poll ``connector`` until SIGTERM/SIGINT (or ``stop`` is set), then close it.
 
     Returns normally after a requested stop (the CLI exits 0); an exception from the
@@ -54,6 +59,7 @@ def run(connector: Connector, *, stop: threading.Event | None = None,
     stop_event = stop if stop is not None else threading.Event()
     previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
+
         def request_stop(_signum: int, _frame: FrameType | None) -> None:
             stop_event.set()
 

@@ -96,8 +96,14 @@ class ChangeSink(Generic[P]):
     default).
     """
 
-    def __init__(self, config: Mapping[str, Any], *, num_partitions: int = 1,
-                 replication_factor: int = -1, timeout_s: float = 15.0) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        num_partitions: int = 1,
+        replication_factor: int = -1,
+        timeout_s: float = 15.0,
+    ) -> None:
         from confluent_kafka import Producer
 
         self._config = dict(config)
@@ -110,8 +116,9 @@ class ChangeSink(Generic[P]):
 
     # -- topics -----------------------------------------------------------------------
 
-    def ensure_topics(self, topics: Iterable[str],
-                      topic_config: Mapping[str, str] = COMPACTED) -> list[str]:
+    def ensure_topics(
+        self, topics: Iterable[str], topic_config: Mapping[str, str] = COMPACTED
+    ) -> list[str]:
         """Create the missing ``topics`` (compacted by default); return those created.
 
         Raises :class:`CdcError` when the cluster cannot be asked or refuses."""
@@ -127,10 +134,18 @@ class ChangeSink(Generic[P]):
         if not missing:
             return []
         futures = admin.create_topics(
-            [NewTopic(t, num_partitions=self._num_partitions,
-                      replication_factor=self._replication_factor, config=dict(topic_config))
-             for t in missing],
-            operation_timeout=self._timeout_s, request_timeout=self._timeout_s)
+            [
+                NewTopic(
+                    t,
+                    num_partitions=self._num_partitions,
+                    replication_factor=self._replication_factor,
+                    config=dict(topic_config),
+                )
+                for t in missing
+            ],
+            operation_timeout=self._timeout_s,
+            request_timeout=self._timeout_s,
+        )
         created = []
         for topic, future in futures.items():
             try:
@@ -138,8 +153,10 @@ class ChangeSink(Generic[P]):
                 created.append(topic)
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else None
-                if isinstance(error, KafkaError) and \
-                        error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                if (
+                    isinstance(error, KafkaError)
+                    and error.code() == KafkaError.TOPIC_ALREADY_EXISTS
+                ):
                     continue
                 raise CdcError(f"cannot create topic {topic!r}: {exc}") from None
             except Exception as exc:  # the future's own timeout
@@ -148,8 +165,9 @@ class ChangeSink(Generic[P]):
 
     # -- sending ----------------------------------------------------------------------
 
-    def send(self, topic: str, records: Sequence[tuple[bytes | None, bytes | None]],
-             position: P) -> None:
+    def send(
+        self, topic: str, records: Sequence[tuple[bytes | None, bytes | None]], position: P
+    ) -> None:
         """Queue ``records`` (key, value) to ``topic``; ``position`` becomes acknowledged
         once they and every earlier send are.  Blocks (serving callbacks) while the
         client's queue is full.  Raises :class:`CdcError` after a failed delivery."""
@@ -166,8 +184,7 @@ class ChangeSink(Generic[P]):
         for key, value in records:
             while True:
                 try:
-                    self._producer.produce(topic, key=key, value=value,
-                                           on_delivery=on_delivery)
+                    self._producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
                     break
                 except BufferError:
                     self._producer.poll(0.05)

@@ -33,8 +33,19 @@ from riverbed.cli.kafka_admin import (
 )
 from riverbed.errors import RiverbedError
 
-OPERATIONS = ("all", "read", "write", "create", "delete", "alter", "describe",
-              "cluster_action", "describe_configs", "alter_configs", "idempotent_write")
+OPERATIONS = (
+    "all",
+    "read",
+    "write",
+    "create",
+    "delete",
+    "alter",
+    "describe",
+    "cluster_action",
+    "describe_configs",
+    "alter_configs",
+    "idempotent_write",
+)
 
 
 class AclCommandError(RiverbedError):
@@ -42,25 +53,39 @@ class AclCommandError(RiverbedError):
 
 
 def _resource_options(fn: Any) -> Any:
-    for option in reversed([
-        click.option("--topic", help="A topic name (or prefix, or '*')."),
-        click.option("--group", help="A consumer group id (or prefix, or '*')."),
-        click.option("--transactional-id", "transactional_id",
-                     help="A transactional id (or prefix, or '*')."),
-        click.option("--cluster", is_flag=True, help="The cluster resource."),
-        click.option("--principal", help="e.g. User:alice (User:* for everyone)."),
-        click.option("--host", help="The client host (IP), '*' for any."),
-    ]):
+    for option in reversed(
+        [
+            click.option("--topic", help="A topic name (or prefix, or '*')."),
+            click.option("--group", help="A consumer group id (or prefix, or '*')."),
+            click.option(
+                "--transactional-id",
+                "transactional_id",
+                help="A transactional id (or prefix, or '*').",
+            ),
+            click.option("--cluster", is_flag=True, help="The cluster resource."),
+            click.option("--principal", help="e.g. User:alice (User:* for everyone)."),
+            click.option("--host", help="The client host (IP), '*' for any."),
+        ]
+    ):
         fn = option(fn)
     return fn
 
 
-def _resource(topic: str | None, group: str | None, transactional_id: str | None,
-              cluster: bool, *, required: bool) -> tuple[Any, str | None]:
+def _resource(
+    topic: str | None,
+    group: str | None,
+    transactional_id: str | None,
+    cluster: bool,
+    *,
+    required: bool,
+) -> tuple[Any, str | None]:
     from confluent_kafka.admin import ResourceType  # type: ignore[attr-defined]
 
-    given = [(ResourceType.TOPIC, topic), (ResourceType.GROUP, group),
-             (ResourceType.TRANSACTIONAL_ID, transactional_id)]
+    given = [
+        (ResourceType.TOPIC, topic),
+        (ResourceType.GROUP, group),
+        (ResourceType.TRANSACTIONAL_ID, transactional_id),
+    ]
     chosen = [(t, n) for t, n in given if n is not None]
     if cluster:
         chosen.append((ResourceType.BROKER, "kafka-cluster"))
@@ -124,17 +149,35 @@ def acls() -> None:
 
 @acls.command("create")
 @_resource_options
-@click.option("--operation", "operations", multiple=True, required=True,
-              type=click.Choice(OPERATIONS, case_sensitive=False), help="Repeatable.")
-@click.option("--pattern-type", type=click.Choice(("literal", "prefixed"), case_sensitive=False),
-              default="literal", show_default=True)
+@click.option(
+    "--operation",
+    "operations",
+    multiple=True,
+    required=True,
+    type=click.Choice(OPERATIONS, case_sensitive=False),
+    help="Repeatable.",
+)
+@click.option(
+    "--pattern-type",
+    type=click.Choice(("literal", "prefixed"), case_sensitive=False),
+    default="literal",
+    show_default=True,
+)
 @click.option("--deny", is_flag=True, help="A DENY binding (default: ALLOW).")
 @property_option
 @bootstrap_option
 def create(
-    topic: str | None, group: str | None, transactional_id: str | None, cluster: bool,
-    principal: str | None, host: str | None, operations: tuple[str, ...], pattern_type: str,
-    deny: bool, properties: tuple[str, ...], bootstrap: str,
+    topic: str | None,
+    group: str | None,
+    transactional_id: str | None,
+    cluster: bool,
+    principal: str | None,
+    host: str | None,
+    operations: tuple[str, ...],
+    pattern_type: str,
+    deny: bool,
+    properties: tuple[str, ...],
+    bootstrap: str,
 ) -> None:
     """Add one binding per --operation for --principal on the resource."""
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
@@ -149,8 +192,15 @@ def create(
     rtype, name = _resource(topic, group, transactional_id, cluster, required=True)
     permission = AclPermissionType.DENY if deny else AclPermissionType.ALLOW
     bindings = [
-        AclBinding(rtype, name or "", _enum(ResourcePatternType, pattern_type), principal,
-                   host or "*", _enum(AclOperation, op), permission)
+        AclBinding(
+            rtype,
+            name or "",
+            _enum(ResourcePatternType, pattern_type),
+            principal,
+            host or "*",
+            _enum(AclOperation, op),
+            permission,
+        )
         for op in dict.fromkeys(o.lower() for o in operations)
     ]
     admin = _admin(bootstrap, properties)
@@ -159,9 +209,17 @@ def create(
     _echo(bindings, "text")
 
 
-def _filter(topic: str | None, group: str | None, transactional_id: str | None,
-            cluster: bool, principal: str | None, host: str | None, operation: str,
-            pattern_type: str, permission: str) -> Any:
+def _filter(
+    topic: str | None,
+    group: str | None,
+    transactional_id: str | None,
+    cluster: bool,
+    principal: str | None,
+    host: str | None,
+    operation: str,
+    pattern_type: str,
+    permission: str,
+) -> Any:
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AclBindingFilter,
         AclOperation,
@@ -171,20 +229,35 @@ def _filter(topic: str | None, group: str | None, transactional_id: str | None,
 
     rtype, name = _resource(topic, group, transactional_id, cluster, required=False)
     return AclBindingFilter(  # None matches anything (the stubs say str)
-        rtype, name, _enum(ResourcePatternType, pattern_type), principal, host,  # type: ignore[arg-type]
-        _enum(AclOperation, operation), _enum(AclPermissionType, permission),
+        rtype,
+        name,  # type: ignore[arg-type]
+        _enum(ResourcePatternType, pattern_type),
+        principal,  # type: ignore[arg-type]
+        host,  # type: ignore[arg-type]
+        _enum(AclOperation, operation),
+        _enum(AclPermissionType, permission),
     )
 
 
 _filter_options = [
-    click.option("--operation", type=click.Choice(("any", *OPERATIONS), case_sensitive=False),
-                 default="any", show_default=True),
-    click.option("--pattern-type", type=click.Choice(("any", "literal", "prefixed", "match"),
-                                                     case_sensitive=False),
-                 default="any", show_default=True),
-    click.option("--permission", type=click.Choice(("any", "allow", "deny"),
-                                                   case_sensitive=False),
-                 default="any", show_default=True),
+    click.option(
+        "--operation",
+        type=click.Choice(("any", *OPERATIONS), case_sensitive=False),
+        default="any",
+        show_default=True,
+    ),
+    click.option(
+        "--pattern-type",
+        type=click.Choice(("any", "literal", "prefixed", "match"), case_sensitive=False),
+        default="any",
+        show_default=True,
+    ),
+    click.option(
+        "--permission",
+        type=click.Choice(("any", "allow", "deny"), case_sensitive=False),
+        default="any",
+        show_default=True,
+    ),
 ]
 
 
@@ -200,13 +273,31 @@ def _with_filter_options(fn: Any) -> Any:
 @property_option
 @bootstrap_option
 def list_(
-    topic: str | None, group: str | None, transactional_id: str | None, cluster: bool,
-    principal: str | None, host: str | None, operation: str, pattern_type: str,
-    permission: str, output: str, properties: tuple[str, ...], bootstrap: str,
+    topic: str | None,
+    group: str | None,
+    transactional_id: str | None,
+    cluster: bool,
+    principal: str | None,
+    host: str | None,
+    operation: str,
+    pattern_type: str,
+    permission: str,
+    output: str,
+    properties: tuple[str, ...],
+    bootstrap: str,
 ) -> None:
     """The bindings matching the filter (every binding when no option is given)."""
-    flt = _filter(topic, group, transactional_id, cluster, principal, host, operation,
-                  pattern_type, permission)
+    flt = _filter(
+        topic,
+        group,
+        transactional_id,
+        cluster,
+        principal,
+        host,
+        operation,
+        pattern_type,
+        permission,
+    )
     admin = _admin(bootstrap, properties)
     _echo(list(_result(admin.describe_acls(flt), "listing ACLs")), output)
 
@@ -217,15 +308,33 @@ def list_(
 @property_option
 @bootstrap_option
 def delete(
-    topic: str | None, group: str | None, transactional_id: str | None, cluster: bool,
-    principal: str | None, host: str | None, operation: str, pattern_type: str,
-    permission: str, output: str, properties: tuple[str, ...], bootstrap: str,
+    topic: str | None,
+    group: str | None,
+    transactional_id: str | None,
+    cluster: bool,
+    principal: str | None,
+    host: str | None,
+    operation: str,
+    pattern_type: str,
+    permission: str,
+    output: str,
+    properties: tuple[str, ...],
+    bootstrap: str,
 ) -> None:
     """Remove the bindings matching the filter and print them."""
     if not any((topic, group, transactional_id, cluster, principal)):
         raise click.UsageError("give a resource or --principal (refusing to delete every ACL)")
-    flt = _filter(topic, group, transactional_id, cluster, principal, host, operation,
-                  pattern_type, permission)
+    flt = _filter(
+        topic,
+        group,
+        transactional_id,
+        cluster,
+        principal,
+        host,
+        operation,
+        pattern_type,
+        permission,
+    )
     admin = _admin(bootstrap, properties)
     removed: list[Any] = []
     for future in admin.delete_acls([flt]).values():

@@ -55,18 +55,38 @@ def _log_to_stderr() -> None:
 
 
 @cdc.command("sqlite")
-@click.option("--db", "db_path", required=True, metavar="PATH",
-              help="The SQLite database file (must exist).")
+@click.option(
+    "--db", "db_path", required=True, metavar="PATH", help="The SQLite database file (must exist)."
+)
 @bootstrap_option
-@click.option("--topic-prefix", default="riverbed", show_default=True, metavar="P",
-              help="Topics are <P>.main.<table>; the position is kept in <P>.cdc-offsets.")
-@click.option("--table", "tables", multiple=True, metavar="TABLE",
-              help="A table to capture (repeatable; default: every table).")
-@click.option("--schemas-enable", is_flag=True,
-              help="Add the schema part to keys and values (Debezium's schemas.enable).")
+@click.option(
+    "--topic-prefix",
+    default="riverbed",
+    show_default=True,
+    metavar="P",
+    help="Topics are <P>.main.<table>; the position is kept in <P>.cdc-offsets.",
+)
+@click.option(
+    "--table",
+    "tables",
+    multiple=True,
+    metavar="TABLE",
+    help="A table to capture (repeatable; default: every table).",
+)
+@click.option(
+    "--schemas-enable",
+    is_flag=True,
+    help="Add the schema part to keys and values (Debezium's schemas.enable).",
+)
 @property_option
-def cdc_sqlite(db_path: str, bootstrap: str, topic_prefix: str, tables: tuple[str, ...],
-               schemas_enable: bool, properties: tuple[str, ...]) -> None:
+def cdc_sqlite(
+    db_path: str,
+    bootstrap: str,
+    topic_prefix: str,
+    tables: tuple[str, ...],
+    schemas_enable: bool,
+    properties: tuple[str, ...],
+) -> None:
     """Capture a SQLite database: triggers into a change table, tailed into topics."""
     from riverbed.cdc.runner import run
     from riverbed.cdc.sqlite.connector import SqliteConnector, open_database
@@ -74,13 +94,20 @@ def cdc_sqlite(db_path: str, bootstrap: str, topic_prefix: str, tables: tuple[st
     stop = _stop_on_sigterm()
     open_database(Path(db_path)).close()  # a missing path is reported before the broker
     check_reachable(bootstrap)
-    connector = SqliteConnector(db_path, client_config(bootstrap, properties),
-                                topic_prefix=topic_prefix, tables=tables,
-                                schemas_enable=schemas_enable)
+    connector = SqliteConnector(
+        db_path,
+        client_config(bootstrap, properties),
+        topic_prefix=topic_prefix,
+        tables=tables,
+        schemas_enable=schemas_enable,
+    )
     connector.start()
     _log_to_stderr()
-    click.echo(f"capturing {db_path} into {topic_prefix}.main.* "
-               f"({connector.snapshot_rows} rows snapshotted now); SIGTERM stops", err=True)
+    click.echo(
+        f"capturing {db_path} into {topic_prefix}.main.* "
+        f"({connector.snapshot_rows} rows snapshotted now); SIGTERM stops",
+        err=True,
+    )
     run(connector, stop=stop)
 
 

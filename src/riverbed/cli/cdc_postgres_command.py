@@ -28,30 +28,74 @@ from riverbed.cli.kafka_admin import (
 
 
 @click.command("postgres")
-@click.option("--dsn", required=True, metavar="DSN",
-              help="libpq connection string or URI of the database to capture.")
+@click.option(
+    "--dsn",
+    required=True,
+    metavar="DSN",
+    help="libpq connection string or URI of the database to capture.",
+)
 @bootstrap_option
-@click.option("--topic-prefix", default="riverbed", show_default=True, metavar="P",
-              help="Topics are <P>.<schema>.<table>; the position is kept in <P>.cdc-offsets.")
-@click.option("--table", "tables", multiple=True, metavar="SCHEMA.TABLE",
-              help="A table to capture (repeatable; default: every user table).")
-@click.option("--slot", default="riverbed", show_default=True, metavar="NAME",
-              help="Logical replication slot (pgoutput; created when missing).")
-@click.option("--publication", default="riverbed_publication", show_default=True,
-              metavar="NAME", help="Publication (created for the captured tables when missing).")
-@click.option("--signal-table", default=None, metavar="SCHEMA.TABLE",
-              help="Signal table (id text PRIMARY KEY, type text, data text): inserting an "
-                   "'execute-snapshot' row starts an incremental snapshot.")
-@click.option("--incremental-chunk-rows", default=1024, show_default=True, metavar="N",
-              type=click.IntRange(min=1),
-              help="Rows per incremental snapshot chunk (incremental.snapshot.chunk.size).")
-@click.option("--schemas-enable", is_flag=True,
-              help="Add the schema part to keys and values (Debezium's schemas.enable).")
+@click.option(
+    "--topic-prefix",
+    default="riverbed",
+    show_default=True,
+    metavar="P",
+    help="Topics are <P>.<schema>.<table>; the position is kept in <P>.cdc-offsets.",
+)
+@click.option(
+    "--table",
+    "tables",
+    multiple=True,
+    metavar="SCHEMA.TABLE",
+    help="A table to capture (repeatable; default: every user table).",
+)
+@click.option(
+    "--slot",
+    default="riverbed",
+    show_default=True,
+    metavar="NAME",
+    help="Logical replication slot (pgoutput; created when missing).",
+)
+@click.option(
+    "--publication",
+    default="riverbed_publication",
+    show_default=True,
+    metavar="NAME",
+    help="Publication (created for the captured tables when missing).",
+)
+@click.option(
+    "--signal-table",
+    default=None,
+    metavar="SCHEMA.TABLE",
+    help="Signal table (id text PRIMARY KEY, type text, data text): inserting an "
+    "'execute-snapshot' row starts an incremental snapshot.",
+)
+@click.option(
+    "--incremental-chunk-rows",
+    default=1024,
+    show_default=True,
+    metavar="N",
+    type=click.IntRange(min=1),
+    help="Rows per incremental snapshot chunk (incremental.snapshot.chunk.size).",
+)
+@click.option(
+    "--schemas-enable",
+    is_flag=True,
+    help="Add the schema part to keys and values (Debezium's schemas.enable).",
+)
 @property_option
-def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[str, ...],
-                     slot: str, publication: str, signal_table: str | None,
-                     incremental_chunk_rows: int, schemas_enable: bool,
-                     properties: tuple[str, ...]) -> None:
+def postgres_command(
+    dsn: str,
+    bootstrap: str,
+    topic_prefix: str,
+    tables: tuple[str, ...],
+    slot: str,
+    publication: str,
+    signal_table: str | None,
+    incremental_chunk_rows: int,
+    schemas_enable: bool,
+    properties: tuple[str, ...],
+) -> None:
     """Capture a PostgreSQL database: a consistent snapshot, then pgoutput logical decoding."""
     from riverbed.cdc.postgres import PostgresConfig, PostgresConnector
     from riverbed.cdc.runner import run
@@ -61,11 +105,20 @@ def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
     check_reachable(bootstrap)
-    connector = PostgresConnector(PostgresConfig(
-        dsn=dsn, bootstrap_servers=bootstrap, topic_prefix=topic_prefix, tables=tables,
-        slot=slot, publication=publication, schemas_enable=schemas_enable,
-        signal_table=signal_table, incremental_chunk_rows=incremental_chunk_rows,
-        kafka=client_config(bootstrap, properties)))
+    connector = PostgresConnector(
+        PostgresConfig(
+            dsn=dsn,
+            bootstrap_servers=bootstrap,
+            topic_prefix=topic_prefix,
+            tables=tables,
+            slot=slot,
+            publication=publication,
+            schemas_enable=schemas_enable,
+            signal_table=signal_table,
+            incremental_chunk_rows=incremental_chunk_rows,
+            kafka=client_config(bootstrap, properties),
+        )
+    )
     try:
         started = connector.start(stop)
     except BaseException:
@@ -74,6 +127,9 @@ def postgres_command(dsn: str, bootstrap: str, topic_prefix: str, tables: tuple[
     if not started:  # SIGTERM during the snapshot: abandoned, redone at the next start
         connector.close(timeout_s=30)
         return
-    click.echo(f"capturing {connector.db} ({len(connector.tables)} tables) into "
-               f"{topic_prefix}.<schema>.<table> from slot {slot!r}; SIGTERM stops", err=True)
+    click.echo(
+        f"capturing {connector.db} ({len(connector.tables)} tables) into "
+        f"{topic_prefix}.<schema>.<table> from slot {slot!r}; SIGTERM stops",
+        err=True,
+    )
     run(connector, stop=stop)

@@ -93,8 +93,9 @@ def broker_command(
     config = BrokerConfig.from_props(props)
     listen_given = click.get_current_context().get_parameter_source("listen")
     if config.listeners and listen_given is not click.core.ParameterSource.DEFAULT:
-        raise ConfigError("give the address either with --listen or with the listeners "
-                          "setting, not both")
+        raise ConfigError(
+            "give the address either with --listen or with the listeners setting, not both"
+        )
     host, port = _parse_listen(listen)
     level = _parse_log_level(log_level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -81,8 +81,11 @@ def json_record(msg: Any) -> dict[str, Any]:
     """The JSON object printed for one confluent-kafka Message."""
     ts_type, ts = msg.timestamp()
     record: dict[str, Any] = {
-        "topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
-        "timestamp": ts, "timestamp_type": {1: "CreateTime", 2: "LogAppendTime"}.get(ts_type),
+        "topic": msg.topic(),
+        "partition": msg.partition(),
+        "offset": msg.offset(),
+        "timestamp": ts,
+        "timestamp_type": {1: "CreateTime", 2: "LogAppendTime"}.get(ts_type),
     }
     _text(msg.key(), "key", record)
     _text(msg.value(), "value", record)
@@ -99,8 +102,9 @@ def json_record(msg: Any) -> dict[str, Any]:
 
 def _formatter(fmt: str, separator: bytes | None) -> Callable[[Any], bytes]:
     if fmt == "json":
-        return lambda msg: json.dumps(json_record(msg), sort_keys=True,
-                                      ensure_ascii=False).encode("utf-8") + b"\n"
+        return lambda msg: (
+            json.dumps(json_record(msg), sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n"
+        )
     if separator is None:
         return lambda msg: (msg.value() or b"") + b"\n"
     return lambda msg: (msg.key() or b"") + separator + (msg.value() or b"") + b"\n"
@@ -134,16 +138,23 @@ def _partitions(consumer: Any, topic: str, partition: int | None) -> list[int]:
     if partition is None:
         return found
     if partition not in metadata.partitions:
-        raise ConsumeError(f"topic {topic} has {len(found)} partition(s); "
-                           f"--partition {partition} does not exist")
+        raise ConsumeError(
+            f"topic {topic} has {len(found)} partition(s); --partition {partition} does not exist"
+        )
     return [partition]
 
 
 class _Start:
     """Where each partition starts, from the command line's choice."""
 
-    def __init__(self, consumer: Any, topic: str, from_beginning: bool, offset: int | None,
-                 timestamp: int | None) -> None:
+    def __init__(
+        self,
+        consumer: Any,
+        topic: str,
+        from_beginning: bool,
+        offset: int | None,
+        timestamp: int | None,
+    ) -> None:
         self._consumer, self._topic = consumer, topic
         self.from_beginning, self.offset, self.timestamp = from_beginning, offset, timestamp
 
@@ -158,20 +169,29 @@ class _Start:
             if self.timestamp is not None:
                 wanted = [TopicPartition(self._topic, p, self.timestamp) for p in partitions]
                 found = self._consumer.offsets_for_times(wanted, timeout=TIMEOUT_S)
-                return [TopicPartition(self._topic, tp.partition,
-                                       tp.offset if tp.offset >= 0 else OFFSET_END)
-                        for tp in found]
+                return [
+                    TopicPartition(
+                        self._topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_END
+                    )
+                    for tp in found
+                ]
             if self.offset is not None and self.offset < 0:
                 starts = []
                 for p in partitions:
                     low, high = self._consumer.get_watermark_offsets(
-                        TopicPartition(self._topic, p), timeout=TIMEOUT_S)
+                        TopicPartition(self._topic, p), timeout=TIMEOUT_S
+                    )
                     starts.append(TopicPartition(self._topic, p, max(high + self.offset, low)))
                 return starts
         except KafkaException as exc:
             raise ConsumeError(f"looking up start offsets failed: {exc.args[0].str()}") from None
-        start = (self.offset if self.offset is not None
-                 else OFFSET_BEGINNING if self.from_beginning else OFFSET_END)
+        start = (
+            self.offset
+            if self.offset is not None
+            else OFFSET_BEGINNING
+            if self.from_beginning
+            else OFFSET_END
+        )
         return [TopicPartition(self._topic, p, start) for p in partitions]
 
 
@@ -179,17 +199,27 @@ def _is_fatal(err: Any) -> bool:
     from confluent_kafka import KafkaError
 
     return bool(err.fatal()) or err.code() in (
-        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED,
-        KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError._UNKNOWN_PARTITION,
-        KafkaError.INVALID_GROUP_ID)
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError.INVALID_GROUP_ID,
+    )
 
 
 class _Loop:
     """Polls, prints, and decides when to stop.  Single-threaded (librdkafka calls the
     rebalance callbacks from inside ``consume``)."""
 
-    def __init__(self, consumer: Any, out: BinaryIO, render: Callable[[Any], bytes],
-                 max_messages: int | None, exit_at_end: bool, signals: _Signals) -> None:
+    def __init__(
+        self,
+        consumer: Any,
+        out: BinaryIO,
+        render: Callable[[Any], bytes],
+        max_messages: int | None,
+        exit_at_end: bool,
+        signals: _Signals,
+    ) -> None:
         self.consumer, self.out, self.render = consumer, out, render
         self.max_messages, self.exit_at_end, self.signals = max_messages, exit_at_end, signals
         self.printed = 0
@@ -205,15 +235,20 @@ class _Loop:
     def _done(self) -> bool:
         if self.max_messages is not None and self.printed >= self.max_messages:
             return True
-        return (self.exit_at_end and self.ever_assigned and bool(self.assigned)
-                and self.assigned <= self.at_end)
+        return (
+            self.exit_at_end
+            and self.ever_assigned
+            and bool(self.assigned)
+            and self.assigned <= self.at_end
+        )
 
     def run(self) -> None:
         from confluent_kafka import KafkaError
 
         while not self._done() and self.signals.received is None:
-            wanted = BATCH if self.max_messages is None else min(
-                BATCH, self.max_messages - self.printed)
+            wanted = (
+                BATCH if self.max_messages is None else min(BATCH, self.max_messages - self.printed)
+            )
             chunk = []
             for msg in self.consumer.consume(wanted, POLL_S):
                 err = msg.error()
@@ -239,30 +274,80 @@ class _Loop:
 @click.command("consume")
 @click.argument("topic")
 @click.option("--from-beginning", is_flag=True, help="Start at the log start offset.")
-@click.option("--offset", "-o", type=int, default=None, metavar="N",
-              help="Start at offset N (negative: N records before the end).")
-@click.option("--timestamp", type=int, default=None, metavar="MS",
-              help="Start at the first record at or after MS (epoch millis).")
-@click.option("--partition", "-p", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Only partition N (not with --group).")
-@click.option("--max-messages", "-c", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Exit after N records.")
-@click.option("--exit-at-end", "-e", is_flag=True,
-              help="Exit once every partition has been read to its end.")
-@click.option("--group", "-g", default=None, metavar="G",
-              help="Join consumer group G and commit what was printed.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Values (text) or one JSON object per record.")
+@click.option(
+    "--offset",
+    "-o",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Start at offset N (negative: N records before the end).",
+)
+@click.option(
+    "--timestamp",
+    type=int,
+    default=None,
+    metavar="MS",
+    help="Start at the first record at or after MS (epoch millis).",
+)
+@click.option(
+    "--partition",
+    "-p",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Only partition N (not with --group).",
+)
+@click.option(
+    "--max-messages",
+    "-c",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Exit after N records.",
+)
+@click.option(
+    "--exit-at-end", "-e", is_flag=True, help="Exit once every partition has been read to its end."
+)
+@click.option(
+    "--group",
+    "-g",
+    default=None,
+    metavar="G",
+    help="Join consumer group G and commit what was printed.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Values (text) or one JSON object per record.",
+)
 @click.option("--print-key", is_flag=True, help="Text format: print KEY<TAB>VALUE.")
-@click.option("--key-separator", "-K", default=None, metavar="SEP",
-              help="Text format: print KEY SEP VALUE (implies --print-key).")
+@click.option(
+    "--key-separator",
+    "-K",
+    default=None,
+    metavar="SEP",
+    help="Text format: print KEY SEP VALUE (implies --print-key).",
+)
 @property_option
 @bootstrap_option
-def consume_command(topic: str, from_beginning: bool, offset: int | None,
-                    timestamp: int | None, partition: int | None, max_messages: int | None,
-                    exit_at_end: bool, group: str | None, fmt: str, print_key: bool,
-                    key_separator: str | None, properties: tuple[str, ...],
-                    bootstrap: str) -> None:
+def consume_command(
+    topic: str,
+    from_beginning: bool,
+    offset: int | None,
+    timestamp: int | None,
+    partition: int | None,
+    max_messages: int | None,
+    exit_at_end: bool,
+    group: str | None,
+    fmt: str,
+    print_key: bool,
+    key_separator: str | None,
+    properties: tuple[str, ...],
+    bootstrap: str,
+) -> None:
     """Print records of TOPIC, one line each."""
     from confluent_kafka import Consumer
 
@@ -286,8 +371,9 @@ def consume_command(topic: str, from_beginning: bool, offset: int | None,
     signals = _Signals()
     signals.install()
     consumer = Consumer(conf)
-    loop = _Loop(consumer, sys.stdout.buffer, _formatter(fmt, separator), max_messages,
-                 exit_at_end, signals)
+    loop = _Loop(
+        consumer, sys.stdout.buffer, _formatter(fmt, separator), max_messages, exit_at_end, signals
+    )
     try:
         partitions = _partitions(consumer, topic, partition)
         start = _Start(consumer, topic, from_beginning, offset, timestamp)
@@ -313,8 +399,7 @@ def _subscribe(consumer: Any, topic: str, start: _Start, loop: _Loop) -> None:
         loop.on_assigned(ids)
 
     def on_revoke(_c: Any, revoked: list[Any]) -> None:
-        loop.on_assigned([p for p in loop.assigned
-                          if p not in {tp.partition for tp in revoked}])
+        loop.on_assigned([p for p in loop.assigned if p not in {tp.partition for tp in revoked}])
 
     consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
 

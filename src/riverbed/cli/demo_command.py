@@ -17,28 +17,78 @@ from riverbed.cli.extras import require_extra
 
 
 @click.command("demo")
-@click.option("--duration", default=30.0, show_default=True, type=click.FloatRange(min=1),
-              help="Seconds to stream page views before draining and printing the table "
-                   "(Spark start-up and the drain come on top: ~15 s).")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Broker logs, checkpoint, analytics.sqlite and demo.log go here; an existing "
-                   "one is resumed.  [default: a new temporary dir, kept]")
-@click.option("--users", default=20, show_default=True, type=click.IntRange(min=1),
-              help="Distinct users in the clickstream.")
-@click.option("--rate", default=200.0, show_default=True, type=click.FloatRange(min=0.1),
-              help="Page views per second.")
-@click.option("--speedup", default=600.0, show_default=True, type=click.FloatRange(min=0.001),
-              help="Event-time seconds per wall-clock second (600: an hour every 6 s).")
-@click.option("--late-fraction", default=0.01, show_default=True,
-              type=click.FloatRange(0, 1), help="Share of page views arriving 2 h late.")
-@click.option("--allowed-delay", "allowed_delay_s", default=600, show_default=True,
-              type=click.IntRange(min=0), help="Watermark delay, event-time seconds.")
-@click.option("--partitions", default=2, show_default=True, type=click.IntRange(min=1),
-              help="Partitions of the demo's topics (when it creates them).")
-@click.option("--top", "top_rows", default=12, show_default=True, type=click.IntRange(min=1),
-              help="Rows of the final table to print (busiest users first).")
-@click.option("--seed", default=7, show_default=True, type=int,
-              help="Seed of the clickstream generator (same seed, same page views).")
+@click.option(
+    "--duration",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=1),
+    help="Seconds to stream page views before draining and printing the table "
+    "(Spark start-up and the drain come on top: ~15 s).",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Broker logs, checkpoint, analytics.sqlite and demo.log go here; an existing "
+    "one is resumed.  [default: a new temporary dir, kept]",
+)
+@click.option(
+    "--users",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Distinct users in the clickstream.",
+)
+@click.option(
+    "--rate",
+    default=200.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="Page views per second.",
+)
+@click.option(
+    "--speedup",
+    default=600.0,
+    show_default=True,
+    type=click.FloatRange(min=0.001),
+    help="Event-time seconds per wall-clock second (600: an hour every 6 s).",
+)
+@click.option(
+    "--late-fraction",
+    default=0.01,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Share of page views arriving 2 h late.",
+)
+@click.option(
+    "--allowed-delay",
+    "allowed_delay_s",
+    default=600,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Watermark delay, event-time seconds.",
+)
+@click.option(
+    "--partitions",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Partitions of the demo's topics (when it creates them).",
+)
+@click.option(
+    "--top",
+    "top_rows",
+    default=12,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Rows of the final table to print (busiest users first).",
+)
+@click.option(
+    "--seed",
+    default=7,
+    show_default=True,
+    type=int,
+    help="Seed of the clickstream generator (same seed, same page views).",
+)
 def demo_command(
     duration: float,
     data_dir: Path | None,
@@ -78,8 +128,10 @@ def demo_command(
     try:
         run_demo(options, data_dir)
     except KeyboardInterrupt:
-        click.echo(f"riverbed demo: interrupted; broker, clickstream and Spark stopped "
-                   f"(log: {log})", err=True)
+        click.echo(
+            f"riverbed demo: interrupted; broker, clickstream and Spark stopped (log: {log})",
+            err=True,
+        )
         sys.exit(130)
     except Exception as exc:
         lines = tail(log)

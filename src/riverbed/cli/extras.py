@@ -30,7 +30,8 @@ def missing_extra(module: str, what: str = "this command") -> MissingExtraError 
         return None
     return MissingExtraError(
         f"{what} needs the '{extra}' extra (no module named {root!r}): "
-        f"pip install 'riverbed[{extra}]'")
+        f"pip install 'riverbed[{extra}]'"
+    )
 
 
 def require_extra(extra: str, what: str) -> None:

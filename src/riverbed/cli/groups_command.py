@@ -60,7 +60,8 @@ def _result(future: Any, what: str) -> Any:
     except TimeoutError:
         raise GroupCommandError(
             f"{what} timed out after {TIMEOUT_S:g}s (the broker accepted a connection but "
-            "did not answer)") from None
+            "did not answer)"
+        ) from None
 
 
 def _state(description: Any) -> str:
@@ -85,8 +86,10 @@ def _list(admin: Any) -> list[Any]:
 def list_groups(output: str, bootstrap: str) -> None:
     """List consumer groups with their state and type."""
     admin = _admin(bootstrap)  # keep the client alive until the result is in
-    rows = [(g.group_id, _state(g), getattr(getattr(g, "type", None), "name", "UNKNOWN"))
-            for g in _list(admin)]
+    rows = [
+        (g.group_id, _state(g), getattr(getattr(g, "type", None), "name", "UNKNOWN"))
+        for g in _list(admin)
+    ]
     if output == "json":
         echo_json([{"group": g, "state": st, "type": kind} for g, st, kind in rows])
         return
@@ -111,22 +114,31 @@ class PartitionLag:
         return max(self.log_end_offset - self.committed_offset, 0)
 
     def as_json(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition,
-                "committed_offset": self.committed_offset,
-                "log_end_offset": self.log_end_offset, "lag": self.lag, "member": self.member}
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "committed_offset": self.committed_offset,
+            "log_end_offset": self.log_end_offset,
+            "lag": self.lag,
+            "member": self.member,
+        }
 
 
-def _partition_lags(admin: Any, group: str, owner: dict[tuple[str, int], str]
-                    ) -> list[PartitionLag]:
+def _partition_lags(
+    admin: Any, group: str, owner: dict[tuple[str, int], str]
+) -> list[PartitionLag]:
     """Committed offsets of ``group`` (plus the partitions in ``owner``, its assignment)
     against the partitions' log end offsets, sorted by topic and partition."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
-    committed = _result(
-        admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group],
-        f"fetching offsets of {group}",
-    ).topic_partitions or []
+    committed = (
+        _result(
+            admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group],
+            f"fetching offsets of {group}",
+        ).topic_partitions
+        or []
+    )
     keys = {(tp.topic, tp.partition): tp.offset for tp in committed}
     for key in owner:
         keys.setdefault(key, -1)
@@ -136,16 +148,22 @@ def _partition_lags(admin: Any, group: str, owner: dict[tuple[str, int], str]
         specs = {TopicPartition(t, p): latest for t, p in keys}
         for tp, fut in admin.list_offsets(specs, request_timeout=TIMEOUT_S).items():
             ends[(tp.topic, tp.partition)] = _result(fut, "listing offsets").offset
-    return [PartitionLag(topic, partition, offset if offset >= 0 else None,
-                         end if (end := ends.get((topic, partition), -1)) >= 0 else None,
-                         owner.get((topic, partition)))
-            for (topic, partition), offset in sorted(keys.items())]
+    return [
+        PartitionLag(
+            topic,
+            partition,
+            offset if offset >= 0 else None,
+            end if (end := ends.get((topic, partition), -1)) >= 0 else None,
+            owner.get((topic, partition)),
+        )
+        for (topic, partition), offset in sorted(keys.items())
+    ]
 
 
 def _owners(desc: Any) -> dict[tuple[str, int], str]:
     owner: dict[tuple[str, int], str] = {}
     for m in desc.members:
-        for tp in (m.assignment.topic_partitions if m.assignment else []):
+        for tp in m.assignment.topic_partitions if m.assignment else []:
             owner[(tp.topic, tp.partition)] = m.member_id
     return owner
 
@@ -164,16 +182,27 @@ def describe(group: str, output: str, bootstrap: str) -> None:
     desc = _result(admin.describe_consumer_groups([group])[group], f"describing {group}")
     owner = _owners(desc)
     lags = _partition_lags(admin, group, owner)
-    members = [(m, m.assignment.topic_partitions if m.assignment else [])
-               for m in desc.members]
+    members = [(m, m.assignment.topic_partitions if m.assignment else []) for m in desc.members]
     if output == "json":
-        echo_json({
-            "group": group, "state": _state(desc), "assignor": desc.partition_assignor or None,
-            "members": [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
-                         "assignment": [{"topic": tp.topic, "partition": tp.partition}
-                                        for tp in parts]} for m, parts in members],
-            "offsets": [lag.as_json() for lag in lags],
-        })
+        echo_json(
+            {
+                "group": group,
+                "state": _state(desc),
+                "assignor": desc.partition_assignor or None,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "client_id": m.client_id,
+                        "host": m.host,
+                        "assignment": [
+                            {"topic": tp.topic, "partition": tp.partition} for tp in parts
+                        ],
+                    }
+                    for m, parts in members
+                ],
+                "offsets": [lag.as_json() for lag in lags],
+            }
+        )
         return
     click.echo(f"GROUP {group} STATE {_state(desc)} ASSIGNOR {desc.partition_assignor or '-'}")
     click.echo("MEMBER CLIENT-ID HOST ASSIGNMENT")
@@ -182,9 +211,11 @@ def describe(group: str, output: str, bootstrap: str) -> None:
         click.echo(f"{m.member_id} {m.client_id} {m.host} {assigned}")
     click.echo("TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG MEMBER")
     for row in lags:
-        click.echo(f"{row.topic} {row.partition} {_dash(row.committed_offset)} "
-                   f"{_dash(row.log_end_offset if row.log_end_offset is not None else -1)} "
-                   f"{_dash(row.lag)} {_dash(row.member)}")
+        click.echo(
+            f"{row.topic} {row.partition} {_dash(row.committed_offset)} "
+            f"{_dash(row.log_end_offset if row.log_end_offset is not None else -1)} "
+            f"{_dash(row.lag)} {_dash(row.member)}"
+        )
 
 
 @groups.command("lag")
@@ -205,15 +236,25 @@ def lag(group: str | None, output: str, bootstrap: str) -> None:
         total = sum(row.lag or 0 for row in lags)
         report.append((name, _state(desc), total, lags))
     if output == "json":
-        echo_json([{"group": name, "state": state, "total_lag": total,
-                    "partitions": [row.as_json() for row in lags]}
-                   for name, state, total, lags in report])
+        echo_json(
+            [
+                {
+                    "group": name,
+                    "state": state,
+                    "total_lag": total,
+                    "partitions": [row.as_json() for row in lags],
+                }
+                for name, state, total, lags in report
+            ]
+        )
         return
     click.echo("GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG")
     for name, _state_name, total, lags in report:
         for row in lags:
-            click.echo(f"{name} {row.topic} {row.partition} {_dash(row.committed_offset)} "
-                       f"{_dash(row.log_end_offset)} {_dash(row.lag)}")
+            click.echo(
+                f"{name} {row.topic} {row.partition} {_dash(row.committed_offset)} "
+                f"{_dash(row.log_end_offset)} {_dash(row.lag)}"
+            )
         click.echo(f"{name} TOTAL-LAG {total}")
 
 
@@ -233,11 +274,22 @@ def _parse_datetime(text: str) -> int:
 @click.option("--to-earliest", is_flag=True, help="The log start offset.")
 @click.option("--to-latest", is_flag=True, help="The log end offset.")
 @click.option("--to-offset", type=int, default=None, metavar="N", help="Offset N (clamped).")
-@click.option("--to-datetime", default=None, metavar="TS",
-              help="First offset at or after TS (ISO-8601; UTC if no zone).")
+@click.option(
+    "--to-datetime",
+    default=None,
+    metavar="TS",
+    help="First offset at or after TS (ISO-8601; UTC if no zone).",
+)
 @bootstrap_option
-def reset_offsets(group: str, topic: str, to_earliest: bool, to_latest: bool,
-                  to_offset: int | None, to_datetime: str | None, bootstrap: str) -> None:
+def reset_offsets(
+    group: str,
+    topic: str,
+    to_earliest: bool,
+    to_latest: bool,
+    to_offset: int | None,
+    to_datetime: str | None,
+    bootstrap: str,
+) -> None:
     """Set GROUP's committed offsets on TOPIC (the group must have no members)."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
@@ -245,21 +297,24 @@ def reset_offsets(group: str, topic: str, to_earliest: bool, to_latest: bool,
     chosen = [to_earliest, to_latest, to_offset is not None, to_datetime is not None]
     if sum(chosen) != 1:
         raise GroupCommandError(
-            "choose exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime")
+            "choose exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime"
+        )
     admin = _admin(bootstrap)
     desc = _result(admin.describe_consumer_groups([group])[group], f"describing {group}")
     if _state(desc) not in _RESETTABLE_STATES or desc.members:
         raise GroupCommandError(
             f"group {group} is active ({_state(desc).lower()}, {len(desc.members)} member(s)); "
-            "stop its consumers before resetting offsets")
+            "stop its consumers before resetting offsets"
+        )
     metadata = admin.list_topics(timeout=TIMEOUT_S).topics.get(topic)  # no auto-create
     if metadata is None or metadata.error is not None or not metadata.partitions:
         raise GroupCommandError(f"topic {topic} does not exist")
     partitions = sorted(metadata.partitions)
 
     def offsets(spec: Any) -> dict[int, int]:
-        futures = admin.list_offsets({TopicPartition(topic, p): spec for p in partitions},
-                                     request_timeout=TIMEOUT_S)
+        futures = admin.list_offsets(
+            {TopicPartition(topic, p): spec for p in partitions}, request_timeout=TIMEOUT_S
+        )
         return {tp.partition: _result(f, "listing offsets").offset for tp, f in futures.items()}
 
     earliest = offsets(OffsetSpec.earliest())  # type: ignore[no-untyped-call]
@@ -275,7 +330,8 @@ def reset_offsets(group: str, topic: str, to_earliest: bool, to_latest: bool,
         found = offsets(OffsetSpec.for_timestamp(_parse_datetime(to_datetime)))
         target = {p: found[p] if found[p] >= 0 else latest[p] for p in partitions}
     request = ConsumerGroupTopicPartitions(
-        group, [TopicPartition(topic, p, target[p]) for p in partitions])
+        group, [TopicPartition(topic, p, target[p]) for p in partitions]
+    )
     done = _result(admin.alter_consumer_group_offsets([request])[group], "committing offsets")
     for tp in done.topic_partitions:
         if tp.error is not None:

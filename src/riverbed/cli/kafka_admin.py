@@ -48,16 +48,19 @@ def check_reachable(bootstrap: str) -> None:
             port_number = int(port)
         except ValueError:
             raise BrokerUnreachableError(
-                f"--bootstrap-server {server!r} is not HOST:PORT") from None
+                f"--bootstrap-server {server!r} is not HOST:PORT"
+            ) from None
         try:
-            with socket.create_connection((host.strip("[]") or "127.0.0.1", port_number),
-                                          timeout=CONNECT_TIMEOUT_S):
+            with socket.create_connection(
+                (host.strip("[]") or "127.0.0.1", port_number), timeout=CONNECT_TIMEOUT_S
+            ):
                 return
         except OSError as exc:
             problems.append(f"{server}: {exc.strerror or exc}")
     raise BrokerUnreachableError(
         f"cannot reach a broker at {bootstrap} ({'; '.join(problems) or 'no address'}); "
-        "is it running, and is --bootstrap-server right?")
+        "is it running, and is --bootstrap-server right?"
+    )
 
 
 def client_config(bootstrap: str, properties: Iterable[str] = ()) -> dict[str, Any]:
@@ -91,17 +94,30 @@ def echo_json(document: object) -> None:
 
 
 bootstrap_option = click.option(
-    "--bootstrap-server", "bootstrap", default=DEFAULT_BOOTSTRAP, show_default=True,
-    envvar=BOOTSTRAP_ENV, show_envvar=True, metavar="HOST:PORT",
+    "--bootstrap-server",
+    "bootstrap",
+    default=DEFAULT_BOOTSTRAP,
+    show_default=True,
+    envvar=BOOTSTRAP_ENV,
+    show_envvar=True,
+    metavar="HOST:PORT",
     help="A broker to talk to (comma-separated for several).",
 )
 
 output_option = click.option(
-    "--output", "output", type=click.Choice(["text", "json"]), default="text",
-    show_default=True, help="Text rows, or one JSON document.",
+    "--output",
+    "output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Text rows, or one JSON document.",
 )
 
 property_option = click.option(
-    "--property", "-X", "properties", multiple=True, metavar="KEY=VALUE",
+    "--property",
+    "-X",
+    "properties",
+    multiple=True,
+    metavar="KEY=VALUE",
     help="A librdkafka client setting, e.g. -X security.protocol=SSL (repeatable).",
 )

@@ -109,37 +109,70 @@ def _check_topic(producer: Any, topic: str, partition: int | None) -> None:
     except KafkaException as exc:
         raise ProduceError(f"reading metadata of {topic} failed: {exc.args[0].str()}") from None
     error = metadata.error if metadata is not None else None
-    if metadata is None or (error is not None and error.code() in (
-            KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED,
-            KafkaError.TOPIC_EXCEPTION)):
+    if metadata is None or (
+        error is not None
+        and error.code()
+        in (
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            KafkaError.TOPIC_AUTHORIZATION_FAILED,
+            KafkaError.TOPIC_EXCEPTION,
+        )
+    ):
         reason = error.str() if error is not None else "no metadata"
         raise ProduceError(f"topic {topic} is not available: {reason}")
     count = len(metadata.partitions)
     if partition is not None and count and partition >= count:
-        raise ProduceError(f"topic {topic} has {count} partition(s); "
-                           f"--partition {partition} does not exist")
+        raise ProduceError(
+            f"topic {topic} has {count} partition(s); --partition {partition} does not exist"
+        )
 
 
 @click.command("produce")
 @click.argument("topic")
-@click.option("--key-separator", "-K", default=None, metavar="SEP",
-              help="Split each line at the first SEP into key and value (no SEP: null key).")
-@click.option("--partition", "-p", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Produce to partition N (default: the partitioner picks).")
-@click.option("--header", "-H", "header_pairs", multiple=True, metavar="K=V",
-              help="A header on every record (repeatable).")
+@click.option(
+    "--key-separator",
+    "-K",
+    default=None,
+    metavar="SEP",
+    help="Split each line at the first SEP into key and value (no SEP: null key).",
+)
+@click.option(
+    "--partition",
+    "-p",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Produce to partition N (default: the partitioner picks).",
+)
+@click.option(
+    "--header",
+    "-H",
+    "header_pairs",
+    multiple=True,
+    metavar="K=V",
+    help="A header on every record (repeatable).",
+)
 @property_option
 @bootstrap_option
-def produce_command(topic: str, key_separator: str | None, partition: int | None,
-                    header_pairs: tuple[str, ...], properties: tuple[str, ...],
-                    bootstrap: str) -> None:
+def produce_command(
+    topic: str,
+    key_separator: str | None,
+    partition: int | None,
+    header_pairs: tuple[str, ...],
+    properties: tuple[str, ...],
+    bootstrap: str,
+) -> None:
     """Produce one record per line of stdin to TOPIC."""
     from confluent_kafka import KafkaException, Producer
 
     separator = parse_separator(key_separator) if key_separator is not None else None
     headers = parse_headers(header_pairs) or None
-    conf: dict[str, Any] = {"enable.idempotence": True, "acks": "all",
-                            "message.timeout.ms": 60_000, "linger.ms": 5}
+    conf: dict[str, Any] = {
+        "enable.idempotence": True,
+        "acks": "all",
+        "message.timeout.ms": 60_000,
+        "linger.ms": 5,
+    }
     conf.update(client_config(bootstrap, properties))  # --property wins
     check_reachable(bootstrap)
     producer = Producer(conf)
@@ -152,14 +185,16 @@ def produce_command(topic: str, key_separator: str | None, partition: int | None
             key, value = split_line(line, separator)
             while True:
                 try:
-                    producer.produce(topic, value, key, headers=headers,
-                                     on_delivery=deliveries.report, **extra)
+                    producer.produce(
+                        topic, value, key, headers=headers, on_delivery=deliveries.report, **extra
+                    )
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     producer.poll(0.1)
                 except KafkaException as exc:
-                    raise ProduceError(f"producing to {topic} failed: {exc.args[0].str()}"
-                                       ) from None
+                    raise ProduceError(
+                        f"producing to {topic} failed: {exc.args[0].str()}"
+                    ) from None
             sent += 1
             producer.poll(0)
             if deliveries.first_error is not None:
@@ -167,10 +202,14 @@ def produce_command(topic: str, key_separator: str | None, partition: int | None
         producer.flush()
     except KeyboardInterrupt:
         left = producer.flush(INTERRUPT_FLUSH_S)
-        click.echo(f"riverbed produce: interrupted; {deliveries.acknowledged} record(s) "
-                   f"acknowledged, {left} still in flight", err=True)
+        click.echo(
+            f"riverbed produce: interrupted; {deliveries.acknowledged} record(s) "
+            f"acknowledged, {left} still in flight",
+            err=True,
+        )
         sys.exit(130)
     if deliveries.first_error is not None:
         missing = sent - deliveries.acknowledged
-        raise ProduceError(f"{missing} of {sent} record(s) not delivered; first error: "
-                           f"{deliveries.first_error}")
+        raise ProduceError(
+            f"{missing} of {sent} record(s) not delivered; first error: {deliveries.first_error}"
+        )

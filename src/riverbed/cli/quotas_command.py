@@ -91,8 +91,14 @@ def quotas() -> None:
 @bootstrap_option
 @output_option
 def describe(
-    user: str | None, user_default: bool, client_id: str | None, client_id_default: bool,
-    strict: bool, properties: tuple[str, ...], bootstrap: str, output: str,
+    user: str | None,
+    user_default: bool,
+    client_id: str | None,
+    client_id_default: bool,
+    strict: bool,
+    properties: tuple[str, ...],
+    bootstrap: str,
+    output: str,
 ) -> None:
     """Quotas of the entities matching the filter (no filter: all of them)."""
     from kafka.protocol.admin import DescribeClientQuotasRequest
@@ -129,8 +135,14 @@ def describe(
 @property_option
 @bootstrap_option
 def alter(
-    user: str | None, user_default: bool, client_id: str | None, client_id_default: bool,
-    add: str | None, delete: str | None, properties: tuple[str, ...], bootstrap: str,
+    user: str | None,
+    user_default: bool,
+    client_id: str | None,
+    client_id_default: bool,
+    add: str | None,
+    delete: str | None,
+    properties: tuple[str, ...],
+    bootstrap: str,
 ) -> None:
     """Set or remove quotas of one entity."""
     from kafka.protocol.admin import AlterClientQuotasRequest

@@ -61,7 +61,8 @@ def _wait(future: Any, what: str) -> Any:
     except TimeoutError:
         raise TopicCommandError(
             f"{what} timed out after {TIMEOUT_S:g}s (the broker accepted a connection but "
-            "did not answer)") from None
+            "did not answer)"
+        ) from None
 
 
 def _parse_configs(pairs: Iterable[str]) -> dict[str, str]:
@@ -99,11 +100,22 @@ def list_topics(show_all: bool, output: str, bootstrap: str) -> None:
     admin = _admin(bootstrap)  # keep the client alive until the results are in
     metadata = admin.list_topics(timeout=TIMEOUT_S)
     names = sorted(n for n, t in metadata.topics.items() if t.error is None)
-    shown = [(name, desc) for name, desc in sorted(_describe_topics(admin, names).items())
-             if show_all or not desc.is_internal]
+    shown = [
+        (name, desc)
+        for name, desc in sorted(_describe_topics(admin, names).items())
+        if show_all or not desc.is_internal
+    ]
     if output == "json":
-        echo_json([{"name": name, "partitions": len(desc.partitions),
-                    "internal": bool(desc.is_internal)} for name, desc in shown])
+        echo_json(
+            [
+                {
+                    "name": name,
+                    "partitions": len(desc.partitions),
+                    "internal": bool(desc.is_internal),
+                }
+                for name, desc in shown
+            ]
+        )
         return
     for name, desc in shown:
         click.echo(f"{name} {len(desc.partitions)}")
@@ -111,15 +123,35 @@ def list_topics(show_all: bool, output: str, bootstrap: str) -> None:
 
 @topics.command("create")
 @click.argument("name")
-@click.option("--partitions", type=click.IntRange(min=1), required=True, metavar="N",
-              help="Number of partitions.")
-@click.option("--replication-factor", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Replicas per partition (the broker's default when left out).")
-@click.option("--config", "config_pairs", multiple=True, metavar="KEY=VALUE",
-              help="A topic config, e.g. retention.ms=86400000 (repeatable).")
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    required=True,
+    metavar="N",
+    help="Number of partitions.",
+)
+@click.option(
+    "--replication-factor",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Replicas per partition (the broker's default when left out).",
+)
+@click.option(
+    "--config",
+    "config_pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A topic config, e.g. retention.ms=86400000 (repeatable).",
+)
 @bootstrap_option
-def create(name: str, partitions: int, replication_factor: int | None,
-           config_pairs: tuple[str, ...], bootstrap: str) -> None:
+def create(
+    name: str,
+    partitions: int,
+    replication_factor: int | None,
+    config_pairs: tuple[str, ...],
+    bootstrap: str,
+) -> None:
     """Create topic NAME."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
@@ -150,25 +182,44 @@ def describe(name: str, output: str, bootstrap: str) -> None:
     leaders = {p.id: (p.leader.id if p.leader is not None else -1) for p in desc.partitions}
 
     def offsets(spec: Any) -> dict[int, int]:
-        futures = admin.list_offsets({TopicPartition(name, p): spec for p in partitions},
-                                     request_timeout=TIMEOUT_S)
-        return {tp.partition: _wait(f, f"listing offsets of {name}").offset
-                for tp, f in futures.items()}
+        futures = admin.list_offsets(
+            {TopicPartition(name, p): spec for p in partitions}, request_timeout=TIMEOUT_S
+        )
+        return {
+            tp.partition: _wait(f, f"listing offsets of {name}").offset for tp, f in futures.items()
+        }
 
     start = offsets(OffsetSpec.earliest()) if partitions else {}  # type: ignore[no-untyped-call]
     end = offsets(OffsetSpec.latest()) if partitions else {}  # type: ignore[no-untyped-call]
     resource = ConfigResource(ConfigResource.Type.TOPIC, name)
-    configs = _wait(admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource],
-                    f"describing configs of {name}")
+    configs = _wait(
+        admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource],
+        f"describing configs of {name}",
+    )
     if output == "json":
-        echo_json({
-            "name": name, "internal": bool(desc.is_internal),
-            "partitions": [{"partition": p, "leader": leaders[p], "log_start_offset": start[p],
-                            "log_end_offset": end[p]} for p in partitions],
-            "configs": {key: {"value": entry.value, "source": ConfigSource(entry.source).name,
-                              "is_default": bool(entry.is_default)}
-                        for key, entry in sorted(configs.items())},
-        })
+        echo_json(
+            {
+                "name": name,
+                "internal": bool(desc.is_internal),
+                "partitions": [
+                    {
+                        "partition": p,
+                        "leader": leaders[p],
+                        "log_start_offset": start[p],
+                        "log_end_offset": end[p],
+                    }
+                    for p in partitions
+                ],
+                "configs": {
+                    key: {
+                        "value": entry.value,
+                        "source": ConfigSource(entry.source).name,
+                        "is_default": bool(entry.is_default),
+                    }
+                    for key, entry in sorted(configs.items())
+                },
+            }
+        )
         return
     internal = str(bool(desc.is_internal)).lower()
     click.echo(f"TOPIC {name} PARTITIONS {len(partitions)} INTERNAL {internal}")
@@ -183,13 +234,24 @@ def describe(name: str, output: str, bootstrap: str) -> None:
 
 @topics.command("alter")
 @click.argument("name")
-@click.option("--config", "config_pairs", multiple=True, metavar="KEY=VALUE",
-              help="Set a topic config (repeatable).")
-@click.option("--delete-config", "delete_keys", multiple=True, metavar="KEY",
-              help="Remove a topic config override, back to the default (repeatable).")
+@click.option(
+    "--config",
+    "config_pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Set a topic config (repeatable).",
+)
+@click.option(
+    "--delete-config",
+    "delete_keys",
+    multiple=True,
+    metavar="KEY",
+    help="Remove a topic config override, back to the default (repeatable).",
+)
 @bootstrap_option
-def alter(name: str, config_pairs: tuple[str, ...], delete_keys: tuple[str, ...],
-          bootstrap: str) -> None:
+def alter(
+    name: str, config_pairs: tuple[str, ...], delete_keys: tuple[str, ...], bootstrap: str
+) -> None:
     """Change configs of NAME incrementally (configs not named are kept)."""
     from confluent_kafka.admin import (  # type: ignore[attr-defined]
         AlterConfigOpType,
@@ -203,10 +265,12 @@ def alter(name: str, config_pairs: tuple[str, ...], delete_keys: tuple[str, ...]
     both = sorted(set(sets) & set(delete_keys))
     if both:
         raise ConfigError(f"{', '.join(both)}: both set and deleted")
-    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-               for k, v in sets.items()]
-    entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
-                for k in delete_keys]
+    entries = [
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in sets.items()
+    ]
+    entries += [
+        ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete_keys
+    ]
     admin = _admin(bootstrap)
     resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
     futures = admin.incremental_alter_configs([resource], request_timeout=TIMEOUT_S)
@@ -216,8 +280,13 @@ def alter(name: str, config_pairs: tuple[str, ...], delete_keys: tuple[str, ...]
 
 @topics.command("add-partitions")
 @click.argument("name")
-@click.option("--total", type=click.IntRange(min=1), required=True, metavar="N",
-              help="The partition count afterwards (must be more than now).")
+@click.option(
+    "--total",
+    type=click.IntRange(min=1),
+    required=True,
+    metavar="N",
+    help="The partition count afterwards (must be more than now).",
+)
 @bootstrap_option
 def add_partitions(name: str, total: int, bootstrap: str) -> None:
     """Grow NAME to N partitions (existing records stay where they are)."""
@@ -239,7 +308,8 @@ def delete(name: str, yes: bool, bootstrap: str) -> None:
         if not sys.stdin.isatty():
             raise TopicCommandError(
                 f"refusing to delete {name} without confirmation: stdin is not a terminal "
-                "(pass --yes)")
+                "(pass --yes)"
+            )
         if not click.confirm(f"Delete topic {name} and all its records?", default=False):
             raise TopicCommandError(f"not deleting {name}")
     admin = _admin(bootstrap)

@@ -54,8 +54,13 @@ def transactions() -> None:
 
 
 @transactions.command("list")
-@click.option("--state", "states", multiple=True, metavar="STATE",
-              help="Only transactions in this state, e.g. Ongoing (repeatable).")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    metavar="STATE",
+    help="Only transactions in this state, e.g. Ongoing (repeatable).",
+)
 @property_option
 @bootstrap_option
 @output_option
@@ -74,9 +79,14 @@ def list_command(
         admin.close()
     rows = sorted(
         (
-            {"transactional_id": t.transactional_id, "producer_id": t.producer_id,
-             "state": str(t.state.value), "coordinator": broker_id}
-            for broker_id, listings in by_broker.items() for t in listings
+            {
+                "transactional_id": t.transactional_id,
+                "producer_id": t.producer_id,
+                "state": str(t.state.value),
+                "coordinator": broker_id,
+            }
+            for broker_id, listings in by_broker.items()
+            for t in listings
         ),
         key=lambda row: str(row["transactional_id"]),
     )
@@ -85,8 +95,10 @@ def list_command(
         return
     click.echo(f"{'TRANSACTIONAL_ID':<30} {'COORDINATOR':>11} {'PRODUCER_ID':>11} STATE")
     for row in rows:
-        click.echo(f"{row['transactional_id']:<30} {row['coordinator']:>11} "
-                   f"{row['producer_id']:>11} {row['state']}")
+        click.echo(
+            f"{row['transactional_id']:<30} {row['coordinator']:>11} "
+            f"{row['producer_id']:>11} {row['state']}"
+        )
 
 
 @transactions.command("describe")

@@ -37,8 +37,11 @@ class UserCommandError(RiverbedError):
 
 
 mechanism_option = click.option(
-    "--mechanism", type=click.Choice(MECHANISMS, case_sensitive=False), default=MECHANISMS[0],
-    show_default=True, help="The SCRAM mechanism.",
+    "--mechanism",
+    type=click.Choice(MECHANISMS, case_sensitive=False),
+    default=MECHANISMS[0],
+    show_default=True,
+    help="The SCRAM mechanism.",
 )
 
 
@@ -79,7 +82,11 @@ def users() -> None:
 @property_option
 @bootstrap_option
 def create(
-    name: str, mechanism: str, password: str, iterations: int, properties: tuple[str, ...],
+    name: str,
+    mechanism: str,
+    password: str,
+    iterations: int,
+    properties: tuple[str, ...],
     bootstrap: str,
 ) -> None:
     """Create user NAME (or replace its password) for one mechanism."""
@@ -128,8 +135,7 @@ def describe(
         found = _result(admin.describe_user_scram_credentials(), "describing users")
     rows = {
         user: [
-            {"mechanism": str(info.mechanism.name).replace("_", "-"),
-             "iterations": info.iterations}
+            {"mechanism": str(info.mechanism.name).replace("_", "-"), "iterations": info.iterations}
             for info in description.scram_credential_infos
         ]
         for user, description in sorted(found.items())

@@ -25,25 +25,30 @@ Assignment = dict[str, frozenset[int]]
 class PartitionAssignor(Protocol):
     name: str
 
-    def assign(self, subscriptions: Mapping[str, frozenset[str]],
-               partition_counts: Mapping[str, int],
-               current: Mapping[str, Mapping[str, frozenset[int]]]) -> dict[str, Assignment]:
+    def assign(
+        self,
+        subscriptions: Mapping[str, frozenset[str]],
+        partition_counts: Mapping[str, int],
+        current: Mapping[str, Mapping[str, frozenset[int]]],
+    ) -> dict[str, Assignment]:
         """``subscriptions``: member -> topics; ``partition_counts``: topic -> count (topics
         that do not exist are absent); ``current``: the previous target assignment."""
         ...
 
 
 def _freeze(raw: Mapping[str, Mapping[str, set[int]]]) -> dict[str, Assignment]:
-    return {m: {t: frozenset(ps) for t, ps in topics.items() if ps}
-            for m, topics in raw.items()}
+    return {m: {t: frozenset(ps) for t, ps in topics.items() if ps} for m, topics in raw.items()}
 
 
 class RangeAssignor:
     name = "range"
 
-    def assign(self, subscriptions: Mapping[str, frozenset[str]],
-               partition_counts: Mapping[str, int],
-               current: Mapping[str, Mapping[str, frozenset[int]]]) -> dict[str, Assignment]:
+    def assign(
+        self,
+        subscriptions: Mapping[str, frozenset[str]],
+        partition_counts: Mapping[str, int],
+        current: Mapping[str, Mapping[str, frozenset[int]]],
+    ) -> dict[str, Assignment]:
         out: dict[str, dict[str, set[int]]] = {m: {} for m in subscriptions}
         for topic in sorted(partition_counts):
             subscribers = sorted(m for m, ts in subscriptions.items() if topic in ts)
@@ -63,23 +68,28 @@ class RangeAssignor:
 class UniformAssignor:
     name = "uniform"
 
-    def assign(self, subscriptions: Mapping[str, frozenset[str]],
-               partition_counts: Mapping[str, int],
-               current: Mapping[str, Mapping[str, frozenset[int]]]) -> dict[str, Assignment]:
+    def assign(
+        self,
+        subscriptions: Mapping[str, frozenset[str]],
+        partition_counts: Mapping[str, int],
+        current: Mapping[str, Mapping[str, frozenset[int]]],
+    ) -> dict[str, Assignment]:
         members = sorted(subscriptions)
         owner: dict[tuple[str, int], str] = {}
         load = dict.fromkeys(members, 0)
-        all_partitions = [(t, p) for t in sorted(partition_counts)
-                          for p in range(partition_counts[t])
-                          if any(t in subscriptions[m] for m in members)]
+        all_partitions = [
+            (t, p)
+            for t in sorted(partition_counts)
+            for p in range(partition_counts[t])
+            if any(t in subscriptions[m] for m in members)
+        ]
         quota = -(-len(all_partitions) // len(members)) if members else 0
         for m in members:  # stickiness: keep what is still valid, up to the quota
             for t, ps in sorted(current.get(m, {}).items()):
                 if t not in subscriptions[m]:
                     continue
                 for p in sorted(ps):
-                    if p < partition_counts.get(t, 0) and (t, p) not in owner \
-                            and load[m] < quota:
+                    if p < partition_counts.get(t, 0) and (t, p) not in owner and load[m] < quota:
                         owner[(t, p)] = m
                         load[m] += 1
         for tp in all_partitions:
@@ -95,8 +105,11 @@ class UniformAssignor:
         return _freeze(out)
 
     @staticmethod
-    def _balance(owner: dict[tuple[str, int], str], load: dict[str, int],
-                 subscriptions: Mapping[str, frozenset[str]]) -> None:
+    def _balance(
+        owner: dict[tuple[str, int], str],
+        load: dict[str, int],
+        subscriptions: Mapping[str, frozenset[str]],
+    ) -> None:
         moved = True
         while moved:
             moved = False

@@ -63,13 +63,19 @@ def group_metadata_value(group: ClassicGroup) -> GroupMetadataValue:
         generation=group.generation_id,
         protocol=protocol,
         leader=group.leader_id,
-        current_state_timestamp_ms=-1 if group.state_timestamp_ms is None
+        current_state_timestamp_ms=-1
+        if group.state_timestamp_ms is None
         else group.state_timestamp_ms,
         members=tuple(
             MemberMetadata(
-                m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                m.rebalance_timeout_ms, m.session_timeout_ms,
-                m.metadata(protocol) if protocol is not None else b"", m.assignment,
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata(protocol) if protocol is not None else b"",
+                m.assignment,
             )
             for m in group.members.values()
         ),
@@ -82,18 +88,27 @@ def group_from_metadata(group_id: str, value: GroupMetadataValue) -> ClassicGrou
     group = ClassicGroup(
         group_id,
         state=S.STABLE if value.members else S.EMPTY,
-        state_timestamp_ms=None if value.current_state_timestamp_ms < 0
+        state_timestamp_ms=None
+        if value.current_state_timestamp_ms < 0
         else value.current_state_timestamp_ms,
         generation_id=value.generation,
         protocol_type=value.protocol_type or None,
         protocol_name=value.protocol,
     )
     for mm in value.members:
-        group.add_member(ClassicGroupMember(
-            mm.member_id, mm.group_instance_id, mm.client_id, mm.client_host,
-            mm.rebalance_timeout_ms, mm.session_timeout_ms, value.protocol_type,
-            ((value.protocol or "", mm.subscription),), assignment=mm.assignment,
-        ))
+        group.add_member(
+            ClassicGroupMember(
+                mm.member_id,
+                mm.group_instance_id,
+                mm.client_id,
+                mm.client_host,
+                mm.rebalance_timeout_ms,
+                mm.session_timeout_ms,
+                value.protocol_type,
+                ((value.protocol or "", mm.subscription),),
+                assignment=mm.assignment,
+            )
+        )
     group.leader_id = value.leader if value.leader in group.members else group.leader_id
     return group
 
@@ -138,8 +153,7 @@ class ClassicGroupManager:
 
     # -- JoinGroup -----------------------------------------------------------------
 
-    def join_group(self, req: JoinGroupRequest, now_ms: int
-                   ) -> Reply[JoinGroupResponse | Pending]:
+    def join_group(self, req: JoinGroupRequest, now_ms: int) -> Reply[JoinGroupResponse | Pending]:
         records: list[CoordinatorRecord] = []
         try:
             answer = self._join(req, now_ms, records)
@@ -148,13 +162,17 @@ class ClassicGroupManager:
         assert not isinstance(answer, SyncGroupResponse)
         return Reply(answer, tuple(records))
 
-    def _join(self, req: JoinGroupRequest, now: int, records: list[CoordinatorRecord]
-              ) -> JoinGroupResponse | SyncGroupResponse | Pending:
+    def _join(
+        self, req: JoinGroupRequest, now: int, records: list[CoordinatorRecord]
+    ) -> JoinGroupResponse | SyncGroupResponse | Pending:
         cfg = self.ctx.config
         if not req.group_id:
             raise _fail(E.INVALID_GROUP_ID)
-        if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms \
-                <= cfg.group_max_session_timeout_ms:
+        if (
+            not cfg.group_min_session_timeout_ms
+            <= req.session_timeout_ms
+            <= cfg.group_max_session_timeout_ms
+        ):
             raise _fail(E.INVALID_SESSION_TIMEOUT)
         existing = self.ctx.groups.get(req.group_id)
         if existing is not None and not isinstance(existing, ClassicGroup):
@@ -173,9 +191,9 @@ class ClassicGroupManager:
             return self._join_new_member(group, req, now, records)
         return self._join_existing_member(group, req, now, records)
 
-    def _join_new_member(self, group: ClassicGroup, req: JoinGroupRequest, now: int,
-                         records: list[CoordinatorRecord]
-                         ) -> JoinGroupResponse | SyncGroupResponse | Pending:
+    def _join_new_member(
+        self, group: ClassicGroup, req: JoinGroupRequest, now: int, records: list[CoordinatorRecord]
+    ) -> JoinGroupResponse | SyncGroupResponse | Pending:
         if req.group_instance_id is not None:
             new_id = self.ctx.new_member_id(req.group_instance_id)
             old_id = group.static_members.get(req.group_instance_id)
@@ -190,9 +208,9 @@ class ClassicGroupManager:
             return JoinGroupResponse(E.MEMBER_ID_REQUIRED, member_id=new_id)
         return self._add_member_and_rebalance(group, new_id, req, now, records)
 
-    def _join_existing_member(self, group: ClassicGroup, req: JoinGroupRequest, now: int,
-                              records: list[CoordinatorRecord]
-                              ) -> JoinGroupResponse | SyncGroupResponse | Pending:
+    def _join_existing_member(
+        self, group: ClassicGroup, req: JoinGroupRequest, now: int, records: list[CoordinatorRecord]
+    ) -> JoinGroupResponse | SyncGroupResponse | Pending:
         if req.member_id in group.pending_members:
             if req.group_instance_id is not None:
                 raise _fail(E.UNKNOWN_MEMBER_ID)
@@ -212,12 +230,16 @@ class ClassicGroupManager:
             return self._current_generation_response(group, member.member_id)
         raise _fail(E.UNKNOWN_MEMBER_ID)
 
-    def _current_generation_response(self, group: ClassicGroup, member_id: str
-                                     ) -> JoinGroupResponse:
+    def _current_generation_response(
+        self, group: ClassicGroup, member_id: str
+    ) -> JoinGroupResponse:
         is_leader = group.leader_id == member_id
         return JoinGroupResponse(
-            E.NONE, member_id=member_id, generation_id=group.generation_id,
-            protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+            E.NONE,
+            member_id=member_id,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
             leader=group.leader_id or "",
             members=self._leader_members(group) if is_leader else (),
         )
@@ -230,19 +252,30 @@ class ClassicGroupManager:
         )
 
     def _new_member(self, member_id: str, req: JoinGroupRequest, now: int) -> ClassicGroupMember:
-        rebalance_timeout = (req.rebalance_timeout_ms if req.rebalance_timeout_ms >= 0
-                             else req.session_timeout_ms)
+        rebalance_timeout = (
+            req.rebalance_timeout_ms if req.rebalance_timeout_ms >= 0 else req.session_timeout_ms
+        )
         return ClassicGroupMember(
-            member_id, req.group_instance_id, req.client_id, req.client_host,
-            rebalance_timeout, req.session_timeout_ms, req.protocol_type, req.protocols,
+            member_id,
+            req.group_instance_id,
+            req.client_id,
+            req.client_host,
+            rebalance_timeout,
+            req.session_timeout_ms,
+            req.protocol_type,
+            req.protocols,
             is_new=True,
             heartbeat_deadline_ms=now + self.ctx.config.group_new_member_join_timeout_ms,
         )
 
-    def _add_member_and_rebalance(self, group: ClassicGroup, member_id: str,
-                                  req: JoinGroupRequest, now: int,
-                                  records: list[CoordinatorRecord]
-                                  ) -> JoinGroupResponse | SyncGroupResponse | Pending:
+    def _add_member_and_rebalance(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        req: JoinGroupRequest,
+        now: int,
+        records: list[CoordinatorRecord],
+    ) -> JoinGroupResponse | SyncGroupResponse | Pending:
         member = self._new_member(member_id, req, now)
         pending = self.ctx.pending()
         member.awaiting_join = pending.token
@@ -253,35 +286,53 @@ class ClassicGroupManager:
         self._maybe_prepare_rebalance_or_complete_join(group, now, records)
         return self._answer(pending)
 
-    def _update_member_and_rebalance(self, group: ClassicGroup, member: ClassicGroupMember,
-                                     req: JoinGroupRequest, now: int,
-                                     records: list[CoordinatorRecord]
-                                     ) -> JoinGroupResponse | SyncGroupResponse | Pending:
+    def _update_member_and_rebalance(
+        self,
+        group: ClassicGroup,
+        member: ClassicGroupMember,
+        req: JoinGroupRequest,
+        now: int,
+        records: list[CoordinatorRecord],
+    ) -> JoinGroupResponse | SyncGroupResponse | Pending:
         member.protocols = req.protocols
         member.session_timeout_ms = req.session_timeout_ms
-        member.rebalance_timeout_ms = (req.rebalance_timeout_ms if req.rebalance_timeout_ms >= 0
-                                       else req.session_timeout_ms)
+        member.rebalance_timeout_ms = (
+            req.rebalance_timeout_ms if req.rebalance_timeout_ms >= 0 else req.session_timeout_ms
+        )
         member.client_id, member.client_host = req.client_id, req.client_host
         if member.awaiting_join is not None:  # superseded by this join
-            self.ctx.complete(member.awaiting_join, group.group_id, member.member_id,
-                              JoinGroupResponse(E.REBALANCE_IN_PROGRESS,
-                                                member_id=member.member_id))
+            self.ctx.complete(
+                member.awaiting_join,
+                group.group_id,
+                member.member_id,
+                JoinGroupResponse(E.REBALANCE_IN_PROGRESS, member_id=member.member_id),
+            )
         pending = self.ctx.pending()
         member.awaiting_join = pending.token
         self._maybe_prepare_rebalance_or_complete_join(group, now, records)
         return self._answer(pending)
 
-    def _replace_static_member(self, group: ClassicGroup, old_id: str, new_id: str,
-                               req: JoinGroupRequest, now: int,
-                               records: list[CoordinatorRecord]
-                               ) -> JoinGroupResponse | SyncGroupResponse | Pending:
+    def _replace_static_member(
+        self,
+        group: ClassicGroup,
+        old_id: str,
+        new_id: str,
+        req: JoinGroupRequest,
+        now: int,
+        records: list[CoordinatorRecord],
+    ) -> JoinGroupResponse | SyncGroupResponse | Pending:
         old = group.members[old_id]
         if old.awaiting_join is not None:
-            self.ctx.complete(old.awaiting_join, group.group_id, old_id,
-                              JoinGroupResponse(E.FENCED_INSTANCE_ID, member_id=old_id))
+            self.ctx.complete(
+                old.awaiting_join,
+                group.group_id,
+                old_id,
+                JoinGroupResponse(E.FENCED_INSTANCE_ID, member_id=old_id),
+            )
         if old.awaiting_sync is not None:
-            self.ctx.complete(old.awaiting_sync, group.group_id, old_id,
-                              SyncGroupResponse(E.FENCED_INSTANCE_ID))
+            self.ctx.complete(
+                old.awaiting_sync, group.group_id, old_id, SyncGroupResponse(E.FENCED_INSTANCE_ID)
+            )
         old.awaiting_join = old.awaiting_sync = None
         old.member_id = new_id
         group.members = {(new_id if k == old_id else k): v for k, v in group.members.items()}
@@ -295,15 +346,21 @@ class ClassicGroupManager:
         old.client_id, old.client_host = req.client_id, req.client_host
         old.session_timeout_ms = req.session_timeout_ms
         old.heartbeat_deadline_ms = now + req.session_timeout_ms
-        if group.is_in(S.STABLE) and group.protocol_name is not None and \
-                    group.select_protocol() == group.protocol_name:
-            records.append(group_metadata_record(group.group_id,
-                                                 group_metadata_value(group)))
+        if (
+            group.is_in(S.STABLE)
+            and group.protocol_name is not None
+            and group.select_protocol() == group.protocol_name
+        ):
+            records.append(group_metadata_record(group.group_id, group_metadata_value(group)))
             is_leader = group.leader_id == new_id
             return JoinGroupResponse(
-                E.NONE, member_id=new_id, generation_id=group.generation_id,
-                protocol_type=group.protocol_type, protocol_name=group.protocol_name,
-                leader=group.leader_id or "", skip_assignment=is_leader,
+                E.NONE,
+                member_id=new_id,
+                generation_id=group.generation_id,
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name,
+                leader=group.leader_id or "",
+                skip_assignment=is_leader,
                 members=self._leader_members(group) if is_leader else (),
             )
         pending = self.ctx.pending()
@@ -316,21 +373,27 @@ class ClassicGroupManager:
 
     # -- rebalance machinery -------------------------------------------------------
 
-    def _maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, now: int,
-                                                  records: list[CoordinatorRecord]) -> None:
+    def _maybe_prepare_rebalance_or_complete_join(
+        self, group: ClassicGroup, now: int, records: list[CoordinatorRecord]
+    ) -> None:
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY):
             self._prepare_rebalance(group, now, records)
         elif group.is_in(S.PREPARING_REBALANCE):
             self._maybe_complete_join(group, now, records)
 
-    def _prepare_rebalance(self, group: ClassicGroup, now: int,
-                           records: list[CoordinatorRecord]) -> None:
+    def _prepare_rebalance(
+        self, group: ClassicGroup, now: int, records: list[CoordinatorRecord]
+    ) -> None:
         if group.is_in(S.COMPLETING_REBALANCE):
             for m in group.members.values():
                 m.assignment = b""
                 if m.awaiting_sync is not None:
-                    self.ctx.complete(m.awaiting_sync, group.group_id, m.member_id,
-                                      SyncGroupResponse(E.REBALANCE_IN_PROGRESS))
+                    self.ctx.complete(
+                        m.awaiting_sync,
+                        group.group_id,
+                        m.member_id,
+                        SyncGroupResponse(E.REBALANCE_IN_PROGRESS),
+                    )
                     m.awaiting_sync = None
         group.pending_sync_members.clear()
         group.sync_deadline_ms = None
@@ -349,16 +412,24 @@ class ClassicGroupManager:
         if not initial:
             self._maybe_complete_join(group, now, records)
 
-    def _maybe_complete_join(self, group: ClassicGroup, now: int,
-                             records: list[CoordinatorRecord]) -> None:
-        if group.is_in(S.PREPARING_REBALANCE) and not group.in_initial_delay \
-                and group.all_members_joined():
+    def _maybe_complete_join(
+        self, group: ClassicGroup, now: int, records: list[CoordinatorRecord]
+    ) -> None:
+        if (
+            group.is_in(S.PREPARING_REBALANCE)
+            and not group.in_initial_delay
+            and group.all_members_joined()
+        ):
             self._complete_join(group, now, records)
 
-    def _on_join_deadline(self, group: ClassicGroup, now: int,
-                          records: list[CoordinatorRecord]) -> None:
-        if group.in_initial_delay and group.new_member_added \
-                and group.initial_delay_remaining_ms > 0:
+    def _on_join_deadline(
+        self, group: ClassicGroup, now: int, records: list[CoordinatorRecord]
+    ) -> None:
+        if (
+            group.in_initial_delay
+            and group.new_member_added
+            and group.initial_delay_remaining_ms > 0
+        ):
             initial = self.ctx.config.group_initial_rebalance_delay_ms
             group.new_member_added = False
             group.join_deadline_ms = now + min(initial, group.initial_delay_remaining_ms)
@@ -366,8 +437,9 @@ class ClassicGroupManager:
             return
         self._complete_join(group, now, records)
 
-    def _complete_join(self, group: ClassicGroup, now: int,
-                       records: list[CoordinatorRecord]) -> None:
+    def _complete_join(
+        self, group: ClassicGroup, now: int, records: list[CoordinatorRecord]
+    ) -> None:
         for m in list(group.members.values()):  # dynamic members that did not rejoin
             if m.awaiting_join is None and m.group_instance_id is None:
                 group.remove_member(m.member_id)
@@ -388,24 +460,37 @@ class ClassicGroupManager:
             m.is_new = False
             m.heartbeat_deadline_ms = now + m.session_timeout_ms
             if m.awaiting_join is not None:
-                self.ctx.complete(m.awaiting_join, group.group_id, m.member_id,
-                                  self._current_generation_response(group, m.member_id))
+                self.ctx.complete(
+                    m.awaiting_join,
+                    group.group_id,
+                    m.member_id,
+                    self._current_generation_response(group, m.member_id),
+                )
                 m.awaiting_join = None
         group.pending_sync_members = set(group.members)
         group.sync_deadline_ms = now + group.rebalance_timeout_ms()
 
-    def remove_member_and_update(self, group: ClassicGroup, member_id: str, now: int,
-                                 records: list[CoordinatorRecord]) -> None:
+    def remove_member_and_update(
+        self, group: ClassicGroup, member_id: str, now: int, records: list[CoordinatorRecord]
+    ) -> None:
         """Remove a member (leave, session expiry, missed sync) and rebalance."""
         member = group.remove_member(member_id)
         if member is None:
             return
         if member.awaiting_join is not None:
-            self.ctx.complete(member.awaiting_join, group.group_id, member_id,
-                              JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=member_id))
+            self.ctx.complete(
+                member.awaiting_join,
+                group.group_id,
+                member_id,
+                JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=member_id),
+            )
         if member.awaiting_sync is not None:
-            self.ctx.complete(member.awaiting_sync, group.group_id, member_id,
-                              SyncGroupResponse(E.UNKNOWN_MEMBER_ID))
+            self.ctx.complete(
+                member.awaiting_sync,
+                group.group_id,
+                member_id,
+                SyncGroupResponse(E.UNKNOWN_MEMBER_ID),
+            )
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
             self._prepare_rebalance(group, now, records)
         elif group.is_in(S.PREPARING_REBALANCE):
@@ -413,8 +498,7 @@ class ClassicGroupManager:
 
     # -- SyncGroup -----------------------------------------------------------------
 
-    def sync_group(self, req: SyncGroupRequest, now_ms: int
-                   ) -> Reply[SyncGroupResponse | Pending]:
+    def sync_group(self, req: SyncGroupRequest, now_ms: int) -> Reply[SyncGroupResponse | Pending]:
         records: list[CoordinatorRecord] = []
         try:
             answer = self._sync(req, now_ms, records)
@@ -423,14 +507,16 @@ class ClassicGroupManager:
         assert not isinstance(answer, JoinGroupResponse)
         return Reply(answer, tuple(records))
 
-    def _sync(self, req: SyncGroupRequest, now: int, records: list[CoordinatorRecord]
-              ) -> JoinGroupResponse | SyncGroupResponse | Pending:
+    def _sync(
+        self, req: SyncGroupRequest, now: int, records: list[CoordinatorRecord]
+    ) -> JoinGroupResponse | SyncGroupResponse | Pending:
         group = self._group(req.group_id)
         validate_member(group, req.member_id, req.group_instance_id)
         if req.generation_id != group.generation_id:
             raise _fail(E.ILLEGAL_GENERATION)
-        if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or \
-                (req.protocol_name is not None and req.protocol_name != group.protocol_name):
+        if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
+            req.protocol_name is not None and req.protocol_name != group.protocol_name
+        ):
             raise _fail(E.INCONSISTENT_GROUP_PROTOCOL)
         member = group.members[req.member_id]
         member.heartbeat_deadline_ms = now + member.session_timeout_ms
@@ -438,8 +524,9 @@ class ClassicGroupManager:
             raise _fail(E.REBALANCE_IN_PROGRESS)
         if group.is_in(S.STABLE):
             self._synced(group, member.member_id)
-            return SyncGroupResponse(E.NONE, group.protocol_type, group.protocol_name,
-                                     member.assignment)
+            return SyncGroupResponse(
+                E.NONE, group.protocol_type, group.protocol_name, member.assignment
+            )
         if not group.is_in(S.COMPLETING_REBALANCE):
             raise _fail(E.UNKNOWN_MEMBER_ID)
         pending = self.ctx.pending()
@@ -453,9 +540,14 @@ class ClassicGroupManager:
             records.append(group_metadata_record(group.group_id, group_metadata_value(group)))
             for m in group.members.values():
                 if m.awaiting_sync is not None:
-                    self.ctx.complete(m.awaiting_sync, group.group_id, m.member_id,
-                                      SyncGroupResponse(E.NONE, group.protocol_type,
-                                                        group.protocol_name, m.assignment))
+                    self.ctx.complete(
+                        m.awaiting_sync,
+                        group.group_id,
+                        m.member_id,
+                        SyncGroupResponse(
+                            E.NONE, group.protocol_type, group.protocol_name, m.assignment
+                        ),
+                    )
                     m.awaiting_sync = None
         return self._answer(pending)
 
@@ -491,17 +583,21 @@ class ClassicGroupManager:
         results = []
         for ident in req.members:
             try:
-                self._leave_one(group, ident.member_id, ident.group_instance_id, now_ms,
-                                records)
+                self._leave_one(group, ident.member_id, ident.group_instance_id, now_ms, records)
                 code = E.NONE
             except GroupCoordinatorError as exc:
                 code = exc.error_code
-            results.append(LeaveGroupMemberResponse(ident.member_id, ident.group_instance_id,
-                                                    code))
+            results.append(LeaveGroupMemberResponse(ident.member_id, ident.group_instance_id, code))
         return Reply(LeaveGroupResponse(E.NONE, tuple(results)), tuple(records))
 
-    def _leave_one(self, group: ClassicGroup, member_id: str, instance_id: str | None,
-                   now: int, records: list[CoordinatorRecord]) -> None:
+    def _leave_one(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        instance_id: str | None,
+        now: int,
+        records: list[CoordinatorRecord],
+    ) -> None:
         if instance_id is not None:
             existing = group.static_members.get(instance_id)
             if existing is None:
@@ -528,8 +624,9 @@ class ClassicGroupManager:
     def next_deadline_ms(self, group: ClassicGroup) -> int | None:
         deadlines = [d for d in (group.join_deadline_ms, group.sync_deadline_ms) if d is not None]
         deadlines += group.pending_members.values()
-        deadlines += [m.heartbeat_deadline_ms for m in group.members.values()
-                      if not self._kept_alive(m)]
+        deadlines += [
+            m.heartbeat_deadline_ms for m in group.members.values() if not self._kept_alive(m)
+        ]
         return min(deadlines, default=None)
 
     def tick(self, group: ClassicGroup, now: int, records: list[CoordinatorRecord]) -> None:
@@ -539,11 +636,17 @@ class ClassicGroupManager:
                 del group.pending_members[member_id]
                 self._maybe_complete_join(group, now, records)
         for m in list(group.members.values()):
-            if m.member_id in group.members and not self._kept_alive(m) \
-                    and m.heartbeat_deadline_ms <= now:
+            if (
+                m.member_id in group.members
+                and not self._kept_alive(m)
+                and m.heartbeat_deadline_ms <= now
+            ):
                 self.remove_member_and_update(group, m.member_id, now, records)
-        if group.join_deadline_ms is not None and group.join_deadline_ms <= now \
-                and group.is_in(S.PREPARING_REBALANCE):
+        if (
+            group.join_deadline_ms is not None
+            and group.join_deadline_ms <= now
+            and group.is_in(S.PREPARING_REBALANCE)
+        ):
             self._on_join_deadline(group, now, records)
         if group.sync_deadline_ms is not None and group.sync_deadline_ms <= now:
             group.sync_deadline_ms = None

@@ -72,16 +72,19 @@ def coordinator_config_from_props(props: Mapping[str, str]) -> GroupCoordinatorC
                 number = int(value)
             except ValueError:
                 raise CoordinatorConfigError(
-                    f"setting {key!r}: {value!r} is not an integer") from None
+                    f"setting {key!r}: {value!r} is not an integer"
+                ) from None
             if number < 0 or (number == 0 and key == "offsets.topic.num.partitions"):
                 raise CoordinatorConfigError(f"setting {key!r}: {number} is out of range")
             values[name] = number * unit
         elif key == _ASSIGNORS_KEY:
-            names = tuple(_ASSIGNOR_CLASSES.get(n.strip(), n.strip())
-                          for n in value.split(",") if n.strip())
+            names = tuple(
+                _ASSIGNOR_CLASSES.get(n.strip(), n.strip()) for n in value.split(",") if n.strip()
+            )
             unknown = [n for n in names if n not in ("uniform", "range")]
             if not names or unknown:
                 raise CoordinatorConfigError(
-                    f"setting {key!r}: unknown assignor(s) {unknown or value!r}")
+                    f"setting {key!r}: unknown assignor(s) {unknown or value!r}"
+                )
             values["consumer_group_assignors"] = names
     return GroupCoordinatorConfig(**values)  # type: ignore[arg-type]

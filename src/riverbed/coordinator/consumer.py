@@ -70,8 +70,9 @@ class ConsumerGroupManager:
         self.ctx = ctx
         self.topics = topics
 
-    def heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int
-                  ) -> Reply[ConsumerGroupHeartbeatResponse]:
+    def heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, now_ms: int
+    ) -> Reply[ConsumerGroupHeartbeatResponse]:
         try:
             return Reply(self._heartbeat(req, now_ms))
         except GroupCoordinatorError as exc:
@@ -82,15 +83,20 @@ class ConsumerGroupManager:
     def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
         if not req.group_id:
             raise GroupCoordinatorError(E.INVALID_REQUEST, "GroupId can't be empty")
-        if req.member_epoch == 0 and req.subscribed_topic_names is None \
-                and req.subscribed_topic_regex is None:
+        if (
+            req.member_epoch == 0
+            and req.subscribed_topic_names is None
+            and req.subscribed_topic_regex is None
+        ):
             raise GroupCoordinatorError(E.INVALID_REQUEST, "a join needs a subscription")
         if req.member_epoch != 0 and req.member_id == UNKNOWN_MEMBER_ID:
             raise GroupCoordinatorError(E.INVALID_REQUEST, "MemberId can't be empty")
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and req.instance_id is None:
             raise GroupCoordinatorError(E.INVALID_REQUEST, "epoch -2 needs an InstanceId")
-        if req.server_assignor is not None and \
-                req.server_assignor not in self.ctx.config.consumer_group_assignors:
+        if (
+            req.server_assignor is not None
+            and req.server_assignor not in self.ctx.config.consumer_group_assignors
+        ):
             raise GroupCoordinatorError(E.UNSUPPORTED_ASSIGNOR, req.server_assignor)
         if req.subscribed_topic_regex is not None:
             try:
@@ -102,19 +108,22 @@ class ConsumerGroupManager:
         group = self.ctx.groups.get(req.group_id)
         if isinstance(group, ClassicGroup):
             if group.members or req.member_epoch != 0:
-                raise GroupCoordinatorError(E.GROUP_ID_NOT_FOUND,
-                                            f"{req.group_id} is not a consumer group")
+                raise GroupCoordinatorError(
+                    E.GROUP_ID_NOT_FOUND, f"{req.group_id} is not a consumer group"
+                )
             group = None  # an empty classic group is converted
         if group is None:
             if req.member_epoch != 0:
                 raise GroupCoordinatorError(E.UNKNOWN_MEMBER_ID, "group not found")
-            group = ConsumerGroup(req.group_id,
-                                  assignor_name=self.ctx.config.consumer_group_assignors[0])
+            group = ConsumerGroup(
+                req.group_id, assignor_name=self.ctx.config.consumer_group_assignors[0]
+            )
             self.ctx.groups[req.group_id] = group
         return group
 
-    def _heartbeat(self, req: ConsumerGroupHeartbeatRequest, now: int
-                   ) -> ConsumerGroupHeartbeatResponse:
+    def _heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, now: int
+    ) -> ConsumerGroupHeartbeatResponse:
         self._validate(req)
         group = self._group(req)
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -132,18 +141,25 @@ class ConsumerGroupManager:
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
         group.reconcile(member, req.owned_partitions, now)
-        send_assignment = (req.member_epoch == 0 or member.assigned != before or
-                           (req.owned_partitions is not None and
-                            {t: ps for t, ps in req.owned_partitions.items() if ps}
-                            != member.assigned))
+        send_assignment = (
+            req.member_epoch == 0
+            or member.assigned != before
+            or (
+                req.owned_partitions is not None
+                and {t: ps for t, ps in req.owned_partitions.items() if ps} != member.assigned
+            )
+        )
         return ConsumerGroupHeartbeatResponse(
-            E.NONE, member_id=member.member_id, member_epoch=member.member_epoch,
+            E.NONE,
+            member_id=member.member_id,
+            member_epoch=member.member_epoch,
             heartbeat_interval_ms=self.ctx.config.consumer_group_heartbeat_interval_ms,
             assignment=dict(member.assigned) if send_assignment else None,
         )
 
-    def _leave(self, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest
-               ) -> ConsumerGroupHeartbeatResponse:
+    def _leave(
+        self, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest
+    ) -> ConsumerGroupHeartbeatResponse:
         member = group.members.get(req.member_id)
         if member is None:
             raise GroupCoordinatorError(E.UNKNOWN_MEMBER_ID)
@@ -152,8 +168,9 @@ class ConsumerGroupManager:
             member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH  # keeps its partitions
         else:
             self.fence(group, member.member_id)
-        return ConsumerGroupHeartbeatResponse(E.NONE, member_id=req.member_id,
-                                              member_epoch=req.member_epoch)
+        return ConsumerGroupHeartbeatResponse(
+            E.NONE, member_id=req.member_id, member_epoch=req.member_epoch
+        )
 
     def fence(self, group: ConsumerGroup, member_id: str) -> None:
         """Remove a member (leave, session or rebalance timeout): its partitions are freed
@@ -161,8 +178,9 @@ class ConsumerGroupManager:
         if group.remove_member(member_id) is not None:
             group.group_epoch += 1
 
-    def _member(self, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, now: int
-                ) -> tuple[ConsumerGroupMember, bool]:
+    def _member(
+        self, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, now: int
+    ) -> tuple[ConsumerGroupMember, bool]:
         """The member the request speaks for, and whether membership changed."""
         if req.member_epoch != 0:
             member = group.members.get(req.member_id)
@@ -182,7 +200,11 @@ class ConsumerGroupManager:
         if old is None and member_id in group.members:
             self.fence(group, member_id)  # a dynamic member rejoining from scratch
         member = ConsumerGroupMember(
-            member_id, req.instance_id, req.rack_id, req.client_id, req.client_host,
+            member_id,
+            req.instance_id,
+            req.rack_id,
+            req.client_id,
+            req.client_host,
             req.rebalance_timeout_ms,
         )
         if old is not None:  # a static member takes over its predecessor's place
@@ -208,12 +230,14 @@ class ConsumerGroupManager:
         if req.member_epoch < member.member_epoch:
             owned = req.owned_partitions
             subset = owned is not None and all(
-                ps <= member.assigned.get(t, frozenset()) for t, ps in owned.items())
+                ps <= member.assigned.get(t, frozenset()) for t, ps in owned.items()
+            )
             if req.member_epoch != member.previous_member_epoch or not subset:
                 raise GroupCoordinatorError(E.FENCED_MEMBER_EPOCH)
 
-    def _update_subscription(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                             req: ConsumerGroupHeartbeatRequest) -> bool:
+    def _update_subscription(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, req: ConsumerGroupHeartbeatRequest
+    ) -> bool:
         changed = False
         if req.subscribed_topic_names is not None:
             names = tuple(sorted(set(req.subscribed_topic_names)))
@@ -256,14 +280,18 @@ class ConsumerGroupManager:
 
     def next_deadline_ms(self, group: ConsumerGroup) -> int | None:
         deadlines = [m.session_deadline_ms for m in group.members.values()]
-        deadlines += [m.revocation_deadline_ms for m in group.members.values()
-                      if m.revocation_deadline_ms is not None]
+        deadlines += [
+            m.revocation_deadline_ms
+            for m in group.members.values()
+            if m.revocation_deadline_ms is not None
+        ]
         return min(deadlines, default=None)
 
     def tick(self, group: ConsumerGroup, now: int) -> None:
         for m in list(group.members.values()):
             expired = m.session_deadline_ms <= now or (
-                m.revocation_deadline_ms is not None and m.revocation_deadline_ms <= now)
+                m.revocation_deadline_ms is not None and m.revocation_deadline_ms <= now
+            )
             if expired:
                 self.fence(group, m.member_id)
 
@@ -272,13 +300,24 @@ class ConsumerGroupManager:
         if not isinstance(group, ConsumerGroup):
             return ConsumerGroupDescription(group_id, E.GROUP_ID_NOT_FOUND)
         return ConsumerGroupDescription(
-            group_id, E.NONE, group.state.value, group.group_epoch, group.assignment_epoch,
+            group_id,
+            E.NONE,
+            group.state.value,
+            group.group_epoch,
+            group.assignment_epoch,
             group.assignor_name,
             tuple(
                 ConsumerGroupMemberDescription(
-                    m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id,
-                    m.client_host, m.subscribed_topic_names, m.subscribed_topic_regex,
-                    dict(m.assigned), dict(group.target.get(m.member_id, {})),
+                    m.member_id,
+                    m.instance_id,
+                    m.rack_id,
+                    m.member_epoch,
+                    m.client_id,
+                    m.client_host,
+                    m.subscribed_topic_names,
+                    m.subscribed_topic_regex,
+                    dict(m.assigned),
+                    dict(group.target.get(m.member_id, {})),
                 )
                 for m in group.members.values()
             ),

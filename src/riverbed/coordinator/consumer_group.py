@@ -104,8 +104,9 @@ class ConsumerGroup:
             topics |= set(m.subscribed_topic_names)
         return frozenset(topics) | frozenset(self.subscription_metadata)
 
-    def set_member_partitions(self, member: ConsumerGroupMember, assigned: Partitions,
-                              pending_revocation: Partitions) -> None:
+    def set_member_partitions(
+        self, member: ConsumerGroupMember, assigned: Partitions, pending_revocation: Partitions
+    ) -> None:
         """Change what ``member`` holds, keeping ``partition_owner`` exact."""
         for t, ps in _or(member.assigned, member.pending_revocation).items():
             for p in ps:
@@ -124,25 +125,31 @@ class ConsumerGroup:
             return None
         self.set_member_partitions(member, {}, {})
         self.target.pop(member_id, None)
-        if member.instance_id is not None and \
-                self.static_members.get(member.instance_id) == member_id:
+        if (
+            member.instance_id is not None
+            and self.static_members.get(member.instance_id) == member_id
+        ):
             del self.static_members[member.instance_id]
         return member
 
-    def reconcile(self, member: ConsumerGroupMember,
-                  owned: Mapping[str, frozenset[int]] | None, now_ms: int) -> None:
+    def reconcile(
+        self, member: ConsumerGroupMember, owned: Mapping[str, frozenset[int]] | None, now_ms: int
+    ) -> None:
         """Move ``member`` toward its target at ``assignment_epoch`` (one step)."""
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             if owned is None or _intersects(member.pending_revocation, owned):
                 return  # still holds partitions it must give up
             self.set_member_partitions(member, member.assigned, {})
             self._next(member, owned, now_ms)
-        elif member.state is MemberState.UNRELEASED_PARTITIONS or \
-                member.member_epoch != self.assignment_epoch:
+        elif (
+            member.state is MemberState.UNRELEASED_PARTITIONS
+            or member.member_epoch != self.assignment_epoch
+        ):
             self._next(member, owned, now_ms)
 
-    def _next(self, member: ConsumerGroupMember,
-              owned: Mapping[str, frozenset[int]] | None, now_ms: int) -> None:
+    def _next(
+        self, member: ConsumerGroupMember, owned: Mapping[str, frozenset[int]] | None, now_ms: int
+    ) -> None:
         target = self.target.get(member.member_id, {})
         kept = _and(member.assigned, target)
         revoke = _minus(member.assigned, target)
@@ -152,8 +159,10 @@ class ConsumerGroup:
             member.revocation_deadline_ms = now_ms + max(member.rebalance_timeout_ms, 0)
             return
         wanted = _minus(target, kept)
-        free = {t: frozenset(p for p in ps if (t, p) not in self.partition_owner)
-                for t, ps in wanted.items()}
+        free = {
+            t: frozenset(p for p in ps if (t, p) not in self.partition_owner)
+            for t, ps in wanted.items()
+        }
         new_assigned = _or(kept, free)
         unreleased = _minus(wanted, free)
         self.set_member_partitions(member, new_assigned, {})

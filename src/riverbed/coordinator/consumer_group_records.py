@@ -172,8 +172,7 @@ def encode_key(key: ConsumerGroupRecordKey) -> bytes:
     cls = gen.GROUP_COORDINATOR_RECORDS[key.version][0]
     if key.member_id is None:
         return encode_record_key(cls(group_id=key.group))  # type: ignore[call-arg]
-    return encode_record_key(
-        cls(group_id=key.group, member_id=key.member_id))  # type: ignore[call-arg]
+    return encode_record_key(cls(group_id=key.group, member_id=key.member_id))  # type: ignore[call-arg]
 
 
 def decode_key_body(version: int, buf: bytes, pos: int) -> ConsumerGroupRecordKey:
@@ -191,8 +190,12 @@ def decode_key_body(version: int, buf: bytes, pos: int) -> ConsumerGroupRecordKe
 def _topic_partitions(
     partitions: TopicPartitionsById,
 ) -> list[gen.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]:
-    return [gen.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions(
-        topic_id=topic_id, partitions=list(ps)) for topic_id, ps in partitions]
+    return [
+        gen.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions(
+            topic_id=topic_id, partitions=list(ps)
+        )
+        for topic_id, ps in partitions
+    ]
 
 
 def _to_message(value: ConsumerGroupValue) -> Message:
@@ -200,29 +203,42 @@ def _to_message(value: ConsumerGroupValue) -> Message:
         return gen.ConsumerGroupMetadataValue(epoch=value.epoch)
     if isinstance(value, ConsumerGroupPartitionMetadataValue):
         topic = gen.ConsumerGroupPartitionMetadataValue.TopicMetadata
-        return gen.ConsumerGroupPartitionMetadataValue(topics=[
-            topic(topic_id=t.topic_id, topic_name=t.topic_name, num_partitions=t.num_partitions)
-            for t in value.topics])
+        return gen.ConsumerGroupPartitionMetadataValue(
+            topics=[
+                topic(topic_id=t.topic_id, topic_name=t.topic_name, num_partitions=t.num_partitions)
+                for t in value.topics
+            ]
+        )
     if isinstance(value, ConsumerGroupMemberMetadataValue):
         return gen.ConsumerGroupMemberMetadataValue(
-            instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+            instance_id=value.instance_id,
+            rack_id=value.rack_id,
+            client_id=value.client_id,
             client_host=value.client_host,
             subscribed_topic_names=list(value.subscribed_topic_names),
             subscribed_topic_regex=value.subscribed_topic_regex,
             rebalance_timeout_ms=value.rebalance_timeout_ms,
-            server_assignor=value.server_assignor)
+            server_assignor=value.server_assignor,
+        )
     if isinstance(value, ConsumerGroupTargetAssignmentMetadataValue):
         return gen.ConsumerGroupTargetAssignmentMetadataValue(
-            assignment_epoch=value.assignment_epoch)
+            assignment_epoch=value.assignment_epoch
+        )
     if isinstance(value, ConsumerGroupTargetAssignmentMemberValue):
         member = gen.ConsumerGroupTargetAssignmentMemberValue
-        return member(topic_partitions=[
-            member.TopicPartition(topic_id=topic_id, partitions=list(ps))
-            for topic_id, ps in value.partitions])
+        return member(
+            topic_partitions=[
+                member.TopicPartition(topic_id=topic_id, partitions=list(ps))
+                for topic_id, ps in value.partitions
+            ]
+        )
     return gen.ConsumerGroupCurrentMemberAssignmentValue(
-        member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
-        state=value.state, assigned_partitions=_topic_partitions(value.assigned),
-        partitions_pending_revocation=_topic_partitions(value.pending_revocation))
+        member_epoch=value.member_epoch,
+        previous_member_epoch=value.previous_member_epoch,
+        state=value.state,
+        assigned_partitions=_topic_partitions(value.assigned),
+        partitions_pending_revocation=_topic_partitions(value.pending_revocation),
+    )
 
 
 def encode_value(value: ConsumerGroupValue) -> bytes:
@@ -248,8 +264,9 @@ def _partition_metadata(value: bytes) -> ConsumerGroupPartitionMetadataValue:
         if len(value) < 6 or value[:2] != b"\0\0":
             raise
         v, _ = cls.decode_from(memoryview(value), 6, VALUE_VERSION)
-    return ConsumerGroupPartitionMetadataValue(tuple(
-        TopicMetadataEntry(t.topic_id, t.topic_name, t.num_partitions) for t in v.topics))
+    return ConsumerGroupPartitionMetadataValue(
+        tuple(TopicMetadataEntry(t.topic_id, t.topic_name, t.num_partitions) for t in v.topics)
+    )
 
 
 def decode_value(key_version: int, value: bytes) -> ConsumerGroupValue:
@@ -263,14 +280,24 @@ def decode_value(key_version: int, value: bytes) -> ConsumerGroupValue:
         return ConsumerGroupMetadataValue(v.epoch)
     if isinstance(v, gen.ConsumerGroupMemberMetadataValue):
         return ConsumerGroupMemberMetadataValue(
-            v.instance_id, v.rack_id, v.client_id, v.client_host,
-            tuple(v.subscribed_topic_names), v.subscribed_topic_regex, v.rebalance_timeout_ms,
-            v.server_assignor)
+            v.instance_id,
+            v.rack_id,
+            v.client_id,
+            v.client_host,
+            tuple(v.subscribed_topic_names),
+            v.subscribed_topic_regex,
+            v.rebalance_timeout_ms,
+            v.server_assignor,
+        )
     if isinstance(v, gen.ConsumerGroupTargetAssignmentMetadataValue):
         return ConsumerGroupTargetAssignmentMetadataValue(v.assignment_epoch)
     if isinstance(v, gen.ConsumerGroupTargetAssignmentMemberValue):
         return ConsumerGroupTargetAssignmentMemberValue(_by_id(v.topic_partitions))
     assert isinstance(v, gen.ConsumerGroupCurrentMemberAssignmentValue)
     return ConsumerGroupCurrentMemberAssignmentValue(
-        v.member_epoch, v.previous_member_epoch, v.state, _by_id(v.assigned_partitions),
-        _by_id(v.partitions_pending_revocation))
+        v.member_epoch,
+        v.previous_member_epoch,
+        v.state,
+        _by_id(v.assigned_partitions),
+        _by_id(v.partitions_pending_revocation),
+    )

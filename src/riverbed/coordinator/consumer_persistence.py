@@ -95,38 +95,67 @@ class ConsumerGroupPersistence:
         they are written."""
         gid = group.group_id
         values: list[tuple[ConsumerGroupRecordKey, ConsumerGroupValue]] = []
-        values.append((ConsumerGroupRecordKey(CONSUMER_GROUP_METADATA, gid),
-                       ConsumerGroupMetadataValue(group.group_epoch)))
+        values.append(
+            (
+                ConsumerGroupRecordKey(CONSUMER_GROUP_METADATA, gid),
+                ConsumerGroupMetadataValue(group.group_epoch),
+            )
+        )
         topics = []
         for name, count in sorted(group.subscription_metadata.items()):
             topic_id = self.topics.topic_id(name)
             if topic_id is not None:
                 topics.append(TopicMetadataEntry(topic_id, name, count))
-        values.append((ConsumerGroupRecordKey(CONSUMER_GROUP_PARTITION_METADATA, gid),
-                       ConsumerGroupPartitionMetadataValue(tuple(topics))))
+        values.append(
+            (
+                ConsumerGroupRecordKey(CONSUMER_GROUP_PARTITION_METADATA, gid),
+                ConsumerGroupPartitionMetadataValue(tuple(topics)),
+            )
+        )
         for m in group.members.values():
-            values.append((
-                ConsumerGroupRecordKey(CONSUMER_GROUP_MEMBER_METADATA, gid, m.member_id),
-                ConsumerGroupMemberMetadataValue(
-                    m.instance_id, m.rack_id, m.client_id, m.client_host,
-                    m.subscribed_topic_names, m.subscribed_topic_regex,
-                    m.rebalance_timeout_ms, m.server_assignor),
-            ))
-        values.append((ConsumerGroupRecordKey(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, gid),
-                       ConsumerGroupTargetAssignmentMetadataValue(group.assignment_epoch)))
+            values.append(
+                (
+                    ConsumerGroupRecordKey(CONSUMER_GROUP_MEMBER_METADATA, gid, m.member_id),
+                    ConsumerGroupMemberMetadataValue(
+                        m.instance_id,
+                        m.rack_id,
+                        m.client_id,
+                        m.client_host,
+                        m.subscribed_topic_names,
+                        m.subscribed_topic_regex,
+                        m.rebalance_timeout_ms,
+                        m.server_assignor,
+                    ),
+                )
+            )
+        values.append(
+            (
+                ConsumerGroupRecordKey(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, gid),
+                ConsumerGroupTargetAssignmentMetadataValue(group.assignment_epoch),
+            )
+        )
         for member_id, target in group.target.items():
-            values.append((
-                ConsumerGroupRecordKey(CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, gid, member_id),
-                ConsumerGroupTargetAssignmentMemberValue(self._by_id(target)),
-            ))
+            values.append(
+                (
+                    ConsumerGroupRecordKey(CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, gid, member_id),
+                    ConsumerGroupTargetAssignmentMemberValue(self._by_id(target)),
+                )
+            )
         for m in group.members.values():
-            values.append((
-                ConsumerGroupRecordKey(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, gid,
-                                       m.member_id),
-                ConsumerGroupCurrentMemberAssignmentValue(
-                    m.member_epoch, m.previous_member_epoch, MEMBER_STATE_CODES[m.state],
-                    self._by_id(m.assigned), self._by_id(m.pending_revocation)),
-            ))
+            values.append(
+                (
+                    ConsumerGroupRecordKey(
+                        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, gid, m.member_id
+                    ),
+                    ConsumerGroupCurrentMemberAssignmentValue(
+                        m.member_epoch,
+                        m.previous_member_epoch,
+                        MEMBER_STATE_CODES[m.state],
+                        self._by_id(m.assigned),
+                        self._by_id(m.pending_revocation),
+                    ),
+                )
+            )
         return {encode_key(k): encode_value(v) for k, v in values}
 
     def records_for(self, group_ids: Iterable[str]) -> list[CoordinatorRecord]:
@@ -188,8 +217,11 @@ class ConsumerGroupPersistence:
             del self.ctx.groups[group.group_id]
         elif key.version == CONSUMER_GROUP_MEMBER_METADATA and key.member_id is not None:
             member = group.members.pop(key.member_id, None)
-            if member is not None and member.instance_id is not None and \
-                    group.static_members.get(member.instance_id) == key.member_id:
+            if (
+                member is not None
+                and member.instance_id is not None
+                and group.static_members.get(member.instance_id) == key.member_id
+            ):
                 del group.static_members[member.instance_id]
         elif key.version == CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER and key.member_id:
             group.target.pop(key.member_id, None)
@@ -201,8 +233,9 @@ class ConsumerGroupPersistence:
             group.members[member_id] = member
         return member
 
-    def _replay_value(self, group: ConsumerGroup, key: ConsumerGroupRecordKey,
-                      value: ConsumerGroupValue) -> None:
+    def _replay_value(
+        self, group: ConsumerGroup, key: ConsumerGroupRecordKey, value: ConsumerGroupValue
+    ) -> None:
         if isinstance(value, ConsumerGroupMetadataValue):
             group.group_epoch = value.epoch
         elif isinstance(value, ConsumerGroupPartitionMetadataValue):
@@ -231,8 +264,10 @@ class ConsumerGroupPersistence:
         else:
             assert key.member_id is not None
             m = self._member(group, key.member_id)
-            m.member_epoch, m.previous_member_epoch = value.member_epoch, \
-                value.previous_member_epoch
+            m.member_epoch, m.previous_member_epoch = (
+                value.member_epoch,
+                value.previous_member_epoch,
+            )
             m.state = _STATE_OF_CODE.get(value.state, MemberState.STABLE)
             m.assigned = self._by_name(value.assigned)
             m.pending_revocation = self._by_name(value.pending_revocation)
@@ -254,6 +289,8 @@ class ConsumerGroupPersistence:
                 m.session_deadline_ms = now_ms + session
                 m.revocation_deadline_ms = (
                     now_ms + max(m.rebalance_timeout_ms, 0)
-                    if m.state is MemberState.UNREVOKED_PARTITIONS else None)
+                    if m.state is MemberState.UNREVOKED_PARTITIONS
+                    else None
+                )
                 if m.server_assignor is not None:
                     group.assignor_name = m.server_assignor

@@ -61,8 +61,11 @@ def default_member_id(prefix: str) -> str:
 class CoordinatorContext:
     """Shared mutable state of one coordinator.  Not thread-safe."""
 
-    def __init__(self, config: GroupCoordinatorConfig,
-                 new_member_id: Callable[[str], str] = default_member_id) -> None:
+    def __init__(
+        self,
+        config: GroupCoordinatorConfig,
+        new_member_id: Callable[[str], str] = default_member_id,
+    ) -> None:
         self.config = config
         self.new_member_id = new_member_id
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
@@ -73,8 +76,13 @@ class CoordinatorContext:
         self._next_token += 1
         return Pending(self._next_token)
 
-    def complete(self, token: int, group_id: str, member_id: str,
-                 response: JoinGroupResponse | SyncGroupResponse) -> None:
+    def complete(
+        self,
+        token: int,
+        group_id: str,
+        member_id: str,
+        response: JoinGroupResponse | SyncGroupResponse,
+    ) -> None:
         self.outbox.append(Completion(token, group_id, member_id, response))
 
     def take_completion(self, token: int) -> Completion | None:

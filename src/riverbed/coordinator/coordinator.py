@@ -99,9 +99,12 @@ class _NoTopics:
 class GroupCoordinator:
     """Consumer groups (classic and KIP-848) and committed offsets of one broker."""
 
-    def __init__(self, config: GroupCoordinatorConfig | None = None,
-                 topics: TopicMetadata | None = None,
-                 new_member_id: Callable[[str], str] = default_member_id) -> None:
+    def __init__(
+        self,
+        config: GroupCoordinatorConfig | None = None,
+        topics: TopicMetadata | None = None,
+        new_member_id: Callable[[str], str] = default_member_id,
+    ) -> None:
         self.config = config or GroupCoordinatorConfig()
         self._ctx = CoordinatorContext(self.config, new_member_id)
         self._classic = ClassicGroupManager(self._ctx)
@@ -113,14 +116,11 @@ class GroupCoordinator:
 
     # -- classic protocol --------------------------------------------------------------
 
-    def join_group(self, req: JoinGroupRequest, now_ms: int
-                   ) -> Reply[JoinGroupResponse | Pending]:
+    def join_group(self, req: JoinGroupRequest, now_ms: int) -> Reply[JoinGroupResponse | Pending]:
         # may convert an empty consumer group: its records become tombstones
-        return self._with_consumer_records(self._classic.join_group(req, now_ms),
-                                           (req.group_id,))
+        return self._with_consumer_records(self._classic.join_group(req, now_ms), (req.group_id,))
 
-    def sync_group(self, req: SyncGroupRequest, now_ms: int
-                   ) -> Reply[SyncGroupResponse | Pending]:
+    def sync_group(self, req: SyncGroupRequest, now_ms: int) -> Reply[SyncGroupResponse | Pending]:
         return self._classic.sync_group(req, now_ms)
 
     def heartbeat(self, req: HeartbeatRequest, now_ms: int) -> Reply[HeartbeatResponse]:
@@ -131,24 +131,22 @@ class GroupCoordinator:
 
     # -- KIP-848 -----------------------------------------------------------------------
 
-    def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int
-                                 ) -> Reply[ConsumerGroupHeartbeatResponse]:
-        return self._with_consumer_records(self._consumer.heartbeat(req, now_ms),
-                                           (req.group_id,))
+    def consumer_group_heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, now_ms: int
+    ) -> Reply[ConsumerGroupHeartbeatResponse]:
+        return self._with_consumer_records(self._consumer.heartbeat(req, now_ms), (req.group_id,))
 
     def _with_consumer_records(self, reply: Reply[R], group_ids: Iterable[str]) -> Reply[R]:
         """``reply`` plus the records persisting the consumer groups it may have changed."""
         extra = self._consumer_store.records_for(group_ids)
         return Reply(reply.response, reply.records + tuple(extra)) if extra else reply
 
-    def consumer_group_describe(self, group_ids: Iterable[str]
-                                ) -> list[ConsumerGroupDescription]:
+    def consumer_group_describe(self, group_ids: Iterable[str]) -> list[ConsumerGroupDescription]:
         return [self._consumer.describe(g) for g in group_ids]
 
     # -- offsets -----------------------------------------------------------------------
 
-    def offset_commit(self, req: OffsetCommitRequest, now_ms: int
-                      ) -> Reply[OffsetCommitResponse]:
+    def offset_commit(self, req: OffsetCommitRequest, now_ms: int) -> Reply[OffsetCommitResponse]:
         return self._offsets.commit(req, now_ms)
 
     def offset_fetch(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
@@ -159,20 +157,23 @@ class GroupCoordinator:
 
     # -- group administration ----------------------------------------------------------
 
-    def list_groups(self, states_filter: Iterable[str] = (),
-                    types_filter: Iterable[str] = ()) -> list[ListedGroup]:
+    def list_groups(
+        self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
+    ) -> list[ListedGroup]:
         """Groups, optionally filtered by state and type names (case-insensitive)."""
         states = {s.lower() for s in states_filter}
         types = {t.lower() for t in types_filter}
         out = []
         for group_id, group in sorted(self._ctx.groups.items()):
             if isinstance(group, ClassicGroup):
-                listed = ListedGroup(group_id, group.protocol_type or "",
-                                     group.state.wire_name, "classic")
+                listed = ListedGroup(
+                    group_id, group.protocol_type or "", group.state.wire_name, "classic"
+                )
             else:
                 listed = ListedGroup(group_id, "consumer", group.state.value, "consumer")
-            if (not states or listed.group_state.lower() in states) and \
-                    (not types or listed.group_type in types):
+            if (not states or listed.group_state.lower() in states) and (
+                not types or listed.group_type in types
+            ):
                 out.append(listed)
         return out
 
@@ -187,27 +188,38 @@ class GroupCoordinator:
             else:
                 stable = group.is_in(S.STABLE)
                 protocol = group.protocol_name or ""
-                out.append(DescribedGroup(
-                    group_id, E.NONE, group.state.wire_name, group.protocol_type or "",
-                    protocol if stable else "",
-                    tuple(DescribedGroupMember(
-                        m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                        m.metadata(protocol) if stable else b"",
-                        m.assignment if stable else b"",
-                    ) for m in group.members.values()),
-                ))
+                out.append(
+                    DescribedGroup(
+                        group_id,
+                        E.NONE,
+                        group.state.wire_name,
+                        group.protocol_type or "",
+                        protocol if stable else "",
+                        tuple(
+                            DescribedGroupMember(
+                                m.member_id,
+                                m.group_instance_id,
+                                m.client_id,
+                                m.client_host,
+                                m.metadata(protocol) if stable else b"",
+                                m.assignment if stable else b"",
+                            )
+                            for m in group.members.values()
+                        ),
+                    )
+                )
         return out
 
-    def delete_groups(self, group_ids: Iterable[str], now_ms: int
-                      ) -> Reply[list[DeletedGroup]]:
+    def delete_groups(self, group_ids: Iterable[str], now_ms: int) -> Reply[list[DeletedGroup]]:
         group_ids = list(group_ids)
         results, records = [], []
         for group_id in group_ids:
             group = self._ctx.groups.get(group_id)
             if group is None:
                 results.append(DeletedGroup(group_id, E.GROUP_ID_NOT_FOUND))
-            elif not group.is_empty or (isinstance(group, ClassicGroup)
-                                        and not group.is_in(S.EMPTY)):
+            elif not group.is_empty or (
+                isinstance(group, ClassicGroup) and not group.is_in(S.EMPTY)
+            ):
                 results.append(DeletedGroup(group_id, E.NON_EMPTY_GROUP))
             else:
                 records += self._offsets.delete_all(group_id)
@@ -232,10 +244,12 @@ class GroupCoordinator:
         elif now_ms >= self._next_offsets_check_ms:
             records += self._offsets.expire(now_ms)
             self._next_offsets_check_ms = now_ms + self.config.offsets_retention_check_interval_ms
-        consumer_groups = {g for g, group in self._ctx.groups.items()
-                           if isinstance(group, ConsumerGroup)}
+        consumer_groups = {
+            g for g, group in self._ctx.groups.items() if isinstance(group, ConsumerGroup)
+        }
         records += self._consumer_store.records_for(
-            consumer_groups | self._consumer_store.tracked_group_ids())
+            consumer_groups | self._consumer_store.tracked_group_ids()
+        )
         return records
 
     def next_deadline_ms(self) -> int | None:
@@ -243,8 +257,11 @@ class GroupCoordinator:
         offsets expiration, every ``offsets_retention_check_interval_ms``)."""
         deadlines = [self._next_offsets_check_ms] if self._next_offsets_check_ms else []
         for group in self._ctx.groups.values():
-            d = (self._classic.next_deadline_ms(group) if isinstance(group, ClassicGroup)
-                 else self._consumer.next_deadline_ms(group))
+            d = (
+                self._classic.next_deadline_ms(group)
+                if isinstance(group, ClassicGroup)
+                else self._consumer.next_deadline_ms(group)
+            )
             if d is not None:
                 deadlines.append(d)
         return min(deadlines, default=None)
@@ -262,8 +279,12 @@ class GroupCoordinator:
         if isinstance(decoded, ConsumerGroupRecordKey):
             self._consumer_store.replay(decoded, key, value)
         elif isinstance(decoded, OffsetCommitKey):
-            self._offsets.replay(decoded.group, decoded.topic, decoded.partition,
-                                 None if value is None else decode_offset_commit_value(value))
+            self._offsets.replay(
+                decoded.group,
+                decoded.topic,
+                decoded.partition,
+                None if value is None else decode_offset_commit_value(value),
+            )
         elif isinstance(decoded, GroupMetadataKey):
             if value is None:
                 if isinstance(self._ctx.groups.get(decoded.group), ClassicGroup):
@@ -271,7 +292,8 @@ class GroupCoordinator:
                 self._offsets.offsets.pop(decoded.group, None)
             else:
                 self._ctx.groups[decoded.group] = group_from_metadata(
-                    decoded.group, decode_group_metadata_value(value))
+                    decoded.group, decode_group_metadata_value(value)
+                )
 
     def on_loaded(self, now_ms: int) -> None:
         """After the last :meth:`replay`: start members' sessions and the expiry timer."""
@@ -287,8 +309,11 @@ class GroupCoordinator:
         for group_id, group in sorted(self._ctx.groups.items()):
             # generation 0: never completed a join, so nothing was persisted (a simple
             # group's offsets are listed below)
-            if isinstance(group, ClassicGroup) and group.is_in(S.STABLE, S.EMPTY) \
-                    and group.generation_id > 0:
+            if (
+                isinstance(group, ClassicGroup)
+                and group.is_in(S.STABLE, S.EMPTY)
+                and group.generation_id > 0
+            ):
                 groups[group_id] = group_metadata_value(group)
             elif isinstance(group, ConsumerGroup):
                 groups[group_id] = self._consumer_store.encode_group(group)

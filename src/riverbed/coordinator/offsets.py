@@ -73,8 +73,14 @@ class OffsetManager:
         try:
             self._validate_commit(req, now_ms)
         except GroupCoordinatorError as exc:
-            return Reply(OffsetCommitResponse(tuple(
-                PartitionResult(p.topic, p.partition, exc.error_code) for p in req.partitions)))
+            return Reply(
+                OffsetCommitResponse(
+                    tuple(
+                        PartitionResult(p.topic, p.partition, exc.error_code)
+                        for p in req.partitions
+                    )
+                )
+            )
         records: list[CoordinatorRecord] = []
         results = []
         group_offsets = self.offsets.setdefault(req.group_id, {})
@@ -83,13 +89,18 @@ class OffsetManager:
             if len(metadata.encode()) > self.ctx.config.offset_metadata_max_bytes:
                 results.append(PartitionResult(p.topic, p.partition, E.OFFSET_METADATA_TOO_LARGE))
                 continue
-            value = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, metadata,
-                                      now_ms)
+            value = OffsetAndMetadata(
+                p.committed_offset, p.committed_leader_epoch, metadata, now_ms
+            )
             group_offsets[(p.topic, p.partition)] = value
-            records.append(offset_commit_record(req.group_id, p.topic, p.partition,
-                                                OffsetCommitValue(value.offset,
-                                                                  value.leader_epoch,
-                                                                  value.metadata, now_ms)))
+            records.append(
+                offset_commit_record(
+                    req.group_id,
+                    p.topic,
+                    p.partition,
+                    OffsetCommitValue(value.offset, value.leader_epoch, value.metadata, now_ms),
+                )
+            )
             results.append(PartitionResult(p.topic, p.partition, E.NONE))
         if not group_offsets:
             del self.offsets[req.group_id]
@@ -98,8 +109,9 @@ class OffsetManager:
     def _validate_commit(self, req: OffsetCommitRequest, now: int) -> None:
         group = self.ctx.groups.get(req.group_id)
         generation = req.generation_id_or_member_epoch
-        simple = generation < 0 and req.member_id == UNKNOWN_MEMBER_ID \
-            and req.group_instance_id is None
+        simple = (
+            generation < 0 and req.member_id == UNKNOWN_MEMBER_ID and req.group_instance_id is None
+        )
         if group is None:
             if generation >= 0:
                 raise GroupCoordinatorError(E.ILLEGAL_GENERATION, "group not found")
@@ -133,16 +145,20 @@ class OffsetManager:
 
     def fetch(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
         group_offsets = self.offsets.get(req.group_id, {})
-        wanted = (sorted(group_offsets) if req.partitions is None
-                  else [(tp.topic, tp.partition) for tp in req.partitions])
+        wanted = (
+            sorted(group_offsets)
+            if req.partitions is None
+            else [(tp.topic, tp.partition) for tp in req.partitions]
+        )
         out = []
         for topic, partition in wanted:
             o = group_offsets.get((topic, partition))
             if o is None:
                 out.append(OffsetFetchPartition(topic, partition, -1, -1, ""))
             else:
-                out.append(OffsetFetchPartition(topic, partition, o.offset, o.leader_epoch,
-                                                o.metadata))
+                out.append(
+                    OffsetFetchPartition(topic, partition, o.offset, o.leader_epoch, o.metadata)
+                )
         return OffsetFetchResponse(E.NONE, tuple(out))
 
     def delete(self, req: OffsetDeleteRequest) -> Reply[OffsetDeleteResponse]:
@@ -162,8 +178,7 @@ class OffsetManager:
         results, records = [], []
         for tp in req.partitions:
             if tp.topic in subscribed:
-                results.append(PartitionResult(tp.topic, tp.partition,
-                                               E.GROUP_SUBSCRIBED_TO_TOPIC))
+                results.append(PartitionResult(tp.topic, tp.partition, E.GROUP_SUBSCRIBED_TO_TOPIC))
                 continue
             if group_offsets.pop((tp.topic, tp.partition), None) is not None:
                 records.append(offset_commit_record(req.group_id, tp.topic, tp.partition, None))
@@ -177,8 +192,9 @@ class OffsetManager:
 
     # -- replay and expiration -----------------------------------------------------------
 
-    def replay(self, group_id: str, topic: str, partition: int,
-               value: OffsetCommitValue | None) -> None:
+    def replay(
+        self, group_id: str, topic: str, partition: int, value: OffsetCommitValue | None
+    ) -> None:
         if value is None:
             group_offsets = self.offsets.get(group_id, {})
             group_offsets.pop((topic, partition), None)
@@ -186,7 +202,8 @@ class OffsetManager:
                 self.offsets.pop(group_id, None)
             return
         self.offsets.setdefault(group_id, {})[(topic, partition)] = OffsetAndMetadata(
-            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms)
+            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms
+        )
         if group_id not in self.ctx.groups:
             self.ctx.groups[group_id] = ClassicGroup(group_id)  # a simple group
 
@@ -215,8 +232,7 @@ class OffsetManager:
                     records.append(offset_commit_record(group_id, topic, partition, None))
             if not group_offsets:
                 self.offsets.pop(group_id, None)
-                if group.is_empty and (not isinstance(group, ClassicGroup)
-                                       or group.is_in(S.EMPTY)):
+                if group.is_empty and (not isinstance(group, ClassicGroup) or group.is_in(S.EMPTY)):
                     records.extend(self.drop_group(group_id, now_ms))
         return records
 
@@ -226,4 +242,3 @@ class OffsetManager:
         if isinstance(group, ClassicGroup):
             group.transition_to(S.DEAD, now_ms)
         return [group_metadata_record(group_id, None)]
-

@@ -115,15 +115,20 @@ class GroupMetadataValue:
 
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
     return encode_record_key(
-        gen.OffsetCommitKey(group=key.group, topic=key.topic, partition=key.partition))
+        gen.OffsetCommitKey(group=key.group, topic=key.topic, partition=key.partition)
+    )
 
 
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
     return encode_record_value(
-        gen.OffsetCommitValue(offset=value.offset, leader_epoch=value.leader_epoch,
-                              metadata=value.metadata,
-                              commit_timestamp=value.commit_timestamp_ms),
-        OFFSET_COMMIT_VALUE_VERSION)
+        gen.OffsetCommitValue(
+            offset=value.offset,
+            leader_epoch=value.leader_epoch,
+            metadata=value.metadata,
+            commit_timestamp=value.commit_timestamp_ms,
+        ),
+        OFFSET_COMMIT_VALUE_VERSION,
+    )
 
 
 def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
@@ -133,18 +138,28 @@ def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
 def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
     members = [
         gen.GroupMetadataValue.MemberMetadata(
-            member_id=m.member_id, group_instance_id=m.group_instance_id,
-            client_id=m.client_id, client_host=m.client_host,
-            rebalance_timeout=m.rebalance_timeout_ms, session_timeout=m.session_timeout_ms,
-            subscription=m.subscription, assignment=m.assignment)
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            rebalance_timeout=m.rebalance_timeout_ms,
+            session_timeout=m.session_timeout_ms,
+            subscription=m.subscription,
+            assignment=m.assignment,
+        )
         for m in value.members
     ]
     return encode_record_value(
-        gen.GroupMetadataValue(protocol_type=value.protocol_type, generation=value.generation,
-                               protocol=value.protocol, leader=value.leader,
-                               current_state_timestamp=value.current_state_timestamp_ms,
-                               members=members),
-        GROUP_METADATA_VALUE_VERSION)
+        gen.GroupMetadataValue(
+            protocol_type=value.protocol_type,
+            generation=value.generation,
+            protocol=value.protocol,
+            leader=value.leader,
+            current_state_timestamp=value.current_state_timestamp_ms,
+            members=members,
+        ),
+        GROUP_METADATA_VALUE_VERSION,
+    )
 
 
 # -- reading -------------------------------------------------------------------------
@@ -176,24 +191,34 @@ def decode_group_metadata_value(value: bytes) -> GroupMetadataValue:
     _, v = decode_record_value(gen.GroupMetadataValue, value)
     members = tuple(
         MemberMetadata(
-            m.member_id, m.group_instance_id, m.client_id, m.client_host,
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
             # versions before 1 have no rebalance timeout: Kafka uses the session timeout
             m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout,
-            m.session_timeout, m.subscription, m.assignment)
+            m.session_timeout,
+            m.subscription,
+            m.assignment,
+        )
         for m in v.members
     )
-    return GroupMetadataValue(v.protocol_type, v.generation, v.protocol, v.leader,
-                              v.current_state_timestamp, members)
+    return GroupMetadataValue(
+        v.protocol_type, v.generation, v.protocol, v.leader, v.current_state_timestamp, members
+    )
 
 
-def offset_commit_record(group_id: str, topic: str, partition: int,
-                         value: OffsetCommitValue | None) -> CoordinatorRecord:
+def offset_commit_record(
+    group_id: str, topic: str, partition: int, value: OffsetCommitValue | None
+) -> CoordinatorRecord:
     key = encode_offset_commit_key(OffsetCommitKey(group_id, topic, partition))
-    return CoordinatorRecord(group_id, key,
-                             None if value is None else encode_offset_commit_value(value))
+    return CoordinatorRecord(
+        group_id, key, None if value is None else encode_offset_commit_value(value)
+    )
 
 
 def group_metadata_record(group_id: str, value: GroupMetadataValue | None) -> CoordinatorRecord:
     key = encode_group_metadata_key(GroupMetadataKey(group_id))
-    return CoordinatorRecord(group_id, key,
-                             None if value is None else encode_group_metadata_value(value))
+    return CoordinatorRecord(
+        group_id, key, None if value is None else encode_group_metadata_value(value)
+    )

@@ -67,8 +67,9 @@ class CountingIds:
 
 
 class CoordinatorDriver:
-    def __init__(self, config: GroupCoordinatorConfig | None = None,
-                 topics: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self, config: GroupCoordinatorConfig | None = None, topics: Mapping[str, int] | None = None
+    ) -> None:
         self.clock = ManualClock(now_ms=1_000_000)
         self.topics = StaticTopics(dict(topics or {}))
         self.coordinator = GroupCoordinator(config, self.topics, CountingIds())
@@ -93,8 +94,9 @@ class CoordinatorDriver:
         """Move time by ``ms``, ticking at every deadline on the way (as a broker timer
         armed with ``next_deadline_ms`` would) and at the end."""
         target = self.now + ms
-        while (deadline := self.coordinator.next_deadline_ms()) is not None \
-                and self.now < deadline <= target:
+        while (
+            deadline := self.coordinator.next_deadline_ms()
+        ) is not None and self.now < deadline <= target:
             self.clock.advance(deadline - self.now)
             self._settle(self.coordinator.tick(self.now))
         self.clock.advance(target - self.now)
@@ -112,34 +114,79 @@ class CoordinatorDriver:
 
     # -- classic shortcuts -------------------------------------------------------------
 
-    def join(self, group_id: str, member_id: str = "", *, topics: tuple[str, ...] = ("t",),
-             protocols: tuple[str, ...] = ("range",), instance_id: str | None = None,
-             session_timeout_ms: int = 10_000, rebalance_timeout_ms: int = 30_000,
-             client_id: str = "c", api_version: int = 9) -> JoinGroupResponse | Pending:
+    def join(
+        self,
+        group_id: str,
+        member_id: str = "",
+        *,
+        topics: tuple[str, ...] = ("t",),
+        protocols: tuple[str, ...] = ("range",),
+        instance_id: str | None = None,
+        session_timeout_ms: int = 10_000,
+        rebalance_timeout_ms: int = 30_000,
+        client_id: str = "c",
+        api_version: int = 9,
+    ) -> JoinGroupResponse | Pending:
         meta = encode_subscription(list(topics))
-        req = JoinGroupRequest(group_id, member_id, "consumer",
-                               tuple((p, meta) for p in protocols), session_timeout_ms,
-                               rebalance_timeout_ms, instance_id, client_id, "/127.0.0.1",
-                               api_version)
+        req = JoinGroupRequest(
+            group_id,
+            member_id,
+            "consumer",
+            tuple((p, meta) for p in protocols),
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            instance_id,
+            client_id,
+            "/127.0.0.1",
+            api_version,
+        )
         return self.handle(self.coordinator.join_group(req, self.now))
 
-    def sync(self, group_id: str, member_id: str, generation_id: int,
-             assignments: Mapping[str, bytes] | None = None,
-             instance_id: str | None = None) -> SyncGroupResponse | Pending:
-        req = SyncGroupRequest(group_id, generation_id, member_id, instance_id, "consumer",
-                               None, tuple((assignments or {}).items()))
+    def sync(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        assignments: Mapping[str, bytes] | None = None,
+        instance_id: str | None = None,
+    ) -> SyncGroupResponse | Pending:
+        req = SyncGroupRequest(
+            group_id,
+            generation_id,
+            member_id,
+            instance_id,
+            "consumer",
+            None,
+            tuple((assignments or {}).items()),
+        )
         return self.handle(self.coordinator.sync_group(req, self.now))
 
     # -- KIP-848 shortcut --------------------------------------------------------------
 
-    def cg_heartbeat(self, group_id: str, member_id: str, member_epoch: int, *,
-                     topics: tuple[str, ...] | None = None,
-                     owned: Mapping[str, frozenset[int]] | None = None,
-                     instance_id: str | None = None, assignor: str | None = None,
-                     rebalance_timeout_ms: int = 30_000) -> ConsumerGroupHeartbeatResponse:
+    def cg_heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        *,
+        topics: tuple[str, ...] | None = None,
+        owned: Mapping[str, frozenset[int]] | None = None,
+        instance_id: str | None = None,
+        assignor: str | None = None,
+        rebalance_timeout_ms: int = 30_000,
+    ) -> ConsumerGroupHeartbeatResponse:
         req = ConsumerGroupHeartbeatRequest(
-            group_id, member_id, member_epoch, instance_id, None, rebalance_timeout_ms,
-            topics, None, assignor, owned)
+            group_id,
+            member_id,
+            member_epoch,
+            instance_id,
+            None,
+            rebalance_timeout_ms,
+            topics,
+            None,
+            assignor,
+            owned,
+        )
         return self.handle(self.coordinator.consumer_group_heartbeat(req, self.now))
 
     def replayed(self) -> GroupCoordinator:

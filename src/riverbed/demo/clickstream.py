@@ -219,8 +219,9 @@ class ClickstreamProducer(threading.Thread):
                     self.produced += 1
                 producer.poll(0)
                 # Wake at the next event's due time, or at stop().
-                self._stopping.wait(max(0.0, (self.produced / self._rate) - (
-                    time.monotonic() - started)))
+                self._stopping.wait(
+                    max(0.0, (self.produced / self._rate) - (time.monotonic() - started))
+                )
         finally:
             producer.flush(10)
 

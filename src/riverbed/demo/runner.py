@@ -216,11 +216,15 @@ class _Demo:
         lag = _Lag(kafka)
         self.cleanups.append(("lag probe", lag.close))
         earlier = lag.high_watermarks()
-        self.say(f"broker     {bootstrap} (embedded Riverbed)\n"
-                 f"topics     {INPUT_TOPIC} -> pipeline -> {OUTPUT_TOPIC} + {LATE_TOPIC}")
+        self.say(
+            f"broker     {bootstrap} (embedded Riverbed)\n"
+            f"topics     {INPUT_TOPIC} -> pipeline -> {OUTPUT_TOPIC} + {LATE_TOPIC}"
+        )
         if earlier:
-            self.say(f"resuming   {earlier:,} page views from earlier runs in this data dir; "
-                     "the query continues from its checkpoint")
+            self.say(
+                f"resuming   {earlier:,} page views from earlier runs in this data dir; "
+                "the query continues from its checkpoint"
+            )
         spec = ClickstreamSpec(
             users=options.users,
             seed=options.seed,
@@ -317,19 +321,26 @@ class _Demo:
             time.sleep(0.5)
         self.display.end_line()
         if not drained:
-            self.say(f"note: the pipeline had not caught up after {options.drain_timeout_s:g} s "
-                     "of draining; the table below is partial")
+            self.say(
+                f"note: the pipeline had not caught up after {options.drain_timeout_s:g} s "
+                "of draining; the table below is partial"
+            )
         if generator.errors:
             logger.warning("clickstream delivery errors: %s", generator.errors)
-            self.say(f"note: {generator.produced - generator.acknowledged:,} page views were "
-                     f"not acknowledged ({generator.errors[0]})")
+            self.say(
+                f"note: {generator.produced - generator.acknowledged:,} page views were "
+                f"not acknowledged ({generator.errors[0]})"
+            )
         with _interrupts_ignored():
             query.stop()
         final = query.lastProgress
         store = writer.store
         rows = user_hours(
-            store.counts("tumbling"), store.counts("hopping"), store.counts("late"),
-            window_ms=config.window_ms, slide_ms=config.slide_ms,
+            store.counts("tumbling"),
+            store.counts("hopping"),
+            store.counts("late"),
+            window_ms=config.window_ms,
+            slide_ms=config.slide_ms,
         )
         summary = Summary(
             produced=generator.acknowledged,
@@ -373,8 +384,10 @@ class _Demo:
         self.say("")
         self.say(f"whole table: {database}, e.g.\n  {sqlite_hint(database)}")
         self.say(f"log:         {log}")
-        self.say(f"data dir:    {self.data_dir} (run again with --data-dir to resume it; "
-                 "remove with rm -r)")
+        self.say(
+            f"data dir:    {self.data_dir} (run again with --data-dir to resume it; "
+            "remove with rm -r)"
+        )
 
 
 def _batch_duration_s(progress: dict[str, Any] | None, last: BatchStats | None) -> float | None:

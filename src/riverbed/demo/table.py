@@ -109,18 +109,25 @@ def format_user_hours(rows: list[UserHour], top: int = 12, slide_ms: int = 15 * 
     hop_labels = [f"+{k * slide_ms // 60_000:02d}" for k in range(slots)]
     header = ["user", "hour (UTC)", "tumbling", *hop_labels, "late"]
     body = [
-        [r.user_id, _hour_label(r.hour_start_ms), str(r.tumbling),
-         *("" if h is None else str(h) for h in r.hopping), str(r.late)]
+        [
+            r.user_id,
+            _hour_label(r.hour_start_ms),
+            str(r.tumbling),
+            *("" if h is None else str(h) for h in r.hopping),
+            str(r.late),
+        ]
         for r in _largest(rows, top)
     ]
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-    widths[3:3 + slots] = [max(w, 4) for w in widths[3:3 + slots]]
+    widths[3 : 3 + slots] = [max(w, 4) for w in widths[3 : 3 + slots]]
 
     def render(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+        return "  ".join(
+            c.ljust(w) if i < 2 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
 
-    hop_width = sum(widths[3:3 + slots]) + 2 * (slots - 1)
+    hop_width = sum(widths[3 : 3 + slots]) + 2 * (slots - 1)
     indent = sum(widths[:3]) + 2 * 3
     lines = [
         " " * indent + "hopping 1 h windows".center(hop_width).rstrip(),
@@ -136,7 +143,7 @@ def format_user_hours(rows: list[UserHour], top: int = 12, slide_ms: int = 15 * 
 def sqlite_hint(database: Path) -> str:
     """A ``sqlite3`` command line printing the whole tumbling table from ``database``."""
     return (
-        f"sqlite3 -header -column {shlex.quote(str(database))} \"SELECT user_id, "
+        f'sqlite3 -header -column {shlex.quote(str(database))} "SELECT user_id, '
         "datetime(window_start_ms / 1000, 'unixepoch') AS hour, count "
-        "FROM pageviews_per_user_hour ORDER BY hour, user_id\""
+        'FROM pageviews_per_user_hour ORDER BY hour, user_id"'
     )

@@ -162,13 +162,17 @@ def batch_facts(parsed: DataFrame, config: PageviewConfig, watermark_ms: int) ->
         F.max(F.when(~F.col("malformed"), F.col("event_time_ms"))).alias("window_end_ms"),
         F.count(F.lit(1)).alias("count"),
     )
-    malformed = parsed.filter(F.col("malformed")).agg(
-        F.lit("malformed").alias("fact"),
-        F.lit(None).cast("string").alias("user_id"),
-        F.lit(None).cast("long").alias("window_start_ms"),
-        F.lit(None).cast("long").alias("window_end_ms"),
-        F.count(F.lit(1)).alias("count"),
-    ).filter(F.col("count") > 0)
+    malformed = (
+        parsed.filter(F.col("malformed"))
+        .agg(
+            F.lit("malformed").alias("fact"),
+            F.lit(None).cast("string").alias("user_id"),
+            F.lit(None).cast("long").alias("window_start_ms"),
+            F.lit(None).cast("long").alias("window_end_ms"),
+            F.count(F.lit(1)).alias("count"),
+        )
+        .filter(F.col("count") > 0)
+    )
     return (
         window_counts(on_time, config, "tumbling")
         .unionByName(window_counts(on_time, config, "hopping"))
@@ -182,8 +186,9 @@ def side_output(parsed: DataFrame, watermark_ms: int) -> DataFrame:
     """Stragglers and malformed records, as the sink writes them, with reason headers."""
     late = F.col("malformed") | (F.col("event_time_ms") <= watermark_ms)
     reason = F.when(F.col("malformed"), F.lit("malformed")).otherwise(F.lit("late"))
-    source = F.concat_ws("/", "topic", F.col("partition").cast("string"),
-                         F.col("offset").cast("string"))
+    source = F.concat_ws(
+        "/", "topic", F.col("partition").cast("string"), F.col("offset").cast("string")
+    )
     header = F.struct(F.lit(REASON_HEADER).alias("key"), reason.cast("binary").alias("value"))
     origin = F.struct(F.lit(SOURCE_HEADER).alias("key"), source.cast("binary").alias("value"))
     headers = F.array(header, origin).cast(HEADERS_TYPE)
@@ -246,8 +251,11 @@ class PageviewBatchWriter:
                 F.count(F.when(F.col("event_time_ms") <= watermark_ms, 1)).alias("late"),
             ).first()
             assert judged is not None
-            rows, malformed, late = int(judged["rows"]), int(judged["malformed"]), int(
-                judged["late"])
+            rows, malformed, late = (
+                int(judged["rows"]),
+                int(judged["malformed"]),
+                int(judged["late"]),
+            )
             if malformed or late:
                 side_output(parsed, watermark_ms).write.format("riverbed").mode("append").options(
                     **self.config.sink_options(self.config.late_topic)
@@ -263,8 +271,14 @@ class PageviewBatchWriter:
             self.malformed += malformed
             self.batches += 1
             self.last = BatchStats(
-                batch_id, rows, late, malformed, len(totals), watermark_ms,
-                time.monotonic() - started, replayed,
+                batch_id,
+                rows,
+                late,
+                malformed,
+                len(totals),
+                watermark_ms,
+                time.monotonic() - started,
+                replayed,
             )
 
     def _emit_totals(self, totals: list[tuple[str, WindowCount]]) -> None:
@@ -273,14 +287,20 @@ class PageviewBatchWriter:
         keys = [t.user_id.encode() for _, t in totals]
         values = [
             json.dumps(
-                {"window": kind, "user_id": t.user_id, "window_start": t.window_start_ms,
-                 "window_end": t.window_end_ms, "count": t.count},
+                {
+                    "window": kind,
+                    "user_id": t.user_id,
+                    "window_start": t.window_start_ms,
+                    "window_end": t.window_end_ms,
+                    "count": t.count,
+                },
                 separators=(",", ":"),
             ).encode()
             for kind, t in totals
         ]
-        batch = pa.record_batch({"key": pa.array(keys, pa.binary()),
-                                 "value": pa.array(values, pa.binary())})
+        batch = pa.record_batch(
+            {"key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary())}
+        )
         options = parse_sink_options(self.config.sink_options(self.config.output_topic))
         produce_batches(options, iter([batch]))
 

@@ -158,13 +158,18 @@ class PageviewStore:
                 f"SELECT batch_id, window_start_ms, window_end_ms, count FROM {FACTS_TABLE} "
                 "WHERE fact = 'progress' ORDER BY batch_id"
             ).fetchall()
-        return [BatchProgress(int(b), int(w), None if m is None else int(m), int(n))
-                for b, w, m, n in rows]
+        return [
+            BatchProgress(int(b), int(w), None if m is None else int(m), int(n))
+            for b, w, m, n in rows
+        ]
 
     def committed_batches(self) -> int:
         with self._connect() as conn:
-            return int(conn.execute(
-                f"SELECT COUNT(*) FROM {FACTS_TABLE} WHERE fact = 'progress'").fetchone()[0])
+            return int(
+                conn.execute(
+                    f"SELECT COUNT(*) FROM {FACTS_TABLE} WHERE fact = 'progress'"
+                ).fetchone()[0]
+            )
 
     # -- reading ----------------------------------------------------------------------
 
@@ -201,4 +206,3 @@ class PageviewStore:
                 (batch_id, batch_id),
             ).fetchall()
         return [(str(k), WindowCount(str(u), int(s), int(e), int(c))) for k, u, s, e, c in rows]
-

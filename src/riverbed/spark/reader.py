@@ -90,9 +90,7 @@ class _Planner:
     @property
     def lookup(self) -> OffsetLookup:
         if self._lookup is None:
-            self._lookup = OffsetLookup(
-                self._options.kafka_config(), self._options.poll_timeout_ms
-            )
+            self._lookup = OffsetLookup(self._options.kafka_config(), self._options.poll_timeout_ms)
         return self._lookup
 
     def current_partitions(self) -> set[TopicPartition]:

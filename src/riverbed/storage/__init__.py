@@ -16,5 +16,4 @@ from riverbed.storage.config import FlushPolicy, LogConfig
 from riverbed.storage.log import AppendResult, FetchResult, PartitionLog
 from riverbed.storage.manager import LogManager
 
-__all__ = ["AppendResult", "FetchResult", "FlushPolicy", "LogConfig", "LogManager",
-           "PartitionLog"]
+__all__ = ["AppendResult", "FetchResult", "FlushPolicy", "LogConfig", "LogManager", "PartitionLog"]

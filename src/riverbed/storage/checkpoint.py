@@ -51,9 +51,12 @@ def read_checkpoint(directory: Path) -> PartitionCheckpoint:
         if len(parts) == 2 and parts[1].lstrip("-").isdigit():
             values[parts[0]] = int(parts[1])
     if values.get("version") != 1 or "recovery_point" not in values:
-        log.warning("ignoring unreadable %s: every segment is CRC-checked "
-                    "(full recovery) and the log start offset falls back to the first "
-                    "segment's base offset", path)
+        log.warning(
+            "ignoring unreadable %s: every segment is CRC-checked "
+            "(full recovery) and the log start offset falls back to the first "
+            "segment's base offset",
+            path,
+        )
         return PartitionCheckpoint()
     return PartitionCheckpoint(
         recovery_point=max(values.get("recovery_point", 0), 0),

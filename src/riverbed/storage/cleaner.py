@@ -133,9 +133,14 @@ class _History:
     bytes_cleaned_total: int = 0
 
 
-def dirty_stats(segments: list[LogSegment], log_start: int, cleaner_offset: int,
-                config: LogConfig, now_ms: int,
-                last_stable_offset: int | None = None) -> DirtyStats:
+def dirty_stats(
+    segments: list[LogSegment],
+    log_start: int,
+    cleaner_offset: int,
+    config: LogConfig,
+    now_ms: int,
+    last_stable_offset: int | None = None,
+) -> DirtyStats:
     """Measure the cleanable part of a log (a snapshot of its segment list)."""
     first_dirty = max(cleaner_offset, log_start)
     uncleanable = segments[-1].base_offset
@@ -151,8 +156,7 @@ def dirty_stats(segments: list[LogSegment], log_start: int, cleaner_offset: int,
                 uncleanable = seg.base_offset
                 break
     clean = sum(s.size for s in sealed if s.next_offset <= first_dirty)
-    dirty_segs = [s for s in sealed
-                  if s.next_offset > first_dirty and s.base_offset < uncleanable]
+    dirty_segs = [s for s in sealed if s.next_offset > first_dirty and s.base_offset < uncleanable]
     overdue = False
     if dirty_segs and config.max_compaction_lag_ms < (1 << 63) - 1:
         first_ts = dirty_segs[0].first_batch_timestamp
@@ -168,16 +172,19 @@ def group_segments_by_size(segments: list[LogSegment], max_size: int) -> list[li
         if groups:
             group = groups[-1]
             size = sum(s.size for s in group)
-            if (size + seg.size <= max_size
-                    and seg.next_offset - 1 - group[0].base_offset <= _MAX_RELATIVE):
+            if (
+                size + seg.size <= max_size
+                and seg.next_offset - 1 - group[0].base_offset <= _MAX_RELATIVE
+            ):
                 group.append(seg)
                 continue
         groups.append([seg])
     return groups
 
 
-def _with_last(items: Iterator[tuple[LogSegment, int, BatchHeader]],
-               ) -> Iterator[tuple[LogSegment, int, BatchHeader, bool]]:
+def _with_last(
+    items: Iterator[tuple[LogSegment, int, BatchHeader]],
+) -> Iterator[tuple[LogSegment, int, BatchHeader, bool]]:
     previous: tuple[LogSegment, int, BatchHeader] | None = None
     for item in items:
         if previous is not None:
@@ -190,8 +197,9 @@ def _with_last(items: Iterator[tuple[LogSegment, int, BatchHeader]],
 class LogCleaner:
     """Compacts logs one pass at a time; the LogManager calls :meth:`clean`."""
 
-    def __init__(self, clock: Clock, *,
-                 dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE) -> None:
+    def __init__(
+        self, clock: Clock, *, dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE
+    ) -> None:
         self._clock = clock
         self.dedupe_buffer_size = dedupe_buffer_size
         self._horizons: dict[Path, int] = {}  # earliest pending delete horizon per log
@@ -200,8 +208,14 @@ class LogCleaner:
     # -- when ------------------------------------------------------------------------
 
     def _stats(self, plog: PartitionLog) -> DirtyStats:
-        return dirty_stats(plog.segments(), plog.log_start_offset, plog.cleaner_offset,
-                           plog.config, self._clock.now_ms(), plog.last_stable_offset)
+        return dirty_stats(
+            plog.segments(),
+            plog.log_start_offset,
+            plog.cleaner_offset,
+            plog.config,
+            self._clock.now_ms(),
+            plog.last_stable_offset,
+        )
 
     def needs_cleaning(self, plog: PartitionLog) -> bool:
         config = plog.config
@@ -218,8 +232,15 @@ class LogCleaner:
     def status(self, plog: PartitionLog) -> CleanerStatus:
         stats = self._stats(plog)
         h = self._history.get(plog.directory, _History())
-        return CleanerStatus(stats.dirty_ratio, stats.dirty_bytes, stats.first_dirty_offset,
-                             h.last_run_ms, h.last_result, h.last_error, h.bytes_cleaned_total)
+        return CleanerStatus(
+            stats.dirty_ratio,
+            stats.dirty_bytes,
+            stats.first_dirty_offset,
+            h.last_run_ms,
+            h.last_result,
+            h.last_error,
+            h.bytes_cleaned_total,
+        )
 
     # -- a pass ----------------------------------------------------------------------
 
@@ -232,10 +253,14 @@ class LogCleaner:
         history = self._history.setdefault(plog.directory, _History())
         segments = plog.segments()
         log_start = plog.log_start_offset
-        stats = dirty_stats(segments, log_start, plog.cleaner_offset, config, now,
-                            plog.last_stable_offset)
-        sealed = [s for s in segments[:-1]
-                  if s.next_offset > log_start and s.base_offset < stats.first_uncleanable_offset]
+        stats = dirty_stats(
+            segments, log_start, plog.cleaner_offset, config, now, plog.last_stable_offset
+        )
+        sealed = [
+            s
+            for s in segments[:-1]
+            if s.next_offset > log_start and s.base_offset < stats.first_uncleanable_offset
+        ]
         if not sealed:
             return None
         first_dirty = stats.first_dirty_offset
@@ -243,24 +268,33 @@ class LogCleaner:
             offset_map = OffsetMap(self.dedupe_buffer_size)
             upper = sealed[-1].next_offset
             full = self._build_offset_map(
-                sealed, first_dirty, offset_map,
-                AbortedBatches(plog.collect_aborted_transactions(first_dirty, upper)))
+                sealed,
+                first_dirty,
+                offset_map,
+                AbortedBatches(plog.collect_aborted_transactions(first_dirty, upper)),
+            )
             end = max(offset_map.latest_offset + 1, first_dirty)
             if full and offset_map.latest_offset < first_dirty:
-                raise ValueError(f"log.cleaner.dedupe.buffer.size {self.dedupe_buffer_size} "
-                                 "cannot hold the keys of one record batch")
+                raise ValueError(
+                    f"log.cleaner.dedupe.buffer.size {self.dedupe_buffer_size} "
+                    "cannot hold the keys of one record batch"
+                )
             end = min(end, sealed[-1].next_offset)
-            groups = group_segments_by_size([s for s in sealed if s.base_offset < end],
-                                            config.segment_bytes)
-            producers_last = {pid: e.batches[-1].last_offset
-                              for pid, e in list(plog.producers.entries.items()) if e.batches}
+            groups = group_segments_by_size(
+                [s for s in sealed if s.base_offset < end], config.segment_bytes
+            )
+            producers_last = {
+                pid: e.batches[-1].last_offset
+                for pid, e in list(plog.producers.entries.items())
+                if e.batches
+            }
             self._horizons.pop(plog.directory, None)
             before = after = removed = 0
             txns = CleanedTransactions(
-                plog.collect_aborted_transactions(groups[0][0].base_offset, upper))
+                plog.collect_aborted_transactions(groups[0][0].base_offset, upper)
+            )
             for group in groups:
-                done = self._clean_group(plog, group, offset_map, end, producers_last, now,
-                                         txns)
+                done = self._clean_group(plog, group, offset_map, end, producers_last, now, txns)
                 if done is None:
                     history.last_error = "aborted: the log changed during the pass"
                     return None
@@ -272,16 +306,28 @@ class LogCleaner:
             history.last_error = str(exc)
             return None
         plog.set_cleaner_offset(end)
-        result = CleanResult(sum(len(g) for g in groups), before, after, removed, end,
-                             segments_after=len(groups), map_full=full)
+        result = CleanResult(
+            sum(len(g) for g in groups),
+            before,
+            after,
+            removed,
+            end,
+            segments_after=len(groups),
+            map_full=full,
+        )
         history.last_run_ms = now
         history.last_result = result
         history.last_error = None
         history.bytes_cleaned_total += before
         return result
 
-    def _build_offset_map(self, segments: list[LogSegment], first_dirty: int,
-                          offset_map: OffsetMap, aborted: AbortedBatches) -> bool:
+    def _build_offset_map(
+        self,
+        segments: list[LogSegment],
+        first_dirty: int,
+        offset_map: OffsetMap,
+        aborted: AbortedBatches,
+    ) -> bool:
         """Fill ``offset_map`` from ``first_dirty`` on (aborted data left out); True if
         it filled up."""
         for seg in segments:
@@ -294,15 +340,25 @@ class LogCleaner:
                 dropped = aborted.is_aborted(header)  # it must see every batch, in order
                 if not header.is_control and not dropped:
                     _h, records = read_batch(seg.pread(pos, header.size))
-                    keyed = [(r.key, r.offset) for r in records
-                             if r.key is not None and r.offset >= first_dirty]
+                    keyed = [
+                        (r.key, r.offset)
+                        for r in records
+                        if r.key is not None and r.offset >= first_dirty
+                    ]
                 if not offset_map.put_batch(keyed, header.last_offset):
                     return True
         return False
 
-    def _clean_group(self, plog: PartitionLog, group: list[LogSegment], offset_map: OffsetMap,
-                     end: int, producers_last: dict[int, int], now: int,
-                     txns: CleanedTransactions) -> tuple[int, int, int] | None:
+    def _clean_group(
+        self,
+        plog: PartitionLog,
+        group: list[LogSegment],
+        offset_map: OffsetMap,
+        end: int,
+        producers_last: dict[int, int],
+        now: int,
+        txns: CleanedTransactions,
+    ) -> tuple[int, int, int] | None:
         """Write the group's cleaned segment and swap it in; (bytes before, after,
         records removed), or None if the log changed under the pass."""
         first = group[0]
@@ -311,8 +367,11 @@ class LogCleaner:
         written = removed = 0
         removed_markers: list[int] = []
         changed = len(group) > 1
-        batches = ((seg, pos, header) for seg, size in zip(group, sizes, strict=True)
-                   for pos, header in seg.scan_checked(size))
+        batches = (
+            (seg, pos, header)
+            for seg, size in zip(group, sizes, strict=True)
+            for pos, header in seg.scan_checked(size)
+        )
         try:
             with open(cleaned, "wb", buffering=_WRITE_BUFFER) as f:
                 for seg, pos, header, last in _with_last(batches):
@@ -320,16 +379,24 @@ class LogCleaner:
                     producer_last = producers_last.get(header.producer_id)
                     keep_empty = last or producer_last == header.last_offset
                     if header.is_control:
-                        out, dropped = self._clean_marker(plog, raw, header, txns, end,
-                                                          keep_empty, now)
+                        out, dropped = self._clean_marker(
+                            plog, raw, header, txns, end, keep_empty, now
+                        )
                         if out is None:
                             removed_markers.append(header.base_offset)
                     elif txns.on_data(header) and header.base_offset < end:
                         out, dropped = self._drop_batch(raw, header, keep_empty)
                     else:
-                        out, dropped = self._clean_batch(plog.directory, raw, header,
-                                                         offset_map, end, keep_empty, now,
-                                                         plog.config.delete_retention_ms)
+                        out, dropped = self._clean_batch(
+                            plog.directory,
+                            raw,
+                            header,
+                            offset_map,
+                            end,
+                            keep_empty,
+                            now,
+                            plog.config.delete_retention_ms,
+                        )
                     removed += dropped
                     changed = changed or out is not raw
                     if out is not None:
@@ -347,9 +414,16 @@ class LogCleaner:
             return None
         return sum(sizes), written, removed
 
-    def _clean_marker(self, plog: PartitionLog, raw: bytes, header: BatchHeader,
-                      txns: CleanedTransactions, end: int, keep_empty: bool, now: int,
-                      ) -> tuple[bytes | None, int]:
+    def _clean_marker(
+        self,
+        plog: PartitionLog,
+        raw: bytes,
+        header: BatchHeader,
+        txns: CleanedTransactions,
+        end: int,
+        keep_empty: bool,
+        now: int,
+    ) -> tuple[bytes | None, int]:
         """A control batch: kept while it guards data, else given a delete horizon and,
         once that has passed, dropped (None)."""
         free = txns.on_marker(header)
@@ -366,21 +440,31 @@ class LogCleaner:
             horizon = now + plog.config.delete_retention_ms
             _h, records = read_batch(raw)
             out = rebuild_batch(header, records, delete_horizon_ms=horizon)
-        self._horizons[plog.directory] = min(self._horizons.get(plog.directory, horizon),
-                                             horizon)
+        self._horizons[plog.directory] = min(self._horizons.get(plog.directory, horizon), horizon)
         return out, 0
 
     @staticmethod
-    def _drop_batch(raw: bytes, header: BatchHeader, keep_empty: bool,
-                    ) -> tuple[bytes | None, int]:
+    def _drop_batch(
+        raw: bytes,
+        header: BatchHeader,
+        keep_empty: bool,
+    ) -> tuple[bytes | None, int]:
         """An aborted transaction's batch: all its records go (the batch stays, empty,
         when ``keep_empty``)."""
         _h, records = read_batch(raw)
         return (rebuild_batch(header, []) if keep_empty else None), len(records)
 
-    def _clean_batch(self, directory: Path, raw: bytes, header: BatchHeader,
-                     offset_map: OffsetMap, end: int, keep_empty: bool, now: int,
-                     delete_retention_ms: int) -> tuple[bytes | None, int]:
+    def _clean_batch(
+        self,
+        directory: Path,
+        raw: bytes,
+        header: BatchHeader,
+        offset_map: OffsetMap,
+        end: int,
+        keep_empty: bool,
+        now: int,
+        delete_retention_ms: int,
+    ) -> tuple[bytes | None, int]:
         """The batch to write instead of ``raw`` (``raw`` itself when unchanged, None to
         drop it) and how many records went."""
         if header.is_control or header.base_offset >= end:

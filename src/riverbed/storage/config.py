@@ -81,9 +81,15 @@ class LogConfig:
             raise ConfigError(f"cleanup.policy must be one of {CLEANUP_POLICIES}")
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
             raise ConfigError(f"message.timestamp.type must be one of {TIMESTAMP_TYPES}")
-        for name in ("min_compaction_lag_ms", "delete_retention_ms", "file_delete_delay_ms",
-                     "flush_ms", "index_interval_bytes", "message_timestamp_before_max_ms",
-                     "message_timestamp_after_max_ms"):
+        for name in (
+            "min_compaction_lag_ms",
+            "delete_retention_ms",
+            "file_delete_delay_ms",
+            "flush_ms",
+            "index_interval_bytes",
+            "message_timestamp_before_max_ms",
+            "message_timestamp_after_max_ms",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name.replace('_', '.')} must be >= 0")
         if self.flush_messages < 1:

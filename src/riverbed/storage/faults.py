@@ -61,10 +61,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-POINTS = frozenset({
-    "segment.write", "segment.fsync", "segment.truncate", "index.flush",
-    "file.fsync", "file.rename", "dir.fsync", "log.roll",
-})
+POINTS = frozenset(
+    {
+        "segment.write",
+        "segment.fsync",
+        "segment.truncate",
+        "index.flush",
+        "file.fsync",
+        "file.rename",
+        "dir.fsync",
+        "log.roll",
+    }
+)
 
 BLOCK_LIMIT_S = 120.0
 """A blocked point lets its caller go after this long even if never released."""
@@ -165,8 +173,15 @@ def _disarm(name: str, armed: _Armed) -> None:
 
 
 @contextmanager
-def inject(name: str, *, error: int | None = None, delay_s: float = 0.0, block: bool = False,
-           match: Matcher = None, times: int | None = None) -> Iterator[Fault]:
+def inject(
+    name: str,
+    *,
+    error: int | None = None,
+    delay_s: float = 0.0,
+    block: bool = False,
+    match: Matcher = None,
+    times: int | None = None,
+) -> Iterator[Fault]:
     """Arm failure point ``name`` for the ``with`` block; yields the :class:`Fault`.
 
     ``error``: raise ``OSError(error)`` there; ``delay_s``: sleep first; ``block``: wait

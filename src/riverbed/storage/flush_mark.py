@@ -85,6 +85,10 @@ def read_flush_mark(directory: Path) -> FlushMark | None:
         (crc,) = _CRC.unpack_from(data, _BODY.size)
         if magic == _MAGIC and crc == crc32c(body) and min(base, offset, position) >= 0:
             return FlushMark(base, offset, position)
-    log.warning("ignoring unreadable %s (%d bytes): recovery falls back to the recovery "
-                "point of partition.checkpoint", path, len(data))
+    log.warning(
+        "ignoring unreadable %s (%d bytes): recovery falls back to the recovery "
+        "point of partition.checkpoint",
+        path,
+        len(data),
+    )
     return None

@@ -178,9 +178,16 @@ def _set_log_append_time(buf: bytearray, pos: int, header: BatchHeader, now_ms: 
 class PartitionLog:
     """The log of one topic partition.  Open with :meth:`open`."""
 
-    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig,
-                 clock: Clock, flusher: GroupCommitFlusher | None,
-                 producer_id_expiration_ms: int = DAY_MS) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        clock: Clock,
+        flusher: GroupCommitFlusher | None,
+        producer_id_expiration_ms: int = DAY_MS,
+    ) -> None:
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -210,19 +217,30 @@ class PartitionLog:
     # -- opening ----------------------------------------------------------------------
 
     @classmethod
-    def open(cls, directory: Path, config: LogConfig, *, topic: str = "", partition: int = 0,
-             clock: Clock = SYSTEM_CLOCK, flusher: GroupCommitFlusher | None = None,
-             producer_id_expiration_ms: int = DAY_MS) -> PartitionLog:
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        *,
+        topic: str = "",
+        partition: int = 0,
+        clock: Clock = SYSTEM_CLOCK,
+        flusher: GroupCommitFlusher | None = None,
+        producer_id_expiration_ms: int = DAY_MS,
+    ) -> PartitionLog:
         """Open or create the log in ``directory``, recovering it if it was not closed cleanly."""
         directory.mkdir(parents=True, exist_ok=True)
-        self = cls(directory, topic, partition, config, clock, flusher,
-                   producer_id_expiration_ms)
+        self = cls(directory, topic, partition, config, clock, flusher, producer_id_expiration_ms)
         clean = consume_clean_shutdown(directory)
         cp = read_checkpoint(directory)
         try:
-            self._segments = load_segments(directory, cp, clean=clean,
-                                           index_interval_bytes=config.index_interval_bytes,
-                                           now_ms=clock.now_ms())
+            self._segments = load_segments(
+                directory,
+                cp,
+                clean=clean,
+                index_interval_bytes=config.index_interval_bytes,
+                now_ms=clock.now_ms(),
+            )
         except CorruptSegmentError as exc:
             self._take_offline(cp, exc)
             return self
@@ -244,14 +262,25 @@ class PartitionLog:
         marker, so the next start checks them again); every operation raises ``exc``
         (KAFKA_STORAGE_ERROR); other partitions are unaffected.
         """
-        _logger.error("partition %s is OFFLINE: %s. Its files are left untouched; see "
-                      "docs/storage.md (Recovery, offline) to inspect or accept the loss",
-                      self.directory, exc)
+        _logger.error(
+            "partition %s is OFFLINE: %s. Its files are left untouched; see "
+            "docs/storage.md (Recovery, offline) to inspect or accept the loss",
+            self.directory,
+            exc,
+        )
         self._offline = exc
         self._closed = True
         base = cp.log_start_offset
-        self._segments = [LogSegment(self.directory, base, None, 0,
-                                     self._config.index_interval_bytes, self._clock.now_ms())]
+        self._segments = [
+            LogSegment(
+                self.directory,
+                base,
+                None,
+                0,
+                self._config.index_interval_bytes,
+                self._clock.now_ms(),
+            )
+        ]
         self._bases = [base]
         self._log_start_offset = self._flushed_offset = base
 
@@ -293,8 +322,11 @@ class PartitionLog:
         """Whether a transactional batch of ``producer_id`` starts at ``offset``."""
         i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         found = self._segments[i].locate(offset)
-        return found is not None and found[1].base_offset == offset and (
-            found[1].producer_id == producer_id and found[1].is_transactional)
+        return (
+            found is not None
+            and found[1].base_offset == offset
+            and (found[1].producer_id == producer_id and found[1].is_transactional)
+        )
 
     def _first_txn_batch(self, producer_id: int, start: int, end: int) -> int:
         """The base offset of ``producer_id``'s first transactional batch in
@@ -306,8 +338,12 @@ class PartitionLog:
             for _pos, header in seg.scan(seg.offset_index.lookup(start), verify=False):
                 if header.base_offset >= end:
                     return -1
-                if (header.base_offset >= start and header.producer_id == producer_id
-                        and header.is_transactional and not header.is_control):
+                if (
+                    header.base_offset >= start
+                    and header.producer_id == producer_id
+                    and header.is_transactional
+                    and not header.is_control
+                ):
                     return header.base_offset
         return -1
 
@@ -315,18 +351,27 @@ class PartitionLog:
         try:
             marker = read_marker(seg.pread(pos, header.size))
         except (RecordBatchError, ProtocolError) as exc:
-            _logger.warning("%s: unreadable control batch at offset %d skipped: %s",
-                            seg.log_path, header.base_offset, exc)
+            _logger.warning(
+                "%s: unreadable control batch at offset %d skipped: %s",
+                seg.log_path,
+                header.base_offset,
+                exc,
+            )
             return
         if marker.is_commit or marker.is_abort:
-            completed = self.producers.replay_marker(header, marker.is_commit,
-                                                     marker.coordinator_epoch)
+            completed = self.producers.replay_marker(
+                header, marker.is_commit, marker.coordinator_epoch
+            )
             if completed.is_aborted:
                 seg.txn_index.append(self._aborted_entry(completed))
 
     def _aborted_entry(self, completed: CompletedTxn) -> AbortedTxn:
-        return AbortedTxn(completed.producer_id, completed.first_offset, completed.last_offset,
-                          self.producers.last_stable_offset_after(completed))
+        return AbortedTxn(
+            completed.producer_id,
+            completed.first_offset,
+            completed.last_offset,
+            self.producers.last_stable_offset_after(completed),
+        )
 
     # -- properties -------------------------------------------------------------------
 
@@ -396,8 +441,9 @@ class PartitionLog:
 
     # -- append -----------------------------------------------------------------------
 
-    def append(self, records: bytes | bytearray | memoryview, *,
-               check_producer: bool = True) -> AppendResult:
+    def append(
+        self, records: bytes | bytearray | memoryview, *, check_producer: bool = True
+    ) -> AppendResult:
         """Validate, assign offsets to and write the batches in ``records`` (one write).
 
         Raises CorruptRecordError / LegacyMessageFormatError (bad batch),
@@ -435,8 +481,13 @@ class PartitionLog:
                 if check_producer:
                     duplicate = self.producers.check(header, offset, pending)
                     if duplicate is not None:
-                        return AppendResult(duplicate.first_offset, duplicate.last_offset, -1,
-                                            self._log_start_offset, duplicate=True)
+                        return AppendResult(
+                            duplicate.first_offset,
+                            duplicate.last_offset,
+                            -1,
+                            self._log_start_offset,
+                            duplicate=True,
+                        )
                 set_base_offset(buf, offset, pos)
                 if append_time >= 0:
                     _set_log_append_time(buf, pos, header, append_time)
@@ -450,8 +501,9 @@ class PartitionLog:
             self._request_flush()
         return AppendResult(first, offset - 1, append_time, self._log_start_offset)
 
-    def append_control_marker(self, producer_id: int, producer_epoch: int, commit: bool,
-                              coordinator_epoch: int) -> AppendResult:
+    def append_control_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> AppendResult:
         """Write a COMMIT (``commit``) or ABORT marker ending ``producer_id``'s
         transaction (WriteTxnMarkers; the transaction coordinator is the only caller).
 
@@ -467,10 +519,18 @@ class PartitionLog:
             self._check_open()
             offset = self._segments[-1].next_offset
             entry, completed = self.producers.check_marker(
-                producer_id, producer_epoch, coordinator_epoch, commit, offset, now_ms)
-            buf = bytearray(build_control_batch(
-                commit, producer_id=producer_id, producer_epoch=producer_epoch,
-                timestamp=now_ms, base_offset=offset, coordinator_epoch=coordinator_epoch))
+                producer_id, producer_epoch, coordinator_epoch, commit, offset, now_ms
+            )
+            buf = bytearray(
+                build_control_batch(
+                    commit,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    timestamp=now_ms,
+                    base_offset=offset,
+                    coordinator_epoch=coordinator_epoch,
+                )
+            )
             header = BatchHeader.parse(buf)
             append_time = -1
             if self._config.message_timestamp_type == "LogAppendTime":
@@ -483,8 +543,9 @@ class PartitionLog:
                 try:
                     seg.txn_index.append(self._aborted_entry(completed))
                 except OSError as exc:
-                    raise StorageError(f"write to {seg.txn_index.path} failed: "
-                                       f"{os_reason(exc)}") from exc
+                    raise StorageError(
+                        f"write to {seg.txn_index.path} failed: {os_reason(exc)}"
+                    ) from exc
             try:
                 seg.append(buf, [(0, header)])
             except BaseException:
@@ -521,9 +582,11 @@ class PartitionLog:
             return False
         first_ts = active.first_batch_timestamp
         waited = max_ts - first_ts if first_ts >= 0 else now_ms - active.created_ms
-        if (active.size + incoming > self._config.segment_bytes
-                or waited > self._config.max_segment_ms
-                or last_offset - active.base_offset > _MAX_RELATIVE):
+        if (
+            active.size + incoming > self._config.segment_bytes
+            or waited > self._config.max_segment_ms
+            or last_offset - active.base_offset > _MAX_RELATIVE
+        ):
             self._roll_locked(now_ms)
             return True
         return False
@@ -551,17 +614,21 @@ class PartitionLog:
         base = old.next_offset
         try:
             faults.point("log.roll", self.directory)
-            seg = LogSegment.open(self.directory, base,
-                                  index_interval_bytes=self._config.index_interval_bytes,
-                                  created_ms=now_ms)
+            seg = LogSegment.open(
+                self.directory,
+                base,
+                index_interval_bytes=self._config.index_interval_bytes,
+                created_ms=now_ms,
+            )
             try:
                 old.seal()
             except BaseException:
                 seg.close()
                 raise
         except OSError as exc:
-            raise StorageError(f"rolling {self.directory} at offset {base} failed: "
-                               f"{os_reason(exc)}") from exc
+            raise StorageError(
+                f"rolling {self.directory} at offset {base} failed: {os_reason(exc)}"
+            ) from exc
         self._segments.append(seg)
         self._bases.append(base)
         self._rolled.append((old, self.producers.snapshot_data()))
@@ -621,8 +688,11 @@ class PartitionLog:
                         mark = FlushMark(active.base_offset, target, active.size)
                         ready = None
             except OSError as exc:  # a full disk: nobody may wait for a retry that may not come
-                self._fail_waiters(StorageError(f"writing the indexes of {active.log_path} "
-                                                f"failed: {os_reason(exc)}"))
+                self._fail_waiters(
+                    StorageError(
+                        f"writing the indexes of {active.log_path} failed: {os_reason(exc)}"
+                    )
+                )
                 raise
             if ready is not None:
                 for fut in ready:
@@ -708,8 +778,9 @@ class PartitionLog:
         """
         with self._flush_lock:
             with self._lock:
-                cp = PartitionCheckpoint(self._flushed_offset, self._log_start_offset,
-                                         self._cleaner_offset)
+                cp = PartitionCheckpoint(
+                    self._flushed_offset, self._log_start_offset, self._cleaner_offset
+                )
                 if cp == self._checkpointed or self._closed:
                     return
             write_checkpoint(self.directory, cp)
@@ -717,8 +788,14 @@ class PartitionLog:
 
     # -- read -------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
-             isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED) -> FetchResult:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one_batch: bool = True,
+        isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+    ) -> FetchResult:
         """Whole batches from the one containing ``offset`` (it may start below ``offset``),
         up to ``max_bytes`` (at least one batch with ``min_one_batch``), from one segment.
 
@@ -780,9 +857,12 @@ class PartitionLog:
                 return max(seg.verified_to - before, 1)
             return 0
 
-    def offset_for_timestamp(self, ts_ms: int, *,
-                             isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
-                             ) -> tuple[int, int] | None:
+    def offset_for_timestamp(
+        self,
+        ts_ms: int,
+        *,
+        isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+    ) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``ts_ms``.
 
         Special values as in ListOffsets: -2 earliest, -1 latest (timestamp -1): under
@@ -821,8 +901,7 @@ class PartitionLog:
             return self._log_start_offset
 
     def _write_checkpoint_locked(self) -> None:
-        cp = PartitionCheckpoint(self._flushed_offset, self._log_start_offset,
-                                 self._cleaner_offset)
+        cp = PartitionCheckpoint(self._flushed_offset, self._log_start_offset, self._cleaner_offset)
         write_checkpoint(self.directory, cp)
         self._checkpointed = cp
 
@@ -872,8 +951,9 @@ class PartitionLog:
                 self._roll_locked(now_ms)
             count = retention.deletable_segments(self._segments, self._config, now_ms)
             if count:
-                self._log_start_offset = max(self._log_start_offset,
-                                             self._segments[count].base_offset)
+                self._log_start_offset = max(
+                    self._log_start_offset, self._segments[count].base_offset
+                )
                 self._cleaner_offset = max(self._cleaner_offset, self._log_start_offset)
                 deleted = self._delete_segments_below_start()
                 self._write_checkpoint_locked()
@@ -898,9 +978,14 @@ class PartitionLog:
                 for seg in self._segments:
                     self._retire(seg)
                 base = max(offset, 0)
-                self._segments = [LogSegment.open(
-                    self.directory, base, index_interval_bytes=self._config.index_interval_bytes,
-                    created_ms=self._clock.now_ms())]
+                self._segments = [
+                    LogSegment.open(
+                        self.directory,
+                        base,
+                        index_interval_bytes=self._config.index_interval_bytes,
+                        created_ms=self._clock.now_ms(),
+                    )
+                ]
                 self._log_start_offset = base
             else:
                 while self._segments[-1].base_offset >= offset:
@@ -933,8 +1018,13 @@ class PartitionLog:
         """Commit a compacted copy of ``old`` (same base offset) from its ``.cleaned`` file."""
         return self.replace_segments([old], [expected_size], cleaned)
 
-    def replace_segments(self, old: Sequence[LogSegment], expected_sizes: Sequence[int],
-                         cleaned: Path, removed_markers: Collection[int] = ()) -> bool:
+    def replace_segments(
+        self,
+        old: Sequence[LogSegment],
+        expected_sizes: Sequence[int],
+        cleaned: Path,
+        removed_markers: Collection[int] = (),
+    ) -> bool:
         """Commit ``cleaned`` as the one segment replacing the consecutive sealed
         segments ``old`` (it starts at ``old[0]``'s base offset and ends where they end).
 
@@ -948,16 +1038,24 @@ class PartitionLog:
         """
         with self._flush_lock, self._lock:
             i = self._segments.index(old[0]) if old[0] in self._segments else -1
-            if (self._closed or i < 0 or i + len(old) >= len(self._segments)
-                    or self._segments[i : i + len(old)] != list(old)
-                    or [s.size for s in old] != list(expected_sizes)):
+            if (
+                self._closed
+                or i < 0
+                or i + len(old) >= len(self._segments)
+                or self._segments[i : i + len(old)] != list(old)
+                or [s.size for s in old] != list(expected_sizes)
+            ):
                 cleaned.unlink(missing_ok=True)
                 return False
             first = old[0]
             target = self.directory / (segment_name(first.base_offset) + LOG_SUFFIX)
             swap = target.with_name(target.name + SWAP_SUFFIX)
-            aborted = [e for seg in old for e in seg.txn_index.entries
-                       if e.last_offset not in removed_markers]
+            aborted = [
+                e
+                for seg in old
+                for e in seg.txn_index.entries
+                if e.last_offset not in removed_markers
+            ]
             txn_target = self.directory / (segment_name(first.base_offset) + TXN_INDEX_SUFFIX)
             txn_swap = txn_target.with_name(txn_target.name + SWAP_SUFFIX)
             if aborted:
@@ -971,9 +1069,12 @@ class PartitionLog:
                 os.replace(txn_swap, txn_target)
             faults.point("file.rename", swap)
             os.replace(swap, target)
-            seg = LogSegment.open(self.directory, first.base_offset,
-                                  index_interval_bytes=self._config.index_interval_bytes,
-                                  created_ms=first.created_ms)
+            seg = LogSegment.open(
+                self.directory,
+                first.base_offset,
+                index_interval_bytes=self._config.index_interval_bytes,
+                created_ms=first.created_ms,
+            )
             seg.rebuild(sealed=True)
             seg.seal()
             self._segments[i : i + len(old)] = [seg]
@@ -1030,8 +1131,12 @@ class PartitionLog:
         for fut in ready:
             _settle(fut)
         for _o, _s, fut in stale:
-            _settle(fut, LogClosedError(f"log {self.directory} was closed before an fsync "
-                                        f"reached offset {_o}"))
+            _settle(
+                fut,
+                LogClosedError(
+                    f"log {self.directory} was closed before an fsync reached offset {_o}"
+                ),
+            )
 
     def close_unclean(self) -> None:
         """Close the files without any of the clean-shutdown steps (tests: simulate a crash).
@@ -1075,8 +1180,10 @@ class PartitionLog:
                 self._rolled = []
                 self._release_files()
         finally:  # even if a descriptor failed to close, nobody waits in vain
-            exc = LogClosedError(f"{self.directory.name} was deleted before the fsync "
-                                 f"covering its offsets below {end} completed")
+            exc = LogClosedError(
+                f"{self.directory.name} was deleted before the fsync "
+                f"covering its offsets below {end} completed"
+            )
             for _o, _s, fut in stale:
                 _settle(fut, exc)
 

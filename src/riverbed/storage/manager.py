@@ -77,15 +77,17 @@ class LogsNotClosedError(StorageError):
     names, user topics first, internal (``__``) topics last."""
 
     def __init__(self, failures: Sequence[tuple[PartitionLog, Exception]], total: int) -> None:
-        ordered = sorted(failures, key=lambda f: (f[0].topic.startswith("__"),
-                                                  f[0].topic, f[0].partition))
+        ordered = sorted(
+            failures, key=lambda f: (f[0].topic.startswith("__"), f[0].topic, f[0].partition)
+        )
         self.partitions = [plog.directory.name for plog, _exc in ordered]
         first_log, first = failures[0]
         shown = ", ".join(self.partitions[:5]) + (", ..." if len(ordered) > 5 else "")
         super().__init__(
             f"{len(failures)} of {total} partition log(s) not closed cleanly ({shown}), "
             f"recovered at the next start; first error, in {first_log.directory}: "
-            f"{_one_line(first)}")
+            f"{_one_line(first)}"
+        )
 
 
 def _one_line(exc: BaseException) -> str:
@@ -110,13 +112,19 @@ class DetachedPartition:
 class LogManager:
     """Owns the :class:`PartitionLog` of every partition under ``data_dir``."""
 
-    def __init__(self, data_dir: Path, *, clock: Clock = SYSTEM_CLOCK,
-                 start_background: bool = True, default_config: LogConfig | None = None,
-                 maintenance_interval_ms: int = 30_000,
-                 checkpoint_interval_ms: int = 1_000,
-                 producer_id_expiration_ms: int = DAY_MS,
-                 cleaner_dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE,
-                 scrub_bytes_per_s: int = DEFAULT_SCRUB_BYTES_PER_S) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        start_background: bool = True,
+        default_config: LogConfig | None = None,
+        maintenance_interval_ms: int = 30_000,
+        checkpoint_interval_ms: int = 1_000,
+        producer_id_expiration_ms: int = DAY_MS,
+        cleaner_dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE,
+        scrub_bytes_per_s: int = DEFAULT_SCRUB_BYTES_PER_S,
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._dir_lock = DataDirLock.acquire(self.data_dir)
@@ -141,7 +149,8 @@ class LogManager:
         if start_background:
             self._flusher.start()
             self._maintenance = threading.Thread(
-                target=self._maintain, name="riverbed-log-maintenance", daemon=True)
+                target=self._maintain, name="riverbed-log-maintenance", daemon=True
+            )
             self._maintenance.start()
             self._scrubber.start()
 
@@ -158,8 +167,14 @@ class LogManager:
                 continue
             config = self._properties.read(parsed[0], path, self.default_config)
             self._logs[parsed] = PartitionLog.open(
-                path, config, topic=parsed[0], partition=parsed[1], clock=self.clock,
-                flusher=self._flusher, producer_id_expiration_ms=self.producer_id_expiration_ms)
+                path,
+                config,
+                topic=parsed[0],
+                partition=parsed[1],
+                clock=self.clock,
+                flusher=self._flusher,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+            )
         self._properties.remove_unused({topic for topic, _p in self._logs})
 
     def get_or_create(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
@@ -187,9 +202,14 @@ class LogManager:
                 fsync_dir(self.data_dir)
                 for p in new:
                     self._logs[(topic, p)] = PartitionLog.open(
-                        self.data_dir / f"{topic}-{p}", config, topic=topic, partition=p,
-                        clock=self.clock, flusher=self._flusher,
-                        producer_id_expiration_ms=self.producer_id_expiration_ms)
+                        self.data_dir / f"{topic}-{p}",
+                        config,
+                        topic=topic,
+                        partition=p,
+                        clock=self.clock,
+                        flusher=self._flusher,
+                        producer_id_expiration_ms=self.producer_id_expiration_ms,
+                    )
         with self._lock:
             return [self._logs[(topic, p)] for p in wanted]
 

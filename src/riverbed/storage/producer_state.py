@@ -106,9 +106,14 @@ class ProducerStateEntry:
     current_txn_first_offset: int = -1  # -1: no transaction open
 
     def copy(self) -> ProducerStateEntry:
-        return ProducerStateEntry(self.producer_id, self.producer_epoch, self.last_timestamp,
-                                  deque(self.batches, maxlen=BATCHES_PER_PRODUCER),
-                                  self.coordinator_epoch, self.current_txn_first_offset)
+        return ProducerStateEntry(
+            self.producer_id,
+            self.producer_epoch,
+            self.last_timestamp,
+            deque(self.batches, maxlen=BATCHES_PER_PRODUCER),
+            self.coordinator_epoch,
+            self.current_txn_first_offset,
+        )
 
     def find_duplicate(self, first_seq: int, last_seq: int) -> BatchMetadata | None:
         for meta in self.batches:
@@ -152,17 +157,20 @@ class ProducerStateManager:
 
     def remove_expired(self, now_ms: int) -> int:
         """Drop producers whose last batch is ``expiration_ms`` old; returns how many."""
-        expired = [pid for pid, e in self.entries.items()
-                   if now_ms - e.last_timestamp >= self.expiration_ms
-                   and e.current_txn_first_offset < 0]
+        expired = [
+            pid
+            for pid, e in self.entries.items()
+            if now_ms - e.last_timestamp >= self.expiration_ms and e.current_txn_first_offset < 0
+        ]
         for pid in expired:
             del self.entries[pid]
         return len(expired)
 
     # -- validation / update ----------------------------------------------------------
 
-    def check(self, header: BatchHeader, base_offset: int,
-              pending: dict[int, ProducerStateEntry]) -> BatchMetadata | None:
+    def check(
+        self, header: BatchHeader, base_offset: int, pending: dict[int, ProducerStateEntry]
+    ) -> BatchMetadata | None:
         """Validate one batch about to be appended at ``base_offset``.
 
         ``pending`` holds entries already updated by earlier batches of the same append
@@ -196,15 +204,21 @@ class ProducerStateManager:
                         f"producer {pid}: new epoch {epoch} must start at sequence 0, "
                         f"got {first_seq}"
                     )
-                entry = ProducerStateEntry(pid, epoch, -1, deque(maxlen=BATCHES_PER_PRODUCER),
-                                           current.coordinator_epoch,
-                                           current.current_txn_first_offset)
+                entry = ProducerStateEntry(
+                    pid,
+                    epoch,
+                    -1,
+                    deque(maxlen=BATCHES_PER_PRODUCER),
+                    current.coordinator_epoch,
+                    current.current_txn_first_offset,
+                )
         else:
             entry = ProducerStateEntry(pid, epoch)
         if entry.current_txn_first_offset >= 0 and not header.is_transactional:
             raise InvalidTxnStateError(
                 f"producer {pid}: non-transactional batch while its transaction from "
-                f"offset {entry.current_txn_first_offset} is open")
+                f"offset {entry.current_txn_first_offset} is open"
+            )
         last_offset = base_offset + header.last_offset_delta
         entry.batches.append(BatchMetadata(first_seq, last_seq, base_offset, last_offset))
         entry.last_timestamp = header.max_timestamp
@@ -213,9 +227,15 @@ class ProducerStateManager:
         pending[pid] = entry
         return None
 
-    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                     commit: bool, offset: int, timestamp: int,
-                     ) -> tuple[ProducerStateEntry, CompletedTxn]:
+    def check_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        offset: int,
+        timestamp: int,
+    ) -> tuple[ProducerStateEntry, CompletedTxn]:
         """Validate a COMMIT/ABORT marker about to be written at ``offset`` (Kafka's
         ``appendEndTxnMarker``); returns the updated entry (apply it with :meth:`commit`)
         and the transaction it completes.  Raises InvalidProducerEpochError for an epoch
@@ -228,18 +248,19 @@ class ProducerStateManager:
             if producer_epoch < current.producer_epoch:
                 raise InvalidProducerEpochError(
                     f"producer {producer_id}: marker epoch {producer_epoch} is older than "
-                    f"current {current.producer_epoch} (fenced)")
+                    f"current {current.producer_epoch} (fenced)"
+                )
             if coordinator_epoch < current.coordinator_epoch:
                 raise TransactionCoordinatorFencedError(
                     f"producer {producer_id}: marker from coordinator epoch "
-                    f"{coordinator_epoch}, older than {current.coordinator_epoch}")
+                    f"{coordinator_epoch}, older than {current.coordinator_epoch}"
+                )
             entry = current.copy()
             if producer_epoch != entry.producer_epoch:
                 entry.producer_epoch = producer_epoch
                 entry.batches.clear()
         first = entry.current_txn_first_offset
-        completed = CompletedTxn(producer_id, first if first >= 0 else offset, offset,
-                                 not commit)
+        completed = CompletedTxn(producer_id, first if first >= 0 else offset, offset, not commit)
         entry.current_txn_first_offset = -1
         entry.coordinator_epoch = coordinator_epoch
         entry.last_timestamp = timestamp
@@ -288,27 +309,38 @@ class ProducerStateManager:
                 entry.coordinator_epoch = old.coordinator_epoch
                 entry.current_txn_first_offset = old.current_txn_first_offset
             self.entries[pid] = entry
-        entry.batches.append(BatchMetadata(header.base_sequence, header.last_sequence,
-                                           header.base_offset, header.last_offset))
+        entry.batches.append(
+            BatchMetadata(
+                header.base_sequence, header.last_sequence, header.base_offset, header.last_offset
+            )
+        )
         entry.last_timestamp = header.max_timestamp
         if header.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = header.base_offset
         self._note(entry)
 
-    def replay_marker(self, header: BatchHeader, commit: bool,
-                      coordinator_epoch: int) -> CompletedTxn:
+    def replay_marker(
+        self, header: BatchHeader, commit: bool, coordinator_epoch: int
+    ) -> CompletedTxn:
         """Apply a COMMIT/ABORT marker read back from the log (recovery): no checks;
         returns the transaction it completed.  The caller computes the LSO for the
         aborted-transaction index with :meth:`last_stable_offset_after` *before*."""
         current = self.entries.get(header.producer_id)
-        entry = current if current is not None else ProducerStateEntry(
-            header.producer_id, header.producer_epoch)
+        entry = (
+            current
+            if current is not None
+            else ProducerStateEntry(header.producer_id, header.producer_epoch)
+        )
         if entry.producer_epoch != header.producer_epoch:
             entry.producer_epoch = header.producer_epoch
             entry.batches.clear()
         first = entry.current_txn_first_offset
-        completed = CompletedTxn(header.producer_id, first if first >= 0 else header.base_offset,
-                                 header.base_offset, not commit)
+        completed = CompletedTxn(
+            header.producer_id,
+            first if first >= 0 else header.base_offset,
+            header.base_offset,
+            not commit,
+        )
         entry.current_txn_first_offset = -1
         entry.coordinator_epoch = coordinator_epoch
         entry.last_timestamp = header.max_timestamp
@@ -333,16 +365,20 @@ class ProducerStateManager:
         """Write the snapshot at ``offset``: of the current state, or ``data`` taken
         earlier by :meth:`snapshot_data` (only the file is touched: safe outside the
         log's lock)."""
-        write_atomically(self.snapshot_path(offset),
-                         self.snapshot_data() if data is None else data)
+        write_atomically(self.snapshot_path(offset), self.snapshot_data() if data is None else data)
 
     def snapshot_data(self) -> bytes:
         """The current state encoded as a snapshot file (format in the module doc)."""
         body = bytearray()
         for entry in self.entries.values():
-            body += _ENTRY_V2.pack(entry.producer_id, entry.producer_epoch,
-                                   entry.last_timestamp, entry.coordinator_epoch,
-                                   entry.current_txn_first_offset, len(entry.batches))
+            body += _ENTRY_V2.pack(
+                entry.producer_id,
+                entry.producer_epoch,
+                entry.last_timestamp,
+                entry.coordinator_epoch,
+                entry.current_txn_first_offset,
+                len(entry.batches),
+            )
             for m in entry.batches:
                 body += _BATCH.pack(m.first_seq, m.last_seq, m.first_offset, m.last_offset)
         tail = struct.pack(">i", len(self.entries)) + bytes(body)
@@ -366,9 +402,13 @@ class ProducerStateManager:
                 else:
                     pid, epoch, last_ts, coord, txn_first, n = _ENTRY_V2.unpack_from(data, pos)
                     pos += _ENTRY_V2.size
-                    entry = ProducerStateEntry(pid, epoch, last_ts,
-                                               coordinator_epoch=coord,
-                                               current_txn_first_offset=txn_first)
+                    entry = ProducerStateEntry(
+                        pid,
+                        epoch,
+                        last_ts,
+                        coordinator_epoch=coord,
+                        current_txn_first_offset=txn_first,
+                    )
                 for _ in range(n):
                     entry.batches.append(BatchMetadata(*_BATCH.unpack_from(data, pos)))
                     pos += _BATCH.size

@@ -140,8 +140,14 @@ def _delete_orphan_indexes(directory: Path, bases: list[int]) -> None:
                 path.unlink(missing_ok=True)
 
 
-def load_segments(directory: Path, checkpoint: PartitionCheckpoint, *, clean: bool,
-                  index_interval_bytes: int, now_ms: int) -> list[LogSegment]:
+def load_segments(
+    directory: Path,
+    checkpoint: PartitionCheckpoint,
+    *,
+    clean: bool,
+    index_interval_bytes: int,
+    now_ms: int,
+) -> list[LogSegment]:
     """Open and, where needed, recover every segment of ``directory`` (see module doc)."""
     finish_interrupted_operations(directory)
     bases = segment_bases(directory)
@@ -152,13 +158,15 @@ def load_segments(directory: Path, checkpoint: PartitionCheckpoint, *, clean: bo
         if bound > checkpoint.log_start_offset:
             raise CorruptSegmentError(
                 f"{directory} has no segment but offsets below {bound} were acknowledged "
-                "(fsynced): the log files are missing")
+                "(fsynced): the log files are missing"
+            )
         bases = [checkpoint.log_start_offset]
     segments: list[LogSegment] = []
     try:
         for i, base in enumerate(bases):
-            seg = LogSegment.open(directory, base, index_interval_bytes=index_interval_bytes,
-                                  created_ms=now_ms)
+            seg = LogSegment.open(
+                directory, base, index_interval_bytes=index_interval_bytes, created_ms=now_ms
+            )
             segments.append(seg)
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             unflushed = next_base is None or next_base > checkpoint.recovery_point
@@ -173,8 +181,12 @@ def load_segments(directory: Path, checkpoint: PartitionCheckpoint, *, clean: bo
                     # A torn sealed segment above the recovery point: its roll's fsync
                     # never happened.  Nothing after the tear was acknowledged.
                     for later in bases[i + 1 :]:
-                        log.warning("deleting %s%s: it follows the torn tail of %s",
-                                    segment_name(later), LOG_SUFFIX, seg.log_path)
+                        log.warning(
+                            "deleting %s%s: it follows the torn tail of %s",
+                            segment_name(later),
+                            LOG_SUFFIX,
+                            seg.log_path,
+                        )
                         _delete_segment_files(directory, later)
                     break
             if next_base is not None and seg.next_offset > next_base:
@@ -187,7 +199,8 @@ def load_segments(directory: Path, checkpoint: PartitionCheckpoint, *, clean: bo
             raise CorruptSegmentError(
                 f"log {directory} ends at offset {end} (segment {segments[-1].log_path}, "
                 f"{segments[-1].size} bytes) but offsets below {bound} were acknowledged "
-                "(fsynced): acknowledged data is missing")
+                "(fsynced): acknowledged data is missing"
+            )
     except BaseException:
         for seg in segments:
             seg.close()
@@ -212,8 +225,14 @@ def _recover_last(seg: LogSegment, bound: int, mark: FlushMark | None) -> None:
             f"below the flushed position (offset {bound}, byte "
             f"{position}): acknowledged, fsynced data is damaged; refusing to truncate it"
         )
-    log.warning("truncating torn tail of %s: %d bytes after byte %d (beyond the flushed "
-                "position: offset %d, byte %d)", seg.log_path, seg.size - valid, valid,
-                bound, position)
+    log.warning(
+        "truncating torn tail of %s: %d bytes after byte %d (beyond the flushed "
+        "position: offset %d, byte %d)",
+        seg.log_path,
+        seg.size - valid,
+        valid,
+        bound,
+        position,
+    )
     seg.truncate_bytes(valid)
     seg.fsync()

@@ -45,8 +45,7 @@ def deletable_segments(segments: Sequence[SegmentInfo], config: LogConfig, now_m
     return count
 
 
-def active_segment_expired(segments: Sequence[SegmentInfo], config: LogConfig,
-                           now_ms: int) -> bool:
+def active_segment_expired(segments: Sequence[SegmentInfo], config: LogConfig, now_ms: int) -> bool:
     """True when every segment, the non-empty active one included, is past retention.ms."""
     active = segments[-1]
     return active.size > 0 and all(_expired(s, config, now_ms) for s in segments)

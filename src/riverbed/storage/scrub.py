@@ -38,9 +38,14 @@ _STEP_BYTES = 1 << 20
 class Scrubber:
     """Verifies every segment of ``logs()`` in the background (see the module docstring)."""
 
-    def __init__(self, logs: Callable[[], Iterable[PartitionLog]], *,
-                 bytes_per_s: int = DEFAULT_SCRUB_BYTES_PER_S, step_bytes: int = _STEP_BYTES,
-                 idle_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        logs: Callable[[], Iterable[PartitionLog]],
+        *,
+        bytes_per_s: int = DEFAULT_SCRUB_BYTES_PER_S,
+        step_bytes: int = _STEP_BYTES,
+        idle_s: float = 60.0,
+    ) -> None:
         self._logs = logs
         self.bytes_per_s = bytes_per_s
         self.step_bytes = step_bytes
@@ -53,8 +58,7 @@ class Scrubber:
         """Start the thread (no-op when ``bytes_per_s`` is 0: scrubbing disabled)."""
         if self.bytes_per_s <= 0 or self._thread is not None:
             return
-        self._thread = threading.Thread(target=self._run, name="riverbed-scrubber",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name="riverbed-scrubber", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:

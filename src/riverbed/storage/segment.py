@@ -70,8 +70,15 @@ def segment_name(base_offset: int) -> str:
 class LogSegment:
     """A ``.log`` file and its indexes.  Build with :meth:`open`."""
 
-    def __init__(self, directory: Path, base_offset: int, file: CachedFile | None, size: int,
-                 index_interval_bytes: int, created_ms: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        file: CachedFile | None,
+        size: int,
+        index_interval_bytes: int,
+        created_ms: int,
+    ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.file = file  # None only for the placeholder of an offline partition
@@ -93,8 +100,15 @@ class LogSegment:
     # -- construction -----------------------------------------------------------------
 
     @classmethod
-    def open(cls, directory: Path, base_offset: int, *, index_interval_bytes: int,
-             created_ms: int, fd_cache: FdCache | None = None) -> LogSegment:
+    def open(
+        cls,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        created_ms: int,
+        fd_cache: FdCache | None = None,
+    ) -> LogSegment:
         """Open (or create) the segment files; indexes are NOT loaded: call a load method.
 
         The descriptor lives in ``fd_cache`` (default: the process-wide cache)."""
@@ -231,8 +245,9 @@ class LogSegment:
             raise OSError(errno.EBADF, f"{self.log_path} has no file (offline placeholder)")
         return self.file
 
-    def scan(self, start: int = 0, *, verify: bool = True,
-             end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+    def scan(
+        self, start: int = 0, *, verify: bool = True, end: int | None = None
+    ) -> Iterator[tuple[int, BatchHeader]]:
         """Yield ``(position, header)`` of each whole batch from ``start``; stops at the
         first torn or (with ``verify``) corrupt batch, or at ``end``/the file end."""
         limit = self.size if end is None else end
@@ -244,9 +259,13 @@ class LogSegment:
                 header = BatchHeader.parse(head)
             except CorruptRecordError:
                 return
-            if (header.magic != 2 or header.batch_length < HEADER_SIZE - 12
-                    or pos + header.size > limit or header.last_offset_delta < 0
-                    or header.base_offset < min_base):
+            if (
+                header.magic != 2
+                or header.batch_length < HEADER_SIZE - 12
+                or pos + header.size > limit
+                or header.last_offset_delta < 0
+                or header.base_offset < min_base
+            ):
                 return
             if verify:
                 try:
@@ -271,7 +290,8 @@ class LogSegment:
         if pos != end:
             raise CorruptSegmentError(
                 f"corrupt record batch in {self.log_path} at byte {pos} of {end}; "
-                "it is left as it is")
+                "it is left as it is"
+            )
 
     def locate(self, offset: int) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= ``offset``."""
@@ -377,8 +397,12 @@ class LogSegment:
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path,
-                     self.txn_index.path):
+        for path in (
+            self.log_path,
+            self.offset_index.path,
+            self.time_index.path,
+            self.txn_index.path,
+        ):
             path.unlink(missing_ok=True)
 
     def __repr__(self) -> str:

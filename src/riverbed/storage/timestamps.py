@@ -39,8 +39,9 @@ from riverbed.protocol.records import read_batch
 from riverbed.storage.segment import LogSegment
 
 
-def find_offset_for_timestamp(segments: list[LogSegment], ts_ms: int,
-                              log_start_offset: int) -> tuple[int, int] | None:
+def find_offset_for_timestamp(
+    segments: list[LogSegment], ts_ms: int, log_start_offset: int
+) -> tuple[int, int] | None:
     """``(offset, timestamp)`` of the first record at or after ``log_start_offset`` whose
     timestamp is >= ``ts_ms``, or None if there is none."""
     for seg in segments:

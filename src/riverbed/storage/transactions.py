@@ -143,8 +143,9 @@ def bound_batches(data: bytes, max_offset: int) -> bytes:
     return data[:pos]
 
 
-def collect_aborted_transactions(segments: Sequence[LogSegment], start: int,
-                                 upper: int) -> list[AbortedTxn]:
+def collect_aborted_transactions(
+    segments: Sequence[LogSegment], start: int, upper: int
+) -> list[AbortedTxn]:
     """Aborted transactions overlapping ``[start, upper)``: ``last_offset >= start`` and
     ``first_offset < upper`` (Kafka's ``collectAbortedTransactions``).
 

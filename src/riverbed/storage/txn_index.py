@@ -53,8 +53,13 @@ class AbortedTxn:
     last_stable_offset: int
 
     def encode(self) -> bytes:
-        return _ENTRY.pack(ABORTED_TXN_VERSION, self.producer_id, self.first_offset,
-                           self.last_offset, self.last_stable_offset)
+        return _ENTRY.pack(
+            ABORTED_TXN_VERSION,
+            self.producer_id,
+            self.first_offset,
+            self.last_offset,
+            self.last_stable_offset,
+        )
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, pos: int = 0) -> AbortedTxn:
@@ -68,8 +73,10 @@ def encode_entries(entries: Iterable[AbortedTxn]) -> bytes:
 
 def decode_entries(data: bytes) -> list[AbortedTxn]:
     """Whole entries of ``data`` (a torn tail is ignored)."""
-    return [AbortedTxn.decode(data, pos)
-            for pos in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE)]
+    return [
+        AbortedTxn.decode(data, pos)
+        for pos in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE)
+    ]
 
 
 class TransactionIndex:
@@ -94,7 +101,8 @@ class TransactionIndex:
         good = 0
         for entry in entries:
             if entry.last_offset < base_offset or (
-                    good and entry.last_offset <= entries[good - 1].last_offset):
+                good and entry.last_offset <= entries[good - 1].last_offset
+            ):
                 break
             good += 1
         index.entries = entries[:good]
@@ -108,8 +116,9 @@ class TransactionIndex:
     def append(self, entry: AbortedTxn) -> None:
         """Add the entry of an ABORT marker just appended to the segment."""
         if self.entries and entry.last_offset <= self.entries[-1].last_offset:
-            raise ValueError(f"aborted transaction {entry} does not follow "
-                             f"{self.entries[-1]} in {self.path}")
+            raise ValueError(
+                f"aborted transaction {entry} does not follow {self.entries[-1]} in {self.path}"
+            )
         faults.point("index.flush", self.path)
         with open(self.path, "ab") as f:
             f.write(entry.encode())

@@ -32,8 +32,13 @@ from riverbed.storage.config import LONG_MAX, LogConfig
 NO_TIMESTAMP = -1
 
 
-def validate_batches(buf: bytes | bytearray, headers: Sequence[tuple[int, BatchHeader]],
-                     config: LogConfig, now_ms: int, partition_name: str) -> None:
+def validate_batches(
+    buf: bytes | bytearray,
+    headers: Sequence[tuple[int, BatchHeader]],
+    config: LogConfig,
+    now_ms: int,
+    partition_name: str,
+) -> None:
     """Raise if any batch of ``buf`` breaks the timestamp or key rules of ``config``.
 
     Keyless records on a compacted topic are all named, by their index counted across the
@@ -46,8 +51,12 @@ def validate_batches(buf: bytes | bytearray, headers: Sequence[tuple[int, BatchH
     keyless: list[tuple[int, str]] = []
     first_index = 0
     for pos, header in headers:
-        if (create_time and header.max_timestamp != NO_TIMESTAMP and after < LONG_MAX
-                and header.max_timestamp > now_ms + after):
+        if (
+            create_time
+            and header.max_timestamp != NO_TIMESTAMP
+            and after < LONG_MAX
+            and header.max_timestamp > now_ms + after
+        ):
             raise _out_of_range(header.max_timestamp, header.last_offset, now_ms, config)
         count = header.last_offset_delta + 1
         if header.is_control or not (check_before or config.compact):
@@ -69,10 +78,10 @@ def validate_batches(buf: bytes | bytearray, headers: Sequence[tuple[int, BatchH
         )
 
 
-def _keyless(records: list[Record], first_index: int,
-             partition_name: str) -> list[tuple[int, str]]:
-    message = ("Compacted topic cannot accept message without key in topic partition "
-               f"{partition_name}.")
+def _keyless(records: list[Record], first_index: int, partition_name: str) -> list[tuple[int, str]]:
+    message = (
+        f"Compacted topic cannot accept message without key in topic partition {partition_name}."
+    )
     return [(first_index + i, message) for i, record in enumerate(records) if record.key is None]
 
 
@@ -83,8 +92,9 @@ def _check_before(records: list[Record], now_ms: int, config: LogConfig) -> None
             raise _out_of_range(record.timestamp, record.offset, now_ms, config)
 
 
-def _out_of_range(timestamp: int, offset: int, now_ms: int,
-                  config: LogConfig) -> InvalidTimestampError:
+def _out_of_range(
+    timestamp: int, offset: int, now_ms: int, config: LogConfig
+) -> InvalidTimestampError:
     before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
     low = "-inf" if before == LONG_MAX else str(now_ms - before)
     high = "+inf" if after == LONG_MAX else str(now_ms + after)

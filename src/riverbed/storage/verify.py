@@ -74,8 +74,12 @@ class SegmentVerifier:
             found = self._walk(entry[1], entry[0], offset)
             if found is not False:
                 return found
-            log.warning("offset index of %s disagrees with its verified log at offset %d; "
-                        "dropping its entries from there", self._seg.log_path, entry[0])
+            log.warning(
+                "offset index of %s disagrees with its verified log at offset %d; "
+                "dropping its entries from there",
+                self._seg.log_path,
+                entry[0],
+            )
             self._seg.offset_index.truncate_to(entry[0])  # derived data: lookups fall back
         elif offset >= self.verified_next:
             # every verified batch ends below ``offset``: continue from the watermark
@@ -87,8 +91,9 @@ class SegmentVerifier:
             self._fail(0, "verified batches changed on disk")
         return found
 
-    def _walk(self, start: int, key: int | None,
-              offset: int) -> tuple[int, BatchHeader] | Literal[False] | None:
+    def _walk(
+        self, start: int, key: int | None, offset: int
+    ) -> tuple[int, BatchHeader] | Literal[False] | None:
         """Walk batches from ``start`` (expected base offset ``key``); False when the
         walk is inconsistent with the verified prefix (a bad index entry)."""
         pos = start
@@ -101,8 +106,9 @@ class SegmentVerifier:
                 header = BatchHeader.parse(self._seg.pread(pos, HEADER_SIZE))
             except CorruptRecordError:
                 return False
-            if header.batch_length < HEADER_SIZE - 12 or (key is not None
-                                                          and header.base_offset != key):
+            if header.batch_length < HEADER_SIZE - 12 or (
+                key is not None and header.base_offset != key
+            ):
                 return False
             key = None
             if header.last_offset >= offset:
@@ -146,24 +152,30 @@ class SegmentVerifier:
             if off == 0 and self.verified_to < end:
                 self._fail(pos, f"only {len(chunk)} bytes left, less than a batch header")
 
-    def _check_successor(self, chunk: bytes, off: int, pos: int,
-                         header: BatchHeader) -> BatchHeader | str:
+    def _check_successor(
+        self, chunk: bytes, off: int, pos: int, header: BatchHeader
+    ) -> BatchHeader | str:
         """Base offsets are outside the CRC: a batch counts as verified only once the
         next batch's base offset (when there is one) is above its last offset."""
         after = pos + header.size
         if after + HEADER_SIZE > self._seg.size:
             return header
         start = off + header.size
-        head = (chunk[start : start + HEADER_SIZE] if start + HEADER_SIZE <= len(chunk)
-                else self._seg.pread(after, HEADER_SIZE))
+        head = (
+            chunk[start : start + HEADER_SIZE]
+            if start + HEADER_SIZE <= len(chunk)
+            else self._seg.pread(after, HEADER_SIZE)
+        )
         try:
             following = BatchHeader.parse(head)
         except CorruptRecordError:
             return header  # the next batch fails on its own turn
         if following.base_offset <= header.last_offset:
-            return (f"base offsets out of order: this batch holds {header.base_offset}.."
-                    f"{header.last_offset}, the next one (byte {after}) starts at "
-                    f"{following.base_offset}")
+            return (
+                f"base offsets out of order: this batch holds {header.base_offset}.."
+                f"{header.last_offset}, the next one (byte {after}) starts at "
+                f"{following.base_offset}"
+            )
         return header
 
     def _check_header(self, chunk: bytes, off: int, pos: int) -> BatchHeader | str:
@@ -175,18 +187,26 @@ class SegmentVerifier:
         if header.magic != 2:
             return f"magic {header.magic}"
         if header.batch_length < HEADER_SIZE - 12 or pos + header.size > self._seg.size:
-            return (f"batch length {header.batch_length} out of range (segment of "
-                    f"{self._seg.size} bytes)")
-        if header.last_offset_delta < 0 or header.base_offset < self.verified_next or (
-                header.last_offset >= self._seg.next_offset):
-            return (f"offsets {header.base_offset}..{header.last_offset} not after "
-                    f"{self.verified_next - 1} and below {self._seg.next_offset}")
+            return (
+                f"batch length {header.batch_length} out of range (segment of "
+                f"{self._seg.size} bytes)"
+            )
+        if (
+            header.last_offset_delta < 0
+            or header.base_offset < self.verified_next
+            or (header.last_offset >= self._seg.next_offset)
+        ):
+            return (
+                f"offsets {header.base_offset}..{header.last_offset} not after "
+                f"{self.verified_next - 1} and below {self._seg.next_offset}"
+            )
         return header
 
     def _fail(self, position: int, reason: str) -> NoReturn:
         exc = CorruptSegmentError(
             f"corrupt record batch in {self._seg.log_path} at byte {position}: {reason}; "
-            "it is not served")
+            "it is not served"
+        )
         log.error("%s", exc)
         self.corruption, self.corrupt_at = exc, position
         raise exc

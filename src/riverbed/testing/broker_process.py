@@ -77,8 +77,15 @@ class BrokerProcess:
 
     def start(self, timeout_s: float = 60.0) -> None:
         """Start the broker and return once it accepts connections."""
-        args = [*CLI, "--data-dir", str(self.data_dir), "--listen", self.bootstrap_servers,
-                "--log-level", self.log_level]
+        args = [
+            *CLI,
+            "--data-dir",
+            str(self.data_dir),
+            "--listen",
+            self.bootstrap_servers,
+            "--log-level",
+            self.log_level,
+        ]
         for key, value in self.config.items():
             args += ["--config", f"{key}={value}"]
         with open(self.log_path, "ab") as log:

@@ -68,8 +68,7 @@ BURST = 512  # records produced right before a kill, not yet polled for
 
 _MODE_CONFIG: dict[str, dict[str, Any]] = {
     "idempotent": {"acks": "all", "enable.idempotence": True},
-    "acks1": {"acks": "1", "enable.idempotence": False,
-              "max.in.flight.requests.per.connection": 5},
+    "acks1": {"acks": "1", "enable.idempotence": False, "max.in.flight.requests.per.connection": 5},
 }
 
 
@@ -115,8 +114,7 @@ class ProduceLedger:
 class LoadProducer:
     """One producing application (see the module docstring) writing unique payloads."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, mode: str,
-                 name: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, mode: str, name: str) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.partitions = partitions
@@ -132,18 +130,20 @@ class LoadProducer:
         return f"{self.name}.{self.resets}"
 
     def _new_producer(self) -> Producer:
-        return Producer({
-            "bootstrap.servers": self.bootstrap,
-            **_MODE_CONFIG[self.mode],
-            "linger.ms": 5,
-            "reconnect.backoff.ms": 20,
-            "reconnect.backoff.max.ms": 200,
-            "retry.backoff.ms": 20,
-            "retry.backoff.max.ms": 200,
-            "message.timeout.ms": 60_000,
-            "log_level": 2,  # connection refused during every restart is expected
-            "error_cb": self.ledger.on_error,
-        })
+        return Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                **_MODE_CONFIG[self.mode],
+                "linger.ms": 5,
+                "reconnect.backoff.ms": 20,
+                "reconnect.backoff.max.ms": 200,
+                "retry.backoff.ms": 20,
+                "retry.backoff.max.ms": 200,
+                "message.timeout.ms": 60_000,
+                "log_level": 2,  # connection refused during every restart is expected
+                "error_cb": self.ledger.on_error,
+            }
+        )
 
     def poll(self, timeout_s: float = 0.0) -> None:
         self.producer.poll(timeout_s)
@@ -162,8 +162,12 @@ class LoadProducer:
         value = payload(self.producer_name, i)
         while True:
             try:
-                self.producer.produce(self.topic, value=value, partition=i % self.partitions,
-                                      on_delivery=self.ledger.on_delivery)
+                self.producer.produce(
+                    self.topic,
+                    value=value,
+                    partition=i % self.partitions,
+                    on_delivery=self.ledger.on_delivery,
+                )
                 break
             except BufferError:
                 self.poll(0.05)
@@ -189,8 +193,12 @@ def produce_until_acked(producers: list[LoadProducer], fresh: int, timeout_s: fl
         for p in producers:
             p.step()
 
-    wait_until(lambda: sum(len(p.ledger.acked) for p in producers) >= target, timeout_s,
-               f"{fresh} fresh acknowledgements", step)
+    wait_until(
+        lambda: sum(len(p.ledger.acked) for p in producers) >= target,
+        timeout_s,
+        f"{fresh} fresh acknowledgements",
+        step,
+    )
 
 
 def flush_all(producers: list[LoadProducer], timeout_s: float) -> None:
@@ -198,28 +206,40 @@ def flush_all(producers: list[LoadProducer], timeout_s: float) -> None:
         for p in producers:
             p.poll(0.05)
 
-    wait_until(lambda: all(p.ledger.outstanding == 0 for p in producers), timeout_s,
-               "every delivery report", step)
+    wait_until(
+        lambda: all(p.ledger.outstanding == 0 for p in producers),
+        timeout_s,
+        "every delivery report",
+        step,
+    )
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int,
-                 config: dict[str, str] | None = None) -> None:
+def create_topic(
+    bootstrap: str, topic: str, partitions: int, config: dict[str, str] | None = None
+) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     new = NewTopic(topic, partitions, 1, config=config or {})
     for future in admin.create_topics([new]).values():
         future.result(30)
 
 
-def read_all(bootstrap: str, topic: str, partitions: int,
-             timeout_s: float) -> dict[int, dict[int, bytes]]:
+def read_all(
+    bootstrap: str, topic: str, partitions: int, timeout_s: float
+) -> dict[int, dict[int, bytes]]:
     """Every record of every partition, from offset 0 to the high watermark."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "crash-check",
-        "enable.auto.commit": False, "enable.partition.eof": False,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "crash-check",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        }
+    )
     try:
-        high = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-                for p in range(partitions)}
+        high = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in range(partitions)
+        }
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         found: dict[int, dict[int, bytes]] = {p: {} for p in range(partitions)}
         next_offset = dict.fromkeys(range(partitions), 0)
@@ -233,8 +253,12 @@ def read_all(bootstrap: str, topic: str, partitions: int,
                 found[partition][offset] = value
                 next_offset[partition] = offset + 1
 
-        wait_until(lambda: all(next_offset[p] >= high[p] for p in range(partitions)),
-                   timeout_s, f"the consumer to reach the high watermarks {high}", step)
+        wait_until(
+            lambda: all(next_offset[p] >= high[p] for p in range(partitions)),
+            timeout_s,
+            f"the consumer to reach the high watermarks {high}",
+            step,
+        )
         return found
     finally:
         consumer.close()
@@ -261,16 +285,23 @@ class CheckReport:
 
     def violations(self) -> list[str]:
         """What breaks the mode's guarantee (module docstring); empty when all holds."""
-        out = [f"{name}={getattr(self, name)}" for name in ("lost", "moved", "gaps", "foreign")
-               if getattr(self, name)]
+        out = [
+            f"{name}={getattr(self, name)}"
+            for name in ("lost", "moved", "gaps", "foreign")
+            if getattr(self, name)
+        ]
         if self.mode == "idempotent":
-            out += [f"{name}={getattr(self, name)}"
-                    for name in ("duplicated", "resets", "failed") if getattr(self, name)]
+            out += [
+                f"{name}={getattr(self, name)}"
+                for name in ("duplicated", "resets", "failed")
+                if getattr(self, name)
+            ]
         return out
 
 
-def check(mode: str, found: dict[int, dict[int, bytes]],
-          ledgers: list[ProduceLedger], resets: int = 0) -> CheckReport:
+def check(
+    mode: str, found: dict[int, dict[int, bytes]], ledgers: list[ProduceLedger], resets: int = 0
+) -> CheckReport:
     """Compare what the log holds with what the producers were told."""
     report = CheckReport(mode=mode, resets=resets)
     locations: dict[bytes, list[tuple[int, int]]] = {}
@@ -357,19 +388,34 @@ class CampaignResult:
         return [f"round {i}: {v}" for i, r in enumerate(self.reports) for v in r.violations()]
 
     def totals(self) -> dict[str, int]:
-        keys = ("records", "sent", "acked", "failed", "lost", "moved", "duplicated", "gaps",
-                "unacked_present", "foreign", "resets")
+        keys = (
+            "records",
+            "sent",
+            "acked",
+            "failed",
+            "lost",
+            "moved",
+            "duplicated",
+            "gaps",
+            "unacked_present",
+            "foreign",
+            "resets",
+        )
         return {k: sum(getattr(r, k) for r in self.reports) for k in keys}
 
     def summary(self) -> dict[str, Any]:
         restarts = sorted(k.restart_s for k in self.kills)
         return {
-            "mode": self.config.mode, "seed": self.seed, "cycles": len(self.kills),
-            "rounds": len(self.reports), "elapsed_s": round(self.elapsed_s, 1),
+            "mode": self.config.mode,
+            "seed": self.seed,
+            "cycles": len(self.kills),
+            "rounds": len(self.reports),
+            "elapsed_s": round(self.elapsed_s, 1),
             "kills_with_records_in_flight": sum(k.outstanding > 0 for k in self.kills),
             "restart_s_median": round(restarts[len(restarts) // 2], 2) if restarts else None,
             "restart_s_max": round(restarts[-1], 2) if restarts else None,
-            **self.totals(), "violations": self.violations()[:20],
+            **self.totals(),
+            "violations": self.violations()[:20],
         }
 
 
@@ -390,8 +436,9 @@ def run_campaign(
     if broker is None:
         broker = BrokerProcess(work_dir / "data", free_port(), work_dir / "broker.log")
     started = time.monotonic()
-    topic_config = {} if config.segment_bytes is None else {
-        "segment.bytes": str(config.segment_bytes)}
+    topic_config = (
+        {} if config.segment_bytes is None else {"segment.bytes": str(config.segment_bytes)}
+    )
     try:
         broker.start()
         done = 0
@@ -401,13 +448,21 @@ def run_campaign(
             topic = "crash" if round_no == 0 else f"crash-{round_no}"
             create_topic(broker.bootstrap_servers, topic, config.partitions, topic_config)
             tag = "I" if config.mode == "idempotent" else "A"
-            producers = [LoadProducer(broker.bootstrap_servers, topic, config.partitions,
-                                      config.mode, f"{tag}{round_no}x{i}")
-                         for i in range(config.producers)]
+            producers = [
+                LoadProducer(
+                    broker.bootstrap_servers,
+                    topic,
+                    config.partitions,
+                    config.mode,
+                    f"{tag}{round_no}x{i}",
+                )
+                for i in range(config.producers)
+            ]
             try:
                 for _ in range(cycles):
-                    produce_until_acked(producers, rng.randint(*config.acks_per_cycle),
-                                        config.timeout_s)
+                    produce_until_acked(
+                        producers, rng.randint(*config.acks_per_cycle), config.timeout_s
+                    )
                     # Reaching the target can drain the pipelines; a fresh burst, not yet
                     # polled for, guarantees the kill lands with records in flight.
                     for p in producers:
@@ -422,10 +477,12 @@ def run_campaign(
                     for p in producers:  # and records in flight even if the pipes drained
                         for _ in range(BURST // 8):
                             p.produce_one()
-                    kill = Kill(round=round_no,
-                                acked=sum(len(p.ledger.acked) for p in producers),
-                                outstanding=sum(p.ledger.outstanding for p in producers),
-                                restart_s=0.0)
+                    kill = Kill(
+                        round=round_no,
+                        acked=sum(len(p.ledger.acked) for p in producers),
+                        outstanding=sum(p.ledger.outstanding for p in producers),
+                        restart_s=0.0,
+                    )
                     broker.kill()
                     t0 = time.monotonic()
                     broker.start()
@@ -441,19 +498,25 @@ def run_campaign(
             finally:
                 for p in producers:
                     p.producer.flush(0)
-            found = read_all(broker.bootstrap_servers, topic, config.partitions,
-                             config.timeout_s)
-            report = check(config.mode, found, [p.ledger for p in producers],
-                           resets=sum(p.resets for p in producers))
+            found = read_all(broker.bootstrap_servers, topic, config.partitions, config.timeout_s)
+            report = check(
+                config.mode,
+                found,
+                [p.ledger for p in producers],
+                resets=sum(p.resets for p in producers),
+            )
             result.reports.append(report)
             if progress is not None:
-                progress(f"{config.mode} round {round_no}: {done}/{config.cycles} cycles, "
-                         f"{report.records} records, lost={report.lost} moved={report.moved} "
-                         f"duplicated={report.duplicated} gaps={report.gaps}")
+                progress(
+                    f"{config.mode} round {round_no}: {done}/{config.cycles} cycles, "
+                    f"{report.records} records, lost={report.lost} moved={report.moved} "
+                    f"duplicated={report.duplicated} gaps={report.gaps}"
+                )
             round_no += 1
     except Exception as exc:
-        raise AssertionError(f"seed={seed} kills={len(result.kills)}: {exc}\n"
-                             f"{broker.tail()}") from exc
+        raise AssertionError(
+            f"seed={seed} kills={len(result.kills)}: {exc}\n{broker.tail()}"
+        ) from exc
     finally:
         broker.close()
         result.elapsed_s = time.monotonic() - started
@@ -469,19 +532,33 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m riverbed.testing.crash_campaign",
         description="SIGKILL a riverbed broker under producer load, cycle after cycle, and "
-                    "check that no acknowledged record is lost, moved or (idempotent) "
-                    "duplicated. Exit status 1 if any guarantee is violated.")
-    parser.add_argument("--cycles", type=int, default=1000,
-                        help="kill/restart cycles in all, split evenly between the modes")
+        "check that no acknowledged record is lost, moved or (idempotent) "
+        "duplicated. Exit status 1 if any guarantee is violated.",
+    )
+    parser.add_argument(
+        "--cycles",
+        type=int,
+        default=1000,
+        help="kill/restart cycles in all, split evenly between the modes",
+    )
     parser.add_argument("--mode", choices=[*MODES, "both"], default="both")
-    parser.add_argument("--cycles-per-round", type=int, default=10,
-                        help="cycles between read-back checks (each round: a fresh topic)")
+    parser.add_argument(
+        "--cycles-per-round",
+        type=int,
+        default=10,
+        help="cycles between read-back checks (each round: a fresh topic)",
+    )
     parser.add_argument("--producers", type=int, default=2)
-    parser.add_argument("--acks-per-cycle", type=int, nargs=2, default=(1_000, 6_000),
-                        metavar=("MIN", "MAX"))
+    parser.add_argument(
+        "--acks-per-cycle", type=int, nargs=2, default=(1_000, 6_000), metavar=("MIN", "MAX")
+    )
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--work-dir", type=Path, default=None,
-                        help="where data dirs and broker logs go (default: a new temp dir)")
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="where data dirs and broker logs go (default: a new temp dir)",
+    )
     args = parser.parse_args(argv)
     modes = list(MODES) if args.mode == "both" else [args.mode]
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="riverbed-crash-"))
@@ -492,9 +569,14 @@ def main(argv: list[str] | None = None) -> int:
         cycles = args.cycles // len(modes) + (1 if i < args.cycles % len(modes) else 0)
         mode_dir = work / mode
         mode_dir.mkdir(parents=True, exist_ok=True)
-        config = CampaignConfig(mode=mode, cycles=cycles, cycles_per_round=args.cycles_per_round,
-                                producers=args.producers,
-                                acks_per_cycle=tuple(args.acks_per_cycle), seed=seed + i)
+        config = CampaignConfig(
+            mode=mode,
+            cycles=cycles,
+            cycles_per_round=args.cycles_per_round,
+            producers=args.producers,
+            acks_per_cycle=tuple(args.acks_per_cycle),
+            seed=seed + i,
+        )
         result = run_campaign(mode_dir, config, progress=lambda s: print(s, flush=True))
         print(json.dumps(result.summary()), flush=True)
         print(f"{mode}: {_counter_line(result)}", flush=True)

@@ -83,7 +83,11 @@ def module_dir(version: str = FRANZ_GO_VERSION, timeout_s: float = 300.0) -> Pat
     with tempfile.TemporaryDirectory() as scratch:  # outside any module
         done = subprocess.run(
             [go, "mod", "download", "-json", f"{MODULE}@{version}"],
-            cwd=scratch, env=_go_env(), capture_output=True, text=True, timeout=timeout_s,
+            cwd=scratch,
+            env=_go_env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
         )
     try:
         info = json.loads(done.stdout)
@@ -105,7 +109,11 @@ def ensure_test_binary(version: str = FRANZ_GO_VERSION, timeout_s: float = 600.0
     partial = binary.with_name(f"kgo.test.{os.getpid()}.partial")
     done = subprocess.run(
         ["go", "test", "-c", "-o", str(partial), "./pkg/kgo"],
-        cwd=source, env=_go_env(), capture_output=True, text=True, timeout=timeout_s,
+        cwd=source,
+        env=_go_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
     )
     if done.returncode != 0:
         partial.unlink(missing_ok=True)
@@ -155,8 +163,9 @@ def start_broker(data_dir: Path, log_path: Path, timeout_s: float = 60.0) -> Fra
     for key, value in settings.items():
         args += ["--config", f"{key}={value}"]
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
     broker = FranzGoBroker(proc, port, sasl_port, log_path)
 
     def accepting() -> bool:
@@ -187,7 +196,8 @@ def _create_scram_user(bootstrap: str) -> None:
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     upsert = UserScramCredentialUpsertion(
-        SCRAM_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192),
+        SCRAM_USER,
+        ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192),
         SCRAM_PASSWORD.encode(),
     )
     for future in admin.alter_user_scram_credentials([upsert], request_timeout=30).values():
@@ -238,17 +248,28 @@ def run_suite(
     running then have no outcome.
     """
     env = dict(os.environ)
-    env.update({
-        "KGO_SEEDS": broker.seeds,
-        "KGO_TEST_RF": "1",
-        "KGO_TEST_SCRAM": f"{SCRAM_USER}:{SCRAM_PASSWORD}",
-        "KGO_TEST_SCRAM_SEEDS": broker.scram_seeds,
-        "KGO_LOG_LEVEL": env.get("KGO_LOG_LEVEL", "none"),
-    })
+    env.update(
+        {
+            "KGO_SEEDS": broker.seeds,
+            "KGO_TEST_RF": "1",
+            "KGO_TEST_SCRAM": f"{SCRAM_USER}:{SCRAM_PASSWORD}",
+            "KGO_TEST_SCRAM_SEEDS": broker.scram_seeds,
+            "KGO_LOG_LEVEL": env.get("KGO_LOG_LEVEL", "none"),
+        }
+    )
     if records is not None:
         env["KGO_TEST_RECORDS"] = str(records)
-    args = ["go", "tool", "test2json", "-p", "kgo", str(binary), "-test.v=test2json",
-            f"-test.timeout={int(timeout_s)}s", f"-test.parallel={parallel}"]
+    args = [
+        "go",
+        "tool",
+        "test2json",
+        "-p",
+        "kgo",
+        str(binary),
+        "-test.v=test2json",
+        f"-test.timeout={int(timeout_s)}s",
+        f"-test.parallel={parallel}",
+    ]
     if run:
         args.append(f"-test.run={run}")
     if skip:
@@ -256,15 +277,22 @@ def run_suite(
     started = time.monotonic()
     with open(output_path, "wb") as out:
         proc = subprocess.Popen(
-            args, cwd=module_dir(version) / "pkg" / "kgo", env=env, stdout=out,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            args,
+            cwd=module_dir(version) / "pkg" / "kgo",
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             # A test stuck in an error loop can print gigabytes: stop the run at the cap.
-            wait_until(lambda: proc.poll() is not None
-                       or output_path.stat().st_size > max_output_bytes,
-                       timeout_s + 60, "the franz-go suite to finish",
-                       step=lambda: time.sleep(0.5))
+            wait_until(
+                lambda: proc.poll() is not None or output_path.stat().st_size > max_output_bytes,
+                timeout_s + 60,
+                "the franz-go suite to finish",
+                step=lambda: time.sleep(0.5),
+            )
         finally:
             if proc.poll() is None:  # go, test2json and kgo.test: the whole group
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -291,8 +319,13 @@ def run_suite(
 
 def list_tests(binary: Path, run: str | None = None) -> list[str]:
     """The top-level ``Test*`` names the binary holds (matching ``run`` when given)."""
-    done = subprocess.run([str(binary), "-test.list", run or "^Test"], capture_output=True,
-                          text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [str(binary), "-test.list", run or "^Test"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return [name for name in done.stdout.split() if name.startswith("Test")]
 
 
@@ -314,8 +347,7 @@ def load_allowlist(path: Path) -> dict[str, AllowlistEntry]:
         expect = row["expect"]
         if expect not in ("fail", "skip"):
             raise ValueError(f"{path}: {row['test']}: expect must be fail or skip")
-        entries[row["test"]] = AllowlistEntry(row["test"], expect, row["reason"],
-                                              int(row["issue"]))
+        entries[row["test"]] = AllowlistEntry(row["test"], expect, row["reason"], int(row["issue"]))
     return entries
 
 
@@ -330,8 +362,9 @@ class Comparison:
 
     @property
     def ok(self) -> bool:
-        return not (self.unexpected_failures or self.unexpected_skips or self.now_passing
-                    or self.changed)
+        return not (
+            self.unexpected_failures or self.unexpected_skips or self.now_passing or self.changed
+        )
 
 
 def compare(outcomes: dict[str, Outcome], allowlist: dict[str, AllowlistEntry]) -> Comparison:

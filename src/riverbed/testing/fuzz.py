@@ -89,8 +89,22 @@ SENTINEL_ID = 0x5E471E1
 #: ``queued.max.request.bytes`` (the connection stops reading, so it never sees our
 #: half-close) ends in ``closed`` within the stall timeout.
 BROKER_CONFIG = {"group.initial.rebalance.delay.ms": "0", "connections.max.idle.ms": "3000"}
-_EDGES = (0, 1, -1, 2**7 - 1, -(2**7), 2**8 - 1, 2**15 - 1, -(2**15), 2**16 - 1,
-          2**31 - 1, -(2**31), 2**32 - 1, 2**63 - 1, -(2**63))
+_EDGES = (
+    0,
+    1,
+    -1,
+    2**7 - 1,
+    -(2**7),
+    2**8 - 1,
+    2**15 - 1,
+    -(2**15),
+    2**16 - 1,
+    2**31 - 1,
+    -(2**31),
+    2**32 - 1,
+    2**63 - 1,
+    -(2**63),
+)
 _WAIT_FIELD = re.compile(r"(timeout_ms|max_wait_ms)$")
 _MAX_WAIT_MS = 300  # waits a case may ask for (long polls, rebalances) are capped here
 
@@ -188,8 +202,10 @@ def _tame(value: Struct, source: Source, version: int) -> None:
 
 
 def _record_batch(source: Source) -> bytes:
-    records = [SimpleRecord(key=source.binary(8) or None, value=source.binary(32))
-               for _ in range(source.integer(1, 3))]
+    records = [
+        SimpleRecord(key=source.binary(8) or None, value=source.binary(32))
+        for _ in range(source.integer(1, 3))
+    ]
     compression = source.integer(0, 4)
     try:
         return build_batch(records, compression=compression)
@@ -233,7 +249,7 @@ def _m_edge(source: Source, body: bytearray) -> bytes:
     for _ in range(source.integer(1, 3)):
         value = _interesting(source)
         pos = source.integer(0, max(0, len(body) - len(value)))
-        body[pos:pos + len(value)] = value
+        body[pos : pos + len(value)] = value
     return _reframe(body)
 
 
@@ -248,7 +264,7 @@ def _m_insert(source: Source, body: bytearray) -> bytes:
 
 def _m_delete(source: Source, body: bytearray) -> bytes:
     pos = source.integer(0, len(body) - 1)
-    return _reframe(body[:pos] + body[pos + source.integer(1, 8):])
+    return _reframe(body[:pos] + body[pos + source.integer(1, 8) :])
 
 
 def _m_append(source: Source, body: bytearray) -> bytes:
@@ -321,9 +337,11 @@ class FuzzStats:
     def summary(self) -> dict[str, Any]:
         rss = [r for _, r in self.rss]
         return {
-            "frames": self.frames, "elapsed_s": round(self.elapsed_s, 1),
+            "frames": self.frames,
+            "elapsed_s": round(self.elapsed_s, 1),
             "frames_per_s": round(self.frames / self.elapsed_s) if self.elapsed_s else None,
-            "outcomes": dict(self.outcomes), "stalls": len(self.stalls),
+            "outcomes": dict(self.outcomes),
+            "stalls": len(self.stalls),
             "probes_ok": self.probes,
             "rss_start_mib": round(rss[0] / 2**20, 1) if rss else None,
             "rss_warm_mib": round(rss[1] / 2**20, 1) if len(rss) > 1 else None,
@@ -342,7 +360,8 @@ class FuzzClient:
         self._sock: socket.socket | None = None
         self._buf = bytearray()
         self._sentinel = encode_request(
-            RequestHeader(18, 0, SENTINEL_ID, "fuzz-sentinel"), ApiVersionsRequest())
+            RequestHeader(18, 0, SENTINEL_ID, "fuzz-sentinel"), ApiVersionsRequest()
+        )
 
     def _connect(self) -> socket.socket:
         if self._sock is None:
@@ -420,13 +439,15 @@ def _longest_wait_ms(value: Struct) -> int:
         elif isinstance(current, Struct):
             longest = max(longest, _longest_wait_ms(current))
         elif isinstance(current, list):
-            longest = max([longest, *(_longest_wait_ms(i) for i in current
-                                      if isinstance(i, Struct))])
+            longest = max(
+                [longest, *(_longest_wait_ms(i) for i in current if isinstance(i, Struct))]
+            )
     return longest
 
 
-def request(port: int, api_key: int, version: int, message: Message,
-            timeout_s: float = 30.0) -> Message:
+def request(
+    port: int, api_key: int, version: int, message: Message, timeout_s: float = 30.0
+) -> Message:
     """One request on a fresh connection, its decoded response (a well-behaved client)."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
         sock.sendall(encode_request(RequestHeader(api_key, version, 1, "fuzz-probe"), message))
@@ -443,19 +464,27 @@ def request(port: int, api_key: int, version: int, message: Message,
 
 def served_versions(port: int) -> list[tuple[int, int]]:
     """Every ``(api key, version)`` the broker advertises in ApiVersions."""
-    response = request(port, 18, 3, ApiVersionsRequest(client_software_name="fuzz",
-                                                       client_software_version="1"))
+    response = request(
+        port, 18, 3, ApiVersionsRequest(client_software_name="fuzz", client_software_version="1")
+    )
     assert isinstance(response, ApiVersionsResponse) and response.error_code == 0
-    return [(a.api_key, v) for a in response.api_keys
-            for v in range(a.min_version, a.max_version + 1)]
+    return [
+        (a.api_key, v) for a in response.api_keys for v in range(a.min_version, a.max_version + 1)
+    ]
 
 
 def probe(port: int) -> None:
     """A well-behaved client is served: ApiVersions and Metadata on a fresh connection."""
     served_versions(port)
-    response = request(port, 3, 12, MetadataRequest(
-        topics=[MetadataRequest.MetadataRequestTopic(name=PROBE_TOPIC)],
-        allow_auto_topic_creation=True))
+    response = request(
+        port,
+        3,
+        12,
+        MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=PROBE_TOPIC)],
+            allow_auto_topic_creation=True,
+        ),
+    )
     assert isinstance(response, MetadataResponse), response
     assert response.brokers, "Metadata names no broker"
 
@@ -470,8 +499,9 @@ def probe_produce(bootstrap: str, timeout_s: float = 60.0) -> None:
         if err is not None:
             errors.append(str(err))
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                         "message.timeout.ms": int(timeout_s * 1000)})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": int(timeout_s * 1000)}
+    )
     producer.produce(PROBE_TOPIC, value=b"probe", on_delivery=report)
     remaining = producer.flush(timeout_s)
     assert remaining == 0 and done and not errors, f"probe produce failed: {errors}"
@@ -537,14 +567,18 @@ def run_fuzz(
             stats.outcomes[outcome] += 1
             stats.by_api[f"{case.api_key}:{outcome}"] += 1
             if outcome == "stall":
-                stats.stalls.append(f"seed={seed} case={index} api={case.api_key} "
-                                    f"v{case.api_version} {case.mutation} {case.data[:64].hex()}")
+                stats.stalls.append(
+                    f"seed={seed} case={index} api={case.api_key} "
+                    f"v{case.api_version} {case.mutation} {case.data[:64].hex()}"
+                )
                 if progress is not None:
                     progress(f"stall: {stats.stalls[-1]}")
             if not broker.alive():
-                raise AssertionError(f"broker died at case {index} (seed {seed}, "
-                                     f"api {case.api_key} v{case.api_version} "
-                                     f"{case.mutation}):\n{broker.tail()}")
+                raise AssertionError(
+                    f"broker died at case {index} (seed {seed}, "
+                    f"api {case.api_key} v{case.api_version} "
+                    f"{case.mutation}):\n{broker.tail()}"
+                )
             if index + 1 == warmup:
                 stats.rss.append((index + 1, broker.rss_bytes()))
             if (index + 1) % probe_every == 0:
@@ -552,8 +586,10 @@ def run_fuzz(
                 stats.probes += 1
                 if progress is not None:
                     rate = (index + 1) / (time.monotonic() - started)
-                    progress(f"{index + 1}/{frames} frames, {rate:.0f}/s, "
-                             f"rss {broker.rss_bytes() / 2**20:.1f} MiB, {dict(stats.outcomes)}")
+                    progress(
+                        f"{index + 1}/{frames} frames, {rate:.0f}/s, "
+                        f"rss {broker.rss_bytes() / 2**20:.1f} MiB, {dict(stats.outcomes)}"
+                    )
             if (index + 1) % produce_probe_every == 0:
                 probe_produce(broker.bootstrap_servers)
     finally:
@@ -574,8 +610,9 @@ def start_broker(work_dir: Path, log_level: str = "ERROR") -> BrokerProcess:
         BrokerConfig.from_props({"connections.max.idle.ms": "3000"})
     except ConfigError:  # a broker without idle-connection closing (nor request memory limit)
         del config["connections.max.idle.ms"]
-    broker = BrokerProcess(work_dir / "data", free_port(), work_dir / "broker.log",
-                           config=config, log_level=log_level)
+    broker = BrokerProcess(
+        work_dir / "data", free_port(), work_dir / "broker.log", config=config, log_level=log_level
+    )
     broker.start()
     return broker
 
@@ -584,13 +621,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m riverbed.testing.fuzz",
         description="Fuzz every request type a riverbed broker serves; exit 1 on a stall, "
-                    "an RSS growth over the limit, or a handler exception in its log.")
+        "an RSS growth over the limit, or a handler exception in its log.",
+    )
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--case", type=int, default=None,
-                        help="replay only this case index of --seed (prints it)")
-    parser.add_argument("--stall-timeout-s", type=float, default=15.0,
-                        help="how long a case may go unanswered and unclosed")
+    parser.add_argument(
+        "--case", type=int, default=None, help="replay only this case index of --seed (prints it)"
+    )
+    parser.add_argument(
+        "--stall-timeout-s",
+        type=float,
+        default=15.0,
+        help="how long a case may go unanswered and unclosed",
+    )
     parser.add_argument("--rss-growth-limit-mib", type=float, default=64.0)
     parser.add_argument("--work-dir", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -607,9 +650,14 @@ def main(argv: list[str] | None = None) -> int:
             print(broker.tail(40))
             return 0
         print(f"work dir {work}, seed {seed}, load {os.getloadavg()}", flush=True)
-        stats = run_fuzz(broker, args.frames, seed, probe_every=10_000,
-                         stall_timeout_s=args.stall_timeout_s,
-                         progress=lambda s: print(s, flush=True))
+        stats = run_fuzz(
+            broker,
+            args.frames,
+            seed,
+            probe_every=10_000,
+            stall_timeout_s=args.stall_timeout_s,
+            progress=lambda s: print(s, flush=True),
+        )
     finally:
         broker.close()
     summary = stats.summary()
@@ -617,8 +665,11 @@ def main(argv: list[str] | None = None) -> int:
     for stall in stats.stalls[:10]:
         print("stall:", stall)
     growth = (stats.rss[-1][1] - stats.rss[1][1]) / 2**20 if len(stats.rss) > 2 else 0.0
-    bad = stats.stalls or growth > args.rss_growth_limit_mib or any(
-        not k.startswith("traceback") for k in stats.log_findings)
+    bad = (
+        stats.stalls
+        or growth > args.rss_growth_limit_mib
+        or any(not k.startswith("traceback") for k in stats.log_findings)
+    )
     return 1 if bad else 0
 
 

@@ -143,8 +143,14 @@ def resolve_jars(version: str = DEFAULT_KAFKA_VERSION, cache: Path | None = None
         if mvn is None:
             raise KafkaReferenceError("mvn not found on PATH (Debian package: maven)")
         cmd = [
-            mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-            f"-DoutputDirectory={libs}", "-DincludeScope=runtime",
+            mvn,
+            "-q",
+            "-B",
+            "-f",
+            str(pom),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={libs}",
+            "-DincludeScope=runtime",
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
         if proc.returncode != 0:
@@ -226,19 +232,42 @@ class KafkaReference:
         if java is None:
             raise KafkaReferenceError("java not found on PATH (Debian: openjdk-17-jre-headless)")
         fmt = subprocess.run(
-            [java, "-cp", classpath, "-Xmx256m", "kafka.tools.StorageTool", "format",
-             "-t", self.cluster_id, "-c", str(props)],
-            capture_output=True, text=True, timeout=120, check=False,
+            [
+                java,
+                "-cp",
+                classpath,
+                "-Xmx256m",
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                self.cluster_id,
+                "-c",
+                str(props),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         if fmt.returncode != 0:
             raise KafkaReferenceError(f"storage format failed:\n{fmt.stdout}{fmt.stderr}")
         stdout = open(self.workdir / "stdout", "wb")  # noqa: SIM115 - owned by the child
         self._proc = subprocess.Popen(
-            [java, "-cp", classpath, f"-Xmx{self.heap}", f"-Xms{self.heap}",
-             "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-             f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
-             "kafka.Kafka", str(props)],
-            stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                java,
+                "-cp",
+                classpath,
+                f"-Xmx{self.heap}",
+                f"-Xms{self.heap}",
+                "-XX:+UseSerialGC",
+                "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+                "kafka.Kafka",
+                str(props),
+            ],
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
         stdout.close()
@@ -284,8 +313,9 @@ class KafkaReference:
                     f"Kafka exited with {self._proc.returncode}:\n{self.tail()}"
                 )
             if log.exists() and _STARTED_MARKER in log.read_text(errors="replace"):
-                with contextlib.suppress(OSError), socket.create_connection(
-                    ("127.0.0.1", self.port), timeout=1.0
+                with (
+                    contextlib.suppress(OSError),
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1.0),
                 ):
                     return
             time.sleep(0.05)
@@ -303,8 +333,10 @@ class KafkaReference:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
-        if self._own_workdir and self.workdir is not None and not os.environ.get(
-            "RIVERBED_KEEP_KAFKA_DIR"
+        if (
+            self._own_workdir
+            and self.workdir is not None
+            and not os.environ.get("RIVERBED_KEEP_KAFKA_DIR")
         ):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -316,7 +348,9 @@ class KafkaReference:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.stop()
@@ -344,16 +378,14 @@ class KafkaReference:
             if not line.startswith(_REQUEST_PREFIX):
                 continue
             try:
-                entry = json.loads(line[len(_REQUEST_PREFIX):])
+                entry = json.loads(line[len(_REQUEST_PREFIX) :])
             except json.JSONDecodeError:
                 continue  # a line being written right now
             if entry.get("listener") == "PLAINTEXT" and not entry.get("isForwarded"):
                 entries.append(entry)
         return entries
 
-    def api_versions_used(
-        self, client_id_prefix: str = ""
-    ) -> dict[str, dict[str, list[int]]]:
+    def api_versions_used(self, client_id_prefix: str = "") -> dict[str, dict[str, list[int]]]:
         """{client software name: {API name: sorted versions}} from the request log.
 
         Only requests whose client id starts with ``client_id_prefix`` are counted.

@@ -31,14 +31,17 @@ __all__ = ["SUPERUSER", "SUPERUSER_PASSWORD", "PostgresCluster", "postgres_bin_d
 
 SUPERUSER = "riverbed"
 SUPERUSER_PASSWORD = "riverbed"
-_CANDIDATE_BIN_DIRS = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin",
-                       "/usr/lib/postgresql/17/bin")
+_CANDIDATE_BIN_DIRS = (
+    "/usr/lib/postgresql/15/bin",
+    "/usr/lib/postgresql/16/bin",
+    "/usr/lib/postgresql/17/bin",
+)
 
 
 def postgres_bin_dir() -> Path | None:
     """The directory holding ``initdb``/``pg_ctl``/``postgres``, or None when not installed."""
     override = os.environ.get("RIVERBED_PG_BIN")
-    for candidate in ((override,) if override else _CANDIDATE_BIN_DIRS):
+    for candidate in (override,) if override else _CANDIDATE_BIN_DIRS:
         path = Path(candidate)
         if (path / "initdb").is_file() and (path / "pg_ctl").is_file():
             return path
@@ -53,21 +56,28 @@ def _traversable(path: Path) -> bool:
 class PostgresCluster:
     """One ``postgres`` server on ``127.0.0.1:port`` over a fresh data directory."""
 
-    def __init__(self, root: Path, bin_dir: Path, port: int,
-                 settings: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, root: Path, bin_dir: Path, port: int, settings: dict[str, str] | None = None
+    ) -> None:
         self.root = root
         self.bin_dir = bin_dir
         self.port = port
         self.data_dir = root / "data"
         self.socket_dir = root / "sock"
         self.log_path = root / "postgres.log"
-        self.settings = {"wal_level": "logical", "max_replication_slots": "10",
-                         "max_wal_senders": "10", "fsync": "off", **(settings or {})}
+        self.settings = {
+            "wal_level": "logical",
+            "max_replication_slots": "10",
+            "max_wal_senders": "10",
+            "fsync": "off",
+            **(settings or {}),
+        }
         self._user: str | None = "postgres" if os.geteuid() == 0 else None
 
     @classmethod
-    def create(cls, parent: Path | None = None,
-               settings: dict[str, str] | None = None) -> PostgresCluster:
+    def create(
+        cls, parent: Path | None = None, settings: dict[str, str] | None = None
+    ) -> PostgresCluster:
         """initdb a new cluster in a fresh directory under ``parent`` (the system temp dir
         when the ``postgres`` user could not enter ``parent``) and start it."""
         bin_dir = postgres_bin_dir()
@@ -87,12 +97,20 @@ class PostgresCluster:
         return cluster
 
     def _run(self, *args: str, timeout_s: float = 60) -> str:
-        done = subprocess.run([str(self.bin_dir / args[0]), *args[1:]], capture_output=True,
-                              text=True, timeout=timeout_s, user=self._user, group=self._user,
-                              cwd=self.root, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [str(self.bin_dir / args[0]), *args[1:]],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            user=self._user,
+            group=self._user,
+            cwd=self.root,
+            stdin=subprocess.DEVNULL,
+        )
         if done.returncode != 0:
-            raise RuntimeError(f"{args[0]} failed ({done.returncode}): {done.stderr.strip()}"
-                               f"\n{self.log_tail()}")
+            raise RuntimeError(
+                f"{args[0]} failed ({done.returncode}): {done.stderr.strip()}\n{self.log_tail()}"
+            )
         return done.stdout
 
     def _chown(self, path: Path) -> None:
@@ -109,12 +127,27 @@ class PostgresCluster:
         self.log_path.touch()
         for path in (pwfile, self.log_path):
             self._chown(path)
-        self._run("initdb", "-D", str(self.data_dir), "-U", SUPERUSER, f"--pwfile={pwfile}",
-                  "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
-                  "--locale=C", "--no-sync")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data_dir),
+            "-U",
+            SUPERUSER,
+            f"--pwfile={pwfile}",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
         pwfile.unlink()
-        self.write_settings(listen_addresses="'127.0.0.1'", port=str(self.port),
-                            unix_socket_directories=f"'{self.socket_dir}'", **self.settings)
+        self.write_settings(
+            listen_addresses="'127.0.0.1'",
+            port=str(self.port),
+            unix_socket_directories=f"'{self.socket_dir}'",
+            **self.settings,
+        )
 
     def write_settings(self, **settings: str) -> None:
         """Append ``name = value`` lines to postgresql.conf (they win; a restart applies)."""
@@ -124,8 +157,9 @@ class PostgresCluster:
 
     def start(self) -> None:
         """Start the server; returns once it accepts connections (``pg_ctl -w``)."""
-        self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_path), "-w",
-                  "-t", "60", "start")
+        self._run(
+            "pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_path), "-w", "-t", "60", "start"
+        )
 
     def stop(self, mode: str = "immediate") -> None:
         """Stop the server (``immediate``: like a crash, WAL replayed at the next start)."""
@@ -138,11 +172,11 @@ class PostgresCluster:
     def running(self) -> bool:
         return (self.data_dir / "postmaster.pid").exists()
 
-    def dsn(self, user: str = SUPERUSER, password: str = SUPERUSER_PASSWORD,
-            dbname: str = "postgres") -> str:
+    def dsn(
+        self, user: str = SUPERUSER, password: str = SUPERUSER_PASSWORD, dbname: str = "postgres"
+    ) -> str:
         """A libpq keyword DSN for TCP on 127.0.0.1 (scram-sha-256 authentication)."""
-        return (f"host=127.0.0.1 port={self.port} user={user} password={password} "
-                f"dbname={dbname}")
+        return f"host=127.0.0.1 port={self.port} user={user} password={password} dbname={dbname}"
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -161,6 +195,10 @@ class PostgresCluster:
     def __enter__(self) -> PostgresCluster:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()

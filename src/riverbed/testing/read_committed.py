@@ -30,8 +30,9 @@ class ConsumedRecord:
     value: bytes | None
 
 
-def committed_records(log: PartitionLog, start: int | None = None,
-                      max_bytes: int = 1 << 16) -> list[ConsumedRecord]:
+def committed_records(
+    log: PartitionLog, start: int | None = None, max_bytes: int = 1 << 16
+) -> list[ConsumedRecord]:
     """Every record a read_committed consumer sees from ``start`` (default: the log
     start) up to the LSO, fetching ``max_bytes`` at a time."""
     offset = first = log.log_start_offset if start is None else start
@@ -46,5 +47,6 @@ def committed_records(log: PartitionLog, start: int | None = None,
             offset = header.next_offset
             if aborted.is_aborted(header) or header.is_control:
                 continue
-            out.extend(ConsumedRecord(r.offset, r.key, r.value) for r in records
-                       if r.offset >= first)
+            out.extend(
+                ConsumedRecord(r.offset, r.key, r.value) for r in records if r.offset >= first
+            )

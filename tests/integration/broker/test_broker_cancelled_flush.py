@@ -52,7 +52,9 @@ def create_topic(wire: Any, name: str, configs: dict[str, str] | None = None) ->
         CreateTopicsRequest(
             topics=[
                 CreateTopicsRequest.CreatableTopic(
-                    name=name, num_partitions=1, replication_factor=1,
+                    name=name,
+                    num_partitions=1,
+                    replication_factor=1,
                     configs=[
                         CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
                         for k, v in (configs or {}).items()
@@ -136,8 +138,7 @@ def test_duplicate_batch_waits_for_the_originals_fsync(
     not be acknowledged before that fsync (it used to be answered at once)."""
     original, retry = connect(broker.bootstrap_servers), connect(broker.bootstrap_servers)
     create_topic(original, "idem")
-    records = build_batch([(None, b"once")], producer_id=4242, producer_epoch=0,
-                          base_sequence=0)
+    records = build_batch([(None, b"once")], producer_id=4242, producer_epoch=0, base_sequence=0)
     request = produce_request("idem", b"", records)
     with faults.inject("segment.fsync", block=True, match="idem-0") as fsync:
         cid = original.send(PRODUCE, 9, request)

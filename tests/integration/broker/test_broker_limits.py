@@ -162,8 +162,7 @@ def test_pipelined_fetches_are_bounded_by_the_response_budget(
         request = fetch_request("big", 0)
         request.max_bytes = request.topics[0].partitions[0].partition_max_bytes = 64 * MIB
         frames = b"".join(
-            encode_request(RequestHeader(FETCH, 12, cid, "greedy"), request)
-            for cid in range(40)
+            encode_request(RequestHeader(FETCH, 12, cid, "greedy"), request) for cid in range(40)
         )
         _send_until_stalled([greedy], [frames])
         _round_trip(broker.bootstrap_servers, "served-meanwhile")
@@ -400,8 +399,7 @@ def test_the_issue_scenarios_with_default_settings(
         request = fetch_request("big", 0)
         request.max_bytes = request.topics[0].partitions[0].partition_max_bytes = 64 * MIB
         frames = b"".join(
-            encode_request(RequestHeader(FETCH, 12, cid, "greedy"), request)
-            for cid in range(40)
+            encode_request(RequestHeader(FETCH, 12, cid, "greedy"), request) for cid in range(40)
         )
         _send_until_stalled([greedy], [frames])
         _round_trip(broker.bootstrap_servers, "served-meanwhile")

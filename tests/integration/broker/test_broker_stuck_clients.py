@@ -51,9 +51,11 @@ def _worker(connect: Connect, bootstrap: str, topic: str, n: int) -> float:
         resp = wire.call(PRODUCE, 9, produce_request(topic, batch, partition=n % 4))
         part = resp.responses[0].partition_responses[0]
         assert part.error_code == ErrorCode.NONE
-        fetched = wire.call(
-            FETCH, 12, fetch_request(topic, part.base_offset, partition=n % 4)
-        ).responses[0].partitions[0]
+        fetched = (
+            wire.call(FETCH, 12, fetch_request(topic, part.base_offset, partition=n % 4))
+            .responses[0]
+            .partitions[0]
+        )
         assert fetched.error_code == ErrorCode.NONE and len(fetched.records) > 0
         slowest = max(slowest, time.monotonic() - started)
     return slowest
@@ -82,9 +84,7 @@ def test_stuck_clients_do_not_stall_others(broker: EmbeddedBroker, connect: Conn
 
     started = time.monotonic()
     with ThreadPoolExecutor(CLIENTS) as pool:
-        futures = [
-            pool.submit(_worker, connect, bootstrap, "busy", n) for n in range(CLIENTS)
-        ]
+        futures = [pool.submit(_worker, connect, bootstrap, "busy", n) for n in range(CLIENTS)]
         slowest = [f.result(timeout=DEADLINE_S) for f in futures]
     elapsed = time.monotonic() - started
     assert elapsed < DEADLINE_S, (elapsed, max(slowest))

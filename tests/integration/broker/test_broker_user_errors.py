@@ -115,8 +115,10 @@ def test_data_dir_without_permission(tmp_path: Path) -> None:
     own."""
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None:
-        pytest.skip("needs root and setpriv to drop CAP_DAC_OVERRIDE (non-root runs are "
-                    "covered by the plain permission bits, but cannot own the setup here)")
+        pytest.skip(
+            "needs root and setpriv to drop CAP_DAC_OVERRIDE (non-root runs are "
+            "covered by the plain permission bits, but cannot own the setup here)"
+        )
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o700)
     os.chown(locked, 65534, 65534)  # nobody: root without capabilities may not enter

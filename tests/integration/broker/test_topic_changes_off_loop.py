@@ -146,9 +146,7 @@ def test_fetch_is_answered_while_a_change_waits_on_fsync(
     admin, reader = connect(broker.bootstrap_servers), connect(broker.bootstrap_servers)
     _setup(admin)
     api_key, version, request = request_of()
-    with faults.inject(
-        "file.fsync", block=True, match=lambda path: held_file in path
-    ) as fault:
+    with faults.inject("file.fsync", block=True, match=lambda path: held_file in path) as fault:
         cid = admin.send(api_key, version, request)
         assert fault.wait_reached(DEADLINE_S), "the change never reached its fsync"
         assert _fetch_busy(reader) == 3  # answered while the fsync is held

@@ -115,8 +115,11 @@ def test_restart_in_the_middle_of_a_deletion(
         _create(broker)
         assert _high_watermarks(broker) == [0] * PARTITIONS
         consumer = Consumer(
-            {"bootstrap.servers": broker.bootstrap_servers, "group.id": "after",
-             "auto.offset.reset": "earliest"}
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "group.id": "after",
+                "auto.offset.reset": "earliest",
+            }
         )
         try:
             consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])

@@ -36,8 +36,10 @@ class ConnectorProcess:
         self.log = db.with_name(f"connector-{uuid.uuid4().hex[:6]}.log")
         self._log_file = self.log.open("wb")
         self.proc = subprocess.Popen(
-            [*ENTRY, "cdc", "sqlite", "--db", str(db), "--bootstrap-server", bootstrap,
-             *extra], stdout=subprocess.DEVNULL, stderr=self._log_file)
+            [*ENTRY, "cdc", "sqlite", "--db", str(db), "--bootstrap-server", bootstrap, *extra],
+            stdout=subprocess.DEVNULL,
+            stderr=self._log_file,
+        )
 
     def terminate(self, timeout_s: float = 30) -> int:
         self.proc.send_signal(signal.SIGTERM)
@@ -57,16 +59,18 @@ class ConnectorProcess:
         return self.log.read_text(errors="replace")
 
 
-def read_topic(bootstrap: str, topic: str, timeout_s: float = 20
-               ) -> list[tuple[Any, Any]]:
+def read_topic(bootstrap: str, topic: str, timeout_s: float = 20) -> list[tuple[Any, Any]]:
     """Every record of partition 0 from the beginning to the high watermark, keys and values
     parsed as JSON (``None`` for a tombstone)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "enable.auto.commit": False}
+    )
     try:
         tp = TopicPartition(topic, 0)
-        if topic not in consumer.list_topics(topic, timeout=timeout_s).topics or \
-                consumer.list_topics(topic, timeout=timeout_s).topics[topic].error is not None:
+        if (
+            topic not in consumer.list_topics(topic, timeout=timeout_s).topics
+            or consumer.list_topics(topic, timeout=timeout_s).topics[topic].error is not None
+        ):
             return []  # not created yet
         _low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
         records: list[tuple[Any, Any]] = []
@@ -134,9 +138,11 @@ def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
-def read_at_least(bootstrap: str, topic: str, count: int, timeout_s: float = 30
-                  ) -> list[tuple[Any, Any]]:
+def read_at_least(
+    bootstrap: str, topic: str, count: int, timeout_s: float = 30
+) -> list[tuple[Any, Any]]:
     """:func:`read_topic` once it holds at least ``count`` records."""
+
     def enough() -> list[tuple[Any, Any]] | None:
         records = read_topic(bootstrap, topic)
         return records if len(records) >= count else None

@@ -40,8 +40,7 @@ def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
 @pytest.fixture(scope="module")
 def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresCluster]:
     if postgres_bin_dir() is None:
-        pytest.skip("PostgreSQL binaries not installed (scripts/setup: apt-get install "
-                    "postgresql)")
+        pytest.skip("PostgreSQL binaries not installed (scripts/setup: apt-get install postgresql)")
     cluster = PostgresCluster.create(tmp_path_factory.mktemp("pg"))
     yield cluster
     cluster.close()
@@ -99,8 +98,9 @@ class ConnectorProcess:
 
     def start(self) -> ConnectorProcess:
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         return self
 
     def log(self) -> str:
@@ -124,13 +124,13 @@ class ConnectorProcess:
             self.kill()
 
 
-def read_topic(bootstrap: str, topic: str, timeout_s: float = 30
-               ) -> list[tuple[Any, Any]]:
+def read_topic(bootstrap: str, topic: str, timeout_s: float = 30) -> list[tuple[Any, Any]]:
     """Every record of partition 0 up to the high watermark: (key, value) JSON-decoded."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "enable.auto.commit": False}
+    )
     try:
         _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
         out: list[tuple[Any, Any]] = []
@@ -142,8 +142,12 @@ def read_topic(bootstrap: str, topic: str, timeout_s: float = 30
             msg = consumer.poll(0.5)
             if msg is not None and msg.error() is None:
                 key, value = msg.key(), msg.value()
-                out.append((None if key is None else json.loads(key),
-                            None if value is None else json.loads(value)))
+                out.append(
+                    (
+                        None if key is None else json.loads(key),
+                        None if value is None else json.loads(value),
+                    )
+                )
                 if msg.offset() + 1 >= high:
                     return out
             if time.monotonic() > deadline:
@@ -164,8 +168,9 @@ def latest_per_key(records: list[tuple[Any, Any]]) -> dict[str, Any]:
     return state
 
 
-def wait_records(bootstrap: str, topic: str, count: int, timeout_s: float = 60
-                 ) -> list[tuple[Any, Any]]:
+def wait_records(
+    bootstrap: str, topic: str, count: int, timeout_s: float = 60
+) -> list[tuple[Any, Any]]:
     """The topic's records once it holds at least ``count`` (topic created or not)."""
     from confluent_kafka.admin import AdminClient
 

@@ -44,21 +44,29 @@ def operation(conn: sqlite3.Connection, rng: random.Random) -> None:
     choice = rng.random()
     if rng.random() < 0.7:
         key = rng.randrange(KEYS)
-        row = (key, rng.randrange(-2**40, 2**40), f"v{rng.random()}", rng.random() * 1e6,
-               rng.randbytes(rng.randrange(0, 8)))
+        row = (
+            key,
+            rng.randrange(-(2**40), 2**40),
+            f"v{rng.random()}",
+            rng.random() * 1e6,
+            rng.randbytes(rng.randrange(0, 8)),
+        )
         if choice < 0.2:
             conn.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?)", row)
         elif choice < 0.35:
-            conn.execute("INSERT INTO items VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE "
-                         "SET n = excluded.n, t = excluded.t", row)
+            conn.execute(
+                "INSERT INTO items VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE "
+                "SET n = excluded.n, t = excluded.t",
+                row,
+            )
         elif choice < 0.75:
-            conn.execute("UPDATE items SET n = n + 1, r = ? WHERE id = ?",
-                         (rng.random(), key))
+            conn.execute("UPDATE items SET n = n + 1, r = ? WHERE id = ?", (rng.random(), key))
         elif choice < 0.9:
             conn.execute("DELETE FROM items WHERE id = ?", (key,))
         else:  # a key change, unless the new key is taken
-            conn.execute("UPDATE OR IGNORE items SET id = ? WHERE id = ?",
-                         (rng.randrange(KEYS), key))
+            conn.execute(
+                "UPDATE OR IGNORE items SET id = ? WHERE id = ?", (rng.randrange(KEYS), key)
+            )
     else:
         a, b = rng.choice("xyz"), rng.randrange(10)
         if choice < 0.5:

@@ -92,26 +92,36 @@ def check_chains(records: list[tuple[Any, Any]]) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in current.items() if v is not None}
 
 
-def start_writer(db: Path, seed: int, transactions: int, sleep_ms: int = 0,
-                 gap_ms: int | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, str(WRITER), str(db), str(seed),
-                             str(transactions), str(sleep_ms),
-                             str(sleep_ms if gap_ms is None else gap_ms)])
+def start_writer(
+    db: Path, seed: int, transactions: int, sleep_ms: int = 0, gap_ms: int | None = None
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(WRITER),
+            str(db),
+            str(seed),
+            str(transactions),
+            str(sleep_ms),
+            str(sleep_ms if gap_ms is None else gap_ms),
+        ]
+    )
 
 
 @pytest.mark.parametrize("journal_mode", ["delete", "wal"])
-def test_sigkill_loses_nothing_committed(broker: EmbeddedBroker, db: Path,
-                                         journal_mode: str) -> None:
+def test_sigkill_loses_nothing_committed(
+    broker: EmbeddedBroker, db: Path, journal_mode: str
+) -> None:
     rng = random.Random(env_int("RIVERBED_CDC_SEED", 11))
     kills = 12 if SOAK else 4
     transactions = 3000 if SOAK else 300
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute(f"PRAGMA journal_mode = {journal_mode}")  # rollback journal, or WAL
-    conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, n INTEGER, t TEXT, r REAL, "
-                 "b BLOB)")
+    conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, n INTEGER, t TEXT, r REAL, b BLOB)")
     conn.execute("CREATE TABLE pairs (a TEXT, b INTEGER, w REAL, PRIMARY KEY (a, b))")
-    conn.executemany("INSERT INTO items VALUES (?, 0, 'seed', 0.5, x'00')",
-                     [(i,) for i in range(0, 60, 2)])
+    conn.executemany(
+        "INSERT INTO items VALUES (?, 0, 'seed', 0.5, x'00')", [(i,) for i in range(0, 60, 2)]
+    )
     conn.close()
     bootstrap, prefix = broker.bootstrap_servers, f"crash{journal_mode}{rng.randrange(10**6)}"
 

@@ -26,11 +26,21 @@ broker = pg_cdc_helpers.broker
 db = pg_cdc_helpers.db
 
 
-def _connector(tmp_path: Path, db: Database, broker: EmbeddedBroker, prefix: str,
-               *extra: str) -> ConnectorProcess:
-    return ConnectorProcess(tmp_path / "connector.log", "--dsn", db.dsn,
-                            "--bootstrap-server", broker.bootstrap_servers,
-                            "--topic-prefix", prefix, "--slot", f"slot_{db.name}", *extra)
+def _connector(
+    tmp_path: Path, db: Database, broker: EmbeddedBroker, prefix: str, *extra: str
+) -> ConnectorProcess:
+    return ConnectorProcess(
+        tmp_path / "connector.log",
+        "--dsn",
+        db.dsn,
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic-prefix",
+        prefix,
+        "--slot",
+        f"slot_{db.name}",
+        *extra,
+    )
 
 
 def _topic_config(broker: EmbeddedBroker, topic: str) -> str:
@@ -42,13 +52,18 @@ def _topic_config(broker: EmbeddedBroker, topic: str) -> str:
     return str(configs["cleanup.policy"].value)
 
 
-def test_snapshot_then_changes_as_debezium_events(tmp_path: Path, db: Database,
-                                                  broker: EmbeddedBroker) -> None:
-    db.execute("CREATE TABLE accounts (id int PRIMARY KEY, owner text, balance numeric(12,2),"
-               " opened timestamptz, tags text[], doc jsonb, ref uuid, blob bytea, day date)")
-    db.execute("INSERT INTO accounts VALUES (1, 'ann', 10.50, '2024-05-01 12:00:00+00',"
-               " '{a,b}', '{\"k\": 1}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '\\x00ff',"
-               " '1970-01-02')")
+def test_snapshot_then_changes_as_debezium_events(
+    tmp_path: Path, db: Database, broker: EmbeddedBroker
+) -> None:
+    db.execute(
+        "CREATE TABLE accounts (id int PRIMARY KEY, owner text, balance numeric(12,2),"
+        " opened timestamptz, tags text[], doc jsonb, ref uuid, blob bytea, day date)"
+    )
+    db.execute(
+        "INSERT INTO accounts VALUES (1, 'ann', 10.50, '2024-05-01 12:00:00+00',"
+        " '{a,b}', '{\"k\": 1}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '\\x00ff',"
+        " '1970-01-02')"
+    )
     prefix = f"p{db.name}"
     topic = f"{prefix}.public.accounts"
     connector = _connector(tmp_path, db, broker, prefix).start()
@@ -66,27 +81,47 @@ def test_snapshot_then_changes_as_debezium_events(tmp_path: Path, db: Database,
 
     assert _topic_config(broker, topic) == "compact"
     ops = [(key, None if value is None else value["op"]) for key, value in records]
-    assert ops == [({"id": 1}, "r"), ({"id": 2}, "c"), ({"id": 1}, "u"), ({"id": 2}, "d"),
-                   ({"id": 2}, None), ({}, "t")]
+    assert ops == [
+        ({"id": 1}, "r"),
+        ({"id": 2}, "c"),
+        ({"id": 1}, "u"),
+        ({"id": 2}, "d"),
+        ({"id": 2}, None),
+        ({}, "t"),
+    ]
     snapshot = records[0][1]
     assert set(snapshot) == {"before", "after", "source", "op", "ts_ms"}
     assert snapshot["before"] is None
     assert snapshot["after"] == {
-        "id": 1, "owner": "ann", "balance": "10.50", "opened": "2024-05-01T12:00:00Z",
-        "tags": ["a", "b"], "doc": '{"k": 1}', "ref": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
-        "blob": base64.b64encode(b"\x00\xff").decode(), "day": 1}
+        "id": 1,
+        "owner": "ann",
+        "balance": "10.50",
+        "opened": "2024-05-01T12:00:00Z",
+        "tags": ["a", "b"],
+        "doc": '{"k": 1}',
+        "ref": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        "blob": base64.b64encode(b"\x00\xff").decode(),
+        "day": 1,
+    }
     source = snapshot["source"]
-    assert (source["connector"], source["name"], source["db"], source["schema"],
-            source["table"], source["snapshot"]) == ("postgresql", prefix, db.name, "public",
-                                                     "accounts", "last")
+    assert (
+        source["connector"],
+        source["name"],
+        source["db"],
+        source["schema"],
+        source["table"],
+        source["snapshot"],
+    ) == ("postgresql", prefix, db.name, "public", "accounts", "last")
     update = records[2][1]
     assert update["after"]["balance"] == "11.00" and update["source"]["snapshot"] == "false"
     assert isinstance(update["source"]["lsn"], int) and isinstance(update["source"]["txId"], int)
     delete = records[3][1]
     assert delete["after"] is None and delete["before"]["id"] == 2
 
-    slot = db.execute("SELECT confirmed_flush_lsn - '0/0'::pg_lsn FROM pg_replication_slots "
-                      "WHERE slot_name = %s", (f"slot_{db.name}",))
+    slot = db.execute(
+        "SELECT confirmed_flush_lsn - '0/0'::pg_lsn FROM pg_replication_slots WHERE slot_name = %s",
+        (f"slot_{db.name}",),
+    )
     truncate_lsn = records[5][1]["source"]["lsn"]
     assert int(slot[0][0]) >= truncate_lsn  # confirmed past the last acknowledged commit
     offsets = read_topic(broker.bootstrap_servers, f"{prefix}.cdc-offsets")
@@ -94,8 +129,9 @@ def test_snapshot_then_changes_as_debezium_events(tmp_path: Path, db: Database,
     assert offsets[-1][1]["lsn"] >= truncate_lsn
 
 
-def test_replica_identity_full_table_and_toast(tmp_path: Path, db: Database,
-                                               broker: EmbeddedBroker) -> None:
+def test_replica_identity_full_table_and_toast(
+    tmp_path: Path, db: Database, broker: EmbeddedBroker
+) -> None:
     """No primary key but REPLICA IDENTITY FULL: every column is the key, the old image is
     sent; a TOASTed value an update leaves alone is known from that old image."""
     db.execute("CREATE TABLE notes (k int, body text)")
@@ -103,8 +139,9 @@ def test_replica_identity_full_table_and_toast(tmp_path: Path, db: Database,
     db.execute("CREATE TABLE docs (id int PRIMARY KEY, n int, body text)")
     db.execute("ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL")
     prefix = f"p{db.name}"
-    connector = _connector(tmp_path, db, broker, prefix, "--table", "public.notes",
-                           "--table", "public.docs").start()
+    connector = _connector(
+        tmp_path, db, broker, prefix, "--table", "public.notes", "--table", "public.docs"
+    ).start()
     big = "".join(f"{i:08d}" for i in range(20_000))  # 160 kB, stored out of line
     try:
         wait_streaming(broker.bootstrap_servers, prefix)
@@ -118,15 +155,19 @@ def test_replica_identity_full_table_and_toast(tmp_path: Path, db: Database,
         connector.close()
     # the key is the whole row: an update is a delete of the old row and a create
     assert [(k, None if v is None else v["op"]) for k, v in notes] == [
-        ({"k": 1, "body": "x"}, "c"), ({"k": 1, "body": "x"}, "d"),
-        ({"k": 1, "body": "x"}, None), ({"k": 1, "body": "y"}, "c")]
+        ({"k": 1, "body": "x"}, "c"),
+        ({"k": 1, "body": "x"}, "d"),
+        ({"k": 1, "body": "x"}, None),
+        ({"k": 1, "body": "y"}, "c"),
+    ]
     update = docs[1][1]
     assert update["op"] == "u" and update["after"]["n"] == 1
     assert update["after"]["body"] == "__debezium_unavailable_value"
 
 
-def test_schema_changes_while_streaming(tmp_path: Path, db: Database,
-                                        broker: EmbeddedBroker) -> None:
+def test_schema_changes_while_streaming(
+    tmp_path: Path, db: Database, broker: EmbeddedBroker
+) -> None:
     """ADD COLUMN, DROP COLUMN and a type change: pgoutput re-sends the relation and the
     next events carry the new columns and rendering."""
     db.execute("CREATE TABLE t (id int PRIMARY KEY, a int, b text)")
@@ -145,12 +186,16 @@ def test_schema_changes_while_streaming(tmp_path: Path, db: Database,
     finally:
         connector.close()
     afters = [value["after"] for _key, value in records]
-    assert afters == [{"id": 1, "a": 1, "b": "x"}, {"id": 2, "a": 2, "b": "y", "c": "[1]"},
-                      {"id": 2, "a": "2.5", "c": "[1]"}]
+    assert afters == [
+        {"id": 1, "a": 1, "b": "x"},
+        {"id": 2, "a": 2, "b": "y", "c": "[1]"},
+        {"id": 2, "a": "2.5", "c": "[1]"},
+    ]
 
 
-def test_schemas_enable_wraps_key_and_value(tmp_path: Path, db: Database,
-                                            broker: EmbeddedBroker) -> None:
+def test_schemas_enable_wraps_key_and_value(
+    tmp_path: Path, db: Database, broker: EmbeddedBroker
+) -> None:
     db.execute("CREATE TABLE t (id bigint PRIMARY KEY, at timestamp, tags int[])")
     db.execute("INSERT INTO t VALUES (1, '1970-01-01 00:00:01', '{1}')")
     prefix = f"p{db.name}"
@@ -172,8 +217,9 @@ def test_schemas_enable_wraps_key_and_value(tmp_path: Path, db: Database,
     assert [v["payload"]["op"] for _k, v in records] == ["r", "u"]
 
 
-def test_slot_advances_over_writes_to_other_tables(tmp_path: Path, db: Database,
-                                                   broker: EmbeddedBroker) -> None:
+def test_slot_advances_over_writes_to_other_tables(
+    tmp_path: Path, db: Database, broker: EmbeddedBroker
+) -> None:
     """Writes the connector does not capture still let the slot's confirmed LSN move on
     (no WAL kept for nothing), while the captured table is idle."""
     db.execute("CREATE TABLE t (id int PRIMARY KEY)")
@@ -187,8 +233,11 @@ def test_slot_advances_over_writes_to_other_tables(tmp_path: Path, db: Database,
         ((target,),) = db.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")
 
         def confirmed() -> bool:
-            rows = db.execute("SELECT confirmed_flush_lsn - '0/0'::pg_lsn "
-                              "FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+            rows = db.execute(
+                "SELECT confirmed_flush_lsn - '0/0'::pg_lsn "
+                "FROM pg_replication_slots WHERE slot_name = %s",
+                (slot,),
+            )
             return int(rows[0][0]) >= int(target)
 
         wait_until(confirmed, 30, "the slot to confirm past the uncaptured writes")
@@ -198,8 +247,9 @@ def test_slot_advances_over_writes_to_other_tables(tmp_path: Path, db: Database,
     assert read_topic(broker.bootstrap_servers, f"{prefix}.public.t") == []
 
 
-def test_snapshot_markers_first_true_last(tmp_path: Path, db: Database,
-                                          broker: EmbeddedBroker) -> None:
+def test_snapshot_markers_first_true_last(
+    tmp_path: Path, db: Database, broker: EmbeddedBroker
+) -> None:
     db.execute("CREATE TABLE t (id int PRIMARY KEY)")
     db.execute("INSERT INTO t SELECT generate_series(1, 3)")
     prefix = f"p{db.name}"

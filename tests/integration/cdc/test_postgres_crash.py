@@ -54,9 +54,12 @@ class Writer(threading.Thread):
                         key = self.random.randrange(KEYS)
                         action = self.random.random()
                         if action < 0.5:
-                            cur.execute("INSERT INTO items VALUES (%s, 0, %s) ON CONFLICT (id) "
-                                        "DO UPDATE SET v = items.v + 1, payload = "
-                                        "EXCLUDED.payload", (key, f"p{self.random.random()}"))
+                            cur.execute(
+                                "INSERT INTO items VALUES (%s, 0, %s) ON CONFLICT (id) "
+                                "DO UPDATE SET v = items.v + 1, payload = "
+                                "EXCLUDED.payload",
+                                (key, f"p{self.random.random()}"),
+                            )
                         elif action < 0.8:
                             cur.execute("UPDATE items SET v = v + 1 WHERE id = %s", (key,))
                         else:
@@ -83,12 +86,15 @@ class Writer(threading.Thread):
 
 
 def _table(db: Database) -> dict[str, Any]:
-    return {json.dumps({"id": i}, sort_keys=True): {"id": i, "v": v, "payload": p}
-            for i, v, p in db.execute("SELECT id, v, payload FROM items")}
+    return {
+        json.dumps({"id": i}, sort_keys=True): {"id": i, "v": v, "payload": p}
+        for i, v, p in db.execute("SELECT id, v, payload FROM items")
+    }
 
 
-def _wait_topic_equals_table(broker: EmbeddedBroker, db: Database, topic: str,
-                             connector: ConnectorProcess) -> list[tuple[Any, Any]]:
+def _wait_topic_equals_table(
+    broker: EmbeddedBroker, db: Database, topic: str, connector: ConnectorProcess
+) -> list[tuple[Any, Any]]:
     expected = _table(db)
     records: list[tuple[Any, Any]] = []
 
@@ -121,17 +127,25 @@ def _versions_move_forward(records: list[tuple[Any, Any]]) -> None:
 
 def _create(db: Database) -> None:
     db.execute("CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL, payload text)")
-    db.execute("INSERT INTO items SELECT g, 0, 'seed' FROM generate_series(0, %s) g",
-               (KEYS - 1,))
+    db.execute("INSERT INTO items SELECT g, 0, 'seed' FROM generate_series(0, %s) g", (KEYS - 1,))
 
 
 def test_sigkill_during_snapshot_and_streaming_loses_nothing(
-        tmp_path: Path, db: Database, broker: EmbeddedBroker) -> None:
+    tmp_path: Path, db: Database, broker: EmbeddedBroker
+) -> None:
     _create(db)
     prefix = f"p{db.name}"
     topic = f"{prefix}.public.items"
-    args = ("--dsn", db.dsn, "--bootstrap-server", broker.bootstrap_servers,
-            "--topic-prefix", prefix, "--slot", f"s_{db.name}")
+    args = (
+        "--dsn",
+        db.dsn,
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic-prefix",
+        prefix,
+        "--slot",
+        f"s_{db.name}",
+    )
     writer = Writer(db.dsn, seed=11)
     writer.start()
     connector = ConnectorProcess(tmp_path / "connector.log", *args)
@@ -162,14 +176,21 @@ def test_sigkill_during_snapshot_and_streaming_loses_nothing(
     assert writer.commits > 80
 
 
-def test_postgres_restart_mid_stream(tmp_path: Path, db: Database,
-                                     broker: EmbeddedBroker) -> None:
+def test_postgres_restart_mid_stream(tmp_path: Path, db: Database, broker: EmbeddedBroker) -> None:
     _create(db)
     prefix = f"p{db.name}"
     topic = f"{prefix}.public.items"
     connector = ConnectorProcess(
-        tmp_path / "connector.log", "--dsn", db.dsn, "--bootstrap-server",
-        broker.bootstrap_servers, "--topic-prefix", prefix, "--slot", f"s_{db.name}").start()
+        tmp_path / "connector.log",
+        "--dsn",
+        db.dsn,
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic-prefix",
+        prefix,
+        "--slot",
+        f"s_{db.name}",
+    ).start()
     writer = Writer(db.dsn, seed=23)
     try:
         wait_records(broker.bootstrap_servers, topic, KEYS)
@@ -191,14 +212,23 @@ def test_postgres_restart_mid_stream(tmp_path: Path, db: Database,
 
 
 def test_sigterm_during_the_snapshot_exits_0_and_the_restart_snapshots_again(
-        tmp_path: Path, db: Database, broker: EmbeddedBroker) -> None:
+    tmp_path: Path, db: Database, broker: EmbeddedBroker
+) -> None:
     rows = 40_000
     db.execute("CREATE TABLE big (id int PRIMARY KEY, v int NOT NULL, payload text)")
     db.execute("INSERT INTO big SELECT g, 0, 'x' FROM generate_series(1, %s) g", (rows,))
     prefix = f"p{db.name}"
     topic = f"{prefix}.public.big"
-    args = ("--dsn", db.dsn, "--bootstrap-server", broker.bootstrap_servers,
-            "--topic-prefix", prefix, "--slot", f"s_{db.name}")
+    args = (
+        "--dsn",
+        db.dsn,
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic-prefix",
+        prefix,
+        "--slot",
+        f"s_{db.name}",
+    )
     connector = ConnectorProcess(tmp_path / "connector.log", *args).start()
     try:
         wait_records(broker.bootstrap_servers, topic, 1)
@@ -207,17 +237,23 @@ def test_sigterm_during_the_snapshot_exits_0_and_the_restart_snapshots_again(
         connector.start()
         wait_streaming(broker.bootstrap_servers, prefix)
         db.execute("UPDATE big SET v = 1 WHERE id = 1")
-        expected = {json.dumps({"id": i}, sort_keys=True): {"id": i, "v": v, "payload": p}
-                    for i, v, p in db.execute("SELECT id, v, payload FROM big")}
-        wait_until(lambda: latest_per_key(read_topic(broker.bootstrap_servers, topic))
-                   == expected, 90, "the topic to equal the table")
+        expected = {
+            json.dumps({"id": i}, sort_keys=True): {"id": i, "v": v, "payload": p}
+            for i, v, p in db.execute("SELECT id, v, payload FROM big")
+        }
+        wait_until(
+            lambda: latest_per_key(read_topic(broker.bootstrap_servers, topic)) == expected,
+            90,
+            "the topic to equal the table",
+        )
         assert connector.terminate() == 0, connector.log()
     finally:
         connector.close()
 
 
-def test_incremental_snapshot_while_writes_go_on(tmp_path: Path, db: Database,
-                                                 broker: EmbeddedBroker) -> None:
+def test_incremental_snapshot_while_writes_go_on(
+    tmp_path: Path, db: Database, broker: EmbeddedBroker
+) -> None:
     """A signal row starts an incremental snapshot (chunks between watermarks) while the
     random writer runs: afterwards every row was re-read as an incremental r event or
     overtaken by a newer change, and the compacted view still equals the table."""
@@ -226,29 +262,45 @@ def test_incremental_snapshot_while_writes_go_on(tmp_path: Path, db: Database,
     prefix = f"p{db.name}"
     topic = f"{prefix}.public.items"
     connector = ConnectorProcess(
-        tmp_path / "connector.log", "--dsn", db.dsn, "--bootstrap-server",
-        broker.bootstrap_servers, "--topic-prefix", prefix, "--slot", f"s_{db.name}",
-        "--table", "public.items", "--signal-table", "public.signals",
-        "--incremental-chunk-rows", "50").start()
+        tmp_path / "connector.log",
+        "--dsn",
+        db.dsn,
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic-prefix",
+        prefix,
+        "--slot",
+        f"s_{db.name}",
+        "--table",
+        "public.items",
+        "--signal-table",
+        "public.signals",
+        "--incremental-chunk-rows",
+        "50",
+    ).start()
     writer = Writer(db.dsn, seed=5)
     try:
         wait_streaming(broker.bootstrap_servers, prefix)
         writer.start()
         wait_until(lambda: writer.commits > 10, 60, "commits")
-        db.execute("INSERT INTO signals VALUES ('go', 'execute-snapshot', "
-                   "'{\"data-collections\": [\"public.items\"], \"type\": \"incremental\"}')")
+        db.execute(
+            "INSERT INTO signals VALUES ('go', 'execute-snapshot', "
+            '\'{"data-collections": ["public.items"], "type": "incremental"}\')'
+        )
 
         def chunks_done() -> bool:
-            done = db.execute("SELECT count(*) FROM signals WHERE type = "
-                              "'snapshot-window-close'")[0][0]
+            done = db.execute("SELECT count(*) FROM signals WHERE type = 'snapshot-window-close'")[
+                0
+            ][0]
             return int(done) >= 3  # several chunks of 50 rows
 
         wait_until(chunks_done, 60, "the chunks")
         writer.stop.set()
         writer.join(30)
         records = _wait_topic_equals_table(broker, db, topic, connector)
-        incremental = [v for _k, v in records
-                       if v is not None and v["source"]["snapshot"] == "incremental"]
+        incremental = [
+            v for _k, v in records if v is not None and v["source"]["snapshot"] == "incremental"
+        ]
         assert incremental and all(v["op"] == "r" for v in incremental)
         assert connector.terminate() == 0, connector.log()
     finally:

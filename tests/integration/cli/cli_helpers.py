@@ -21,15 +21,23 @@ ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()"]
 BROKER_CONFIG = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3"}
 
 
-def riverbed(bootstrap: str | None, *args: str, stdin: bytes | None = None,
-             env: Mapping[str, str] | None = None, timeout_s: float = 90
-             ) -> tuple[int, bytes, str]:
+def riverbed(
+    bootstrap: str | None,
+    *args: str,
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 90,
+) -> tuple[int, bytes, str]:
     """Run ``riverbed ARGS [--bootstrap-server BOOTSTRAP]``: (exit code, stdout, stderr).
     Asserts what every command promises: no traceback and no librdkafka log lines."""
     command = [*ENTRY, *args, *(["--bootstrap-server", bootstrap] if bootstrap else [])]
-    done = subprocess.run(command, input=stdin if stdin is not None else b"",
-                          capture_output=True, timeout=timeout_s,
-                          env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        command,
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        timeout=timeout_s,
+        env={**os.environ, **(env or {})},
+    )
     stderr = done.stderr.decode("utf-8", "replace")
     assert "Traceback" not in stderr, stderr
     assert "%3|" not in stderr and "%4|" not in stderr, stderr

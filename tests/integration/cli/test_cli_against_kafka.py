@@ -28,19 +28,32 @@ def bootstrap() -> Iterator[str]:
 
 def test_produce_consume_lag_and_json_on_apache_kafka(bootstrap: str) -> None:
     topic = new_topic(bootstrap, partitions=2)
-    code, _, err = riverbed(bootstrap, "produce", topic, "-K", ":", "-p", "1", "-H", "a=b",
-                            stdin=b"k1:v1\nplain\nk3:v3\n")
+    code, _, err = riverbed(
+        bootstrap,
+        "produce",
+        topic,
+        "-K",
+        ":",
+        "-p",
+        "1",
+        "-H",
+        "a=b",
+        stdin=b"k1:v1\nplain\nk3:v3\n",
+    )
     assert (code, err) == (0, "")
-    code, out, err = riverbed(bootstrap, "consume", topic, "--from-beginning", "-e",
-                              "--format", "json")
+    code, out, err = riverbed(
+        bootstrap, "consume", topic, "--from-beginning", "-e", "--format", "json"
+    )
     assert (code, err) == (0, "")
     records = [json.loads(line) for line in out.decode().splitlines()]
     assert [(r["partition"], r["offset"], r["key"], r["value"]) for r in records] == [
-        (1, 0, "k1", "v1"), (1, 1, None, "plain"), (1, 2, "k3", "v3")]
+        (1, 0, "k1", "v1"),
+        (1, 1, None, "plain"),
+        (1, 2, "k3", "v3"),
+    ]
     assert records[0]["headers"] == [{"key": "a", "value": "b"}]
 
-    code, out, _ = riverbed(bootstrap, "consume", topic, "-g", "cli", "--from-beginning",
-                            "-c", "2")
+    code, out, _ = riverbed(bootstrap, "consume", topic, "-g", "cli", "--from-beginning", "-c", "2")
     assert (code, out) == (0, b"v1\nplain\n")
     code, out, _ = riverbed(bootstrap, "groups", "lag", "cli", "--output", "json")
     assert code == 0

@@ -33,7 +33,8 @@ def commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> N
     """Commit offsets for an empty group, as a stopped consumer would have left them."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     request = ConsumerGroupTopicPartitions(
-        group, [TopicPartition(topic, p, o) for p, o in offsets.items()])
+        group, [TopicPartition(topic, p, o) for p, o in offsets.items()]
+    )
     admin.alter_consumer_group_offsets([request])[group].result(30)
 
 
@@ -60,15 +61,31 @@ def test_lag_of_one_group_of_all_groups_and_as_json(bootstrap: str) -> None:
 
     code, out, _ = riverbed(bootstrap, "groups", "lag", "billing", "--output", "json")
     assert code == 0
-    assert json.loads(out) == [{
-        "group": "billing", "state": "EMPTY", "total_lag": 3,
-        "partitions": [
-            {"topic": orders, "partition": 0, "committed_offset": 7, "log_end_offset": 10,
-             "lag": 3, "member": None},
-            {"topic": orders, "partition": 1, "committed_offset": 4, "log_end_offset": 4,
-             "lag": 0, "member": None},
-        ],
-    }]
+    assert json.loads(out) == [
+        {
+            "group": "billing",
+            "state": "EMPTY",
+            "total_lag": 3,
+            "partitions": [
+                {
+                    "topic": orders,
+                    "partition": 0,
+                    "committed_offset": 7,
+                    "log_end_offset": 10,
+                    "lag": 3,
+                    "member": None,
+                },
+                {
+                    "topic": orders,
+                    "partition": 1,
+                    "committed_offset": 4,
+                    "log_end_offset": 4,
+                    "lag": 0,
+                    "member": None,
+                },
+            ],
+        }
+    ]
 
     code, _, err = riverbed(bootstrap, "groups", "lag", "no-such-group")
     assert (code, err) == (1, "riverbed: error: group no-such-group does not exist\n")

@@ -51,7 +51,10 @@ def test_topics_list_and_describe(broker: EmbeddedBroker) -> None:
         {"partition": 1, "leader": node, "log_start_offset": 0, "log_end_offset": 1},
     ]
     assert described["configs"]["retention.ms"] == {
-        "value": "60000", "source": "DYNAMIC_TOPIC_CONFIG", "is_default": False}
+        "value": "60000",
+        "source": "DYNAMIC_TOPIC_CONFIG",
+        "is_default": False,
+    }
     assert described["configs"]["cleanup.policy"]["is_default"] is True
 
 
@@ -62,8 +65,14 @@ def test_groups_list_and_describe(broker: EmbeddedBroker) -> None:
     for i in range(5):
         producer.produce(topic, b"%d" % i)
     assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bs, "group.id": "json-group",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bs,
+            "group.id": "json-group",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     try:
         seen: list[int] = []
@@ -85,8 +94,15 @@ def test_groups_list_and_describe(broker: EmbeddedBroker) -> None:
         [member] = described["members"]
         assert member["assignment"] == [{"topic": topic, "partition": 0}]
         assert described["offsets"] == [
-            {"topic": topic, "partition": 0, "committed_offset": 3, "log_end_offset": 5,
-             "lag": 2, "member": member["member_id"]}]
+            {
+                "topic": topic,
+                "partition": 0,
+                "committed_offset": 3,
+                "log_end_offset": 5,
+                "lag": 2,
+                "member": member["member_id"],
+            }
+        ]
     finally:
         consumer.close()
 
@@ -101,8 +117,12 @@ def test_completion_scripts(shell: str) -> None:
 
 
 def test_completion_completes_commands_and_options() -> None:
-    env = {**os.environ, "_RIVERBED_COMPLETE": "bash_complete", "COMP_WORDS": "riverbed con",
-           "COMP_CWORD": "1"}
+    env = {
+        **os.environ,
+        "_RIVERBED_COMPLETE": "bash_complete",
+        "COMP_WORDS": "riverbed con",
+        "COMP_CWORD": "1",
+    }
     done = subprocess.run(ENTRY, env=env, capture_output=True, text=True, timeout=60)
     assert "plain,consume" in done.stdout.splitlines()
     env.update(COMP_WORDS="riverbed consume t --format ", COMP_CWORD="4")

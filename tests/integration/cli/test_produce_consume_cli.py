@@ -35,8 +35,14 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Any]:
     """Every record of ``topic`` through a plain confluent-kafka Consumer."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "check",
-                         "enable.partition.eof": True, "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "check",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got: list[Any] = []
     ended: set[int] = set()
@@ -56,47 +62,75 @@ def read_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Any]:
     return got
 
 
-def produce(bootstrap: str, topic: str, records: list[tuple[int, bytes | None, bytes]],
-            timestamp_ms: int = 0) -> None:
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: list[tuple[int, bytes | None, bytes]],
+    timestamp_ms: int = 0,
+) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     for partition, key, value in records:
-        producer.produce(topic, value, key, partition=partition, timestamp=timestamp_ms,
-                         headers=[("h", b"1")])
+        producer.produce(
+            topic, value, key, partition=partition, timestamp=timestamp_ms, headers=[("h", b"1")]
+        )
     assert producer.flush(30) == 0
 
 
 def test_produce_lines_keys_headers_and_binary(bootstrap: str) -> None:
     topic = new_topic(bootstrap)
     stdin = b"k1:v1\nno separator\n\nk2:a:b\n:empty key\nbin:\xff\xfe\x00\n"
-    code, out, err = riverbed(bootstrap, "produce", topic, "--key-separator", ":",
-                              "--header", "src=cli", "--header", "src=again", stdin=stdin)
+    code, out, err = riverbed(
+        bootstrap,
+        "produce",
+        topic,
+        "--key-separator",
+        ":",
+        "--header",
+        "src=cli",
+        "--header",
+        "src=again",
+        stdin=stdin,
+    )
     assert (code, out, err) == (0, b"", "")
     records = read_all(bootstrap, topic)
     assert [(m.key(), m.value()) for m in records] == [
-        (b"k1", b"v1"), (None, b"no separator"), (b"k2", b"a:b"), (b"", b"empty key"),
-        (b"bin", b"\xff\xfe\x00")]  # the empty line is skipped, as kcat does
+        (b"k1", b"v1"),
+        (None, b"no separator"),
+        (b"k2", b"a:b"),
+        (b"", b"empty key"),
+        (b"bin", b"\xff\xfe\x00"),
+    ]  # the empty line is skipped, as kcat does
     assert records[0].headers() == [("src", b"cli"), ("src", b"again")]
 
-    code, out, _ = riverbed(bootstrap, "consume", topic, "--from-beginning", "-e",
-                            "--format", "json")
+    code, out, _ = riverbed(
+        bootstrap, "consume", topic, "--from-beginning", "-e", "--format", "json"
+    )
     assert code == 0
     lines = [json.loads(line) for line in out.decode().splitlines()]
-    assert lines[0] == {"topic": topic, "partition": 0, "offset": 0, "key": "k1",
-                        "value": "v1", "timestamp": records[0].timestamp()[1],
-                        "timestamp_type": "CreateTime",
-                        "headers": [{"key": "src", "value": "cli"},
-                                    {"key": "src", "value": "again"}]}
+    assert lines[0] == {
+        "topic": topic,
+        "partition": 0,
+        "offset": 0,
+        "key": "k1",
+        "value": "v1",
+        "timestamp": records[0].timestamp()[1],
+        "timestamp_type": "CreateTime",
+        "headers": [{"key": "src", "value": "cli"}, {"key": "src", "value": "again"}],
+    }
     assert (lines[1]["key"], lines[1]["value"]) == (None, "no separator")
     assert lines[4]["value_encoding"] == "base64" and lines[4]["value"] == "//4A"
 
 
 def test_produce_tab_separator_partition_and_plain_lines(bootstrap: str) -> None:
     topic = new_topic(bootstrap, partitions=3)
-    code, _, _ = riverbed(bootstrap, "produce", topic, "-K", r"\t", "--partition", "2",
-                          stdin=b"a\t1\nb\t2\n")
+    code, _, _ = riverbed(
+        bootstrap, "produce", topic, "-K", r"\t", "--partition", "2", stdin=b"a\t1\nb\t2\n"
+    )
     assert code == 0
     assert [(m.partition(), m.key(), m.value()) for m in read_all(bootstrap, topic, 3)] == [
-        (2, b"a", b"1"), (2, b"b", b"2")]
+        (2, b"a", b"1"),
+        (2, b"b", b"2"),
+    ]
     code, _, _ = riverbed(bootstrap, "produce", topic, stdin=b"x:1\ny:2")  # no final newline
     assert code == 0
     values = sorted(m.value() for m in read_all(bootstrap, topic, 3) if m.key() is None)
@@ -110,11 +144,14 @@ def test_produce_errors_are_one_line(bootstrap: str) -> None:
 
     topic = new_topic(bootstrap, partitions=2, **{"max.message.bytes": "200"})
     code, _, err = riverbed(bootstrap, "produce", topic, "--partition", "5", stdin=b"x\n")
-    assert (code, err) == (1, f"riverbed: error: topic {topic} has 2 partition(s); "
-                              "--partition 5 does not exist\n")
+    assert (code, err) == (
+        1,
+        f"riverbed: error: topic {topic} has 2 partition(s); --partition 5 does not exist\n",
+    )
 
-    code, _, err = riverbed(bootstrap, "produce", topic, "-p", "0",
-                            stdin=b"small\n" + b"x" * 1000 + b"\n")  # refused by the broker
+    code, _, err = riverbed(
+        bootstrap, "produce", topic, "-p", "0", stdin=b"small\n" + b"x" * 1000 + b"\n"
+    )  # refused by the broker
     assert code == 1 and len(err.splitlines()) == 1, err
     assert "record(s) not delivered" in err and "MSG_SIZE_TOO_LARGE" in err, err
 
@@ -124,8 +161,12 @@ def test_produce_errors_are_one_line(bootstrap: str) -> None:
 
 def test_consume_start_positions_partitions_and_text_formats(bootstrap: str) -> None:
     topic = new_topic(bootstrap, partitions=2)
-    produce(bootstrap, topic, [(0, b"a", b"0"), (0, None, b"1"), (0, b"c", b"2"),
-                               (1, b"d", b"3")], timestamp_ms=1_000)
+    produce(
+        bootstrap,
+        topic,
+        [(0, b"a", b"0"), (0, None, b"1"), (0, b"c", b"2"), (1, b"d", b"3")],
+        timestamp_ms=1_000,
+    )
     produce(bootstrap, topic, [(0, b"e", b"4")], timestamp_ms=5_000)
 
     def consume(*args: str) -> list[str]:
@@ -138,10 +179,11 @@ def test_consume_start_positions_partitions_and_text_formats(bootstrap: str) -> 
     assert consume("--partition", "0", "--offset", "1") == ["1", "2", "4"]
     assert consume("--partition", "0", "--offset", "-2") == ["2", "4"]  # 2 before the end
     assert consume("--timestamp", "2000") == ["4"]
-    assert consume("-p", "0", "--from-beginning", "--print-key") == [
-        "a\t0", "\t1", "c\t2", "e\t4"]
+    assert consume("-p", "0", "--from-beginning", "--print-key") == ["a\t0", "\t1", "c\t2", "e\t4"]
     assert consume("-p", "0", "--from-beginning", "-K", " => ", "--max-messages", "2") == [
-        "a => 0", " => 1"]
+        "a => 0",
+        " => 1",
+    ]
     assert consume("-p", "1") == []  # default: the end, so nothing old
     # a group starts at --offset on its assignment, then commits what it printed
     assert consume("-g", "positioned", "--offset", "1", "-c", "2") == ["1", "2"]
@@ -158,9 +200,20 @@ def test_consume_start_positions_partitions_and_text_formats(bootstrap: str) -> 
 
 def test_consume_follows_until_ctrl_c_and_commits_its_group(bootstrap: str) -> None:
     topic = new_topic(bootstrap, partitions=2)
-    process = subprocess.Popen([*ENTRY, "consume", topic, "--group", "follow",
-                                "--from-beginning", "--bootstrap-server", bootstrap],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [
+            *ENTRY,
+            "consume",
+            topic,
+            "--group",
+            "follow",
+            "--from-beginning",
+            "--bootstrap-server",
+            bootstrap,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     lines: list[bytes] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, b"")))
     reader.start()
@@ -181,8 +234,7 @@ def test_consume_follows_until_ctrl_c_and_commits_its_group(bootstrap: str) -> N
     assert code == 0 and out.decode().splitlines()[-1] == "follow TOTAL-LAG 0"  # committed
 
 
-def test_bootstrap_from_environment_and_unreachable_broker(bootstrap: str,
-                                                          tmp_path: Path) -> None:
+def test_bootstrap_from_environment_and_unreachable_broker(bootstrap: str, tmp_path: Path) -> None:
     topic = new_topic(bootstrap)
     env = {"RIVERBED_BOOTSTRAP_SERVER": bootstrap}
     assert riverbed(None, "produce", topic, stdin=b"via env\n", env=env)[0] == 0
@@ -196,9 +248,12 @@ def test_consume_into_a_closed_pipe_exits_quietly(bootstrap: str) -> None:
     topic = new_topic(bootstrap)
     riverbed(bootstrap, "produce", topic, stdin=b"".join(b"line %d\n" % i for i in range(20_000)))
     command = " ".join([*ENTRY[:2], repr(ENTRY[2])])
-    script = (f"{command} consume {topic} --from-beginning -e --bootstrap-server {bootstrap}"
-              " | head -n 1; exit ${PIPESTATUS[0]}")
-    done = subprocess.run(["bash", "-c", script], capture_output=True, timeout=90,
-                          env={**os.environ})
+    script = (
+        f"{command} consume {topic} --from-beginning -e --bootstrap-server {bootstrap}"
+        " | head -n 1; exit ${PIPESTATUS[0]}"
+    )
+    done = subprocess.run(
+        ["bash", "-c", script], capture_output=True, timeout=90, env={**os.environ}
+    )
     assert (done.returncode, done.stdout) == (0, b"line 0\n"), done.stderr
     assert b"Traceback" not in done.stderr and b"Exception" not in done.stderr

@@ -26,13 +26,24 @@ def test_quotas_alter_describe_delete(tmp_path: Path) -> None:
     with EmbeddedBroker(tmp_path / "d") as broker:
         bs = ("--bootstrap-server", broker.bootstrap_servers)
         done = riverbed(
-            "quotas", "alter", "--client-id", "app", "--add-config",
-            "producer_byte_rate=1048576,consumer_byte_rate=2048", *bs,
+            "quotas",
+            "alter",
+            "--client-id",
+            "app",
+            "--add-config",
+            "producer_byte_rate=1048576,consumer_byte_rate=2048",
+            *bs,
         )
         assert done.returncode == 0, done.stderr
         done = riverbed(
-            "quotas", "alter", "--user", "alice", "--client-id-default",
-            "--add-config", "request_percentage=12.5", *bs,
+            "quotas",
+            "alter",
+            "--user",
+            "alice",
+            "--client-id-default",
+            "--add-config",
+            "request_percentage=12.5",
+            *bs,
         )
         assert done.returncode == 0, done.stderr
         text = riverbed("quotas", "describe", *bs).stdout.splitlines()

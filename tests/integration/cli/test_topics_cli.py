@@ -31,11 +31,15 @@ def broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
         yield running
 
 
-def run(bootstrap: str, *args: str, stdin: int | None = subprocess.DEVNULL
-        ) -> tuple[int, str, str]:
+def run(bootstrap: str, *args: str, stdin: int | None = subprocess.DEVNULL) -> tuple[int, str, str]:
     """Run ``riverbed topics ARGS --bootstrap-server BOOTSTRAP``; (code, stdout, stderr)."""
-    done = subprocess.run([*ENTRY, *args, "--bootstrap-server", bootstrap], stdin=stdin,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*ENTRY, *args, "--bootstrap-server", bootstrap],
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "Traceback" not in done.stderr, done.stderr
     assert "%3|" not in done.stderr and "%3|" not in done.stdout  # no librdkafka noise
     return done.returncode, done.stdout, done.stderr
@@ -48,8 +52,17 @@ def topic_names(broker: EmbeddedBroker) -> set[str]:
 
 def test_lifecycle_create_list_describe_alter_grow_delete(broker: EmbeddedBroker) -> None:
     bs = broker.bootstrap_servers
-    code, out, _ = run(bs, "create", "orders", "--partitions", "2",
-                       "--config", "retention.ms=60000", "--config", "cleanup.policy=compact")
+    code, out, _ = run(
+        bs,
+        "create",
+        "orders",
+        "--partitions",
+        "2",
+        "--config",
+        "retention.ms=60000",
+        "--config",
+        "cleanup.policy=compact",
+    )
     assert (code, out) == (0, "created topic orders with 2 partition(s)\n")
     assert run(bs, "create", "audit", "--partitions", "1")[0] == 0
 
@@ -69,13 +82,25 @@ def test_lifecycle_create_list_describe_alter_grow_delete(broker: EmbeddedBroker
         "CONFIG retention.ms=60000 DYNAMIC_TOPIC_CONFIG",
     ]
 
-    code, out, _ = run(bs, "alter", "orders", "--config", "retention.ms=5000",
-                       "--config", "segment.bytes=1048576", "--delete-config", "cleanup.policy")
+    code, out, _ = run(
+        bs,
+        "alter",
+        "orders",
+        "--config",
+        "retention.ms=5000",
+        "--config",
+        "segment.bytes=1048576",
+        "--delete-config",
+        "cleanup.policy",
+    )
     assert (code, out) == (0, "altered topic orders: 2 set, 1 deleted\n")
-    configs = [line for line in run(bs, "describe", "orders")[1].splitlines()
-               if line.startswith("CONFIG")]
-    assert configs == ["CONFIG retention.ms=5000 DYNAMIC_TOPIC_CONFIG",
-                       "CONFIG segment.bytes=1048576 DYNAMIC_TOPIC_CONFIG"]  # incremental
+    configs = [
+        line for line in run(bs, "describe", "orders")[1].splitlines() if line.startswith("CONFIG")
+    ]
+    assert configs == [
+        "CONFIG retention.ms=5000 DYNAMIC_TOPIC_CONFIG",
+        "CONFIG segment.bytes=1048576 DYNAMIC_TOPIC_CONFIG",
+    ]  # incremental
 
     code, out, _ = run(bs, "add-partitions", "orders", "--total", "5")
     assert (code, out) == (0, "topic orders now has 5 partition(s)\n")
@@ -112,9 +137,9 @@ def test_create_errors_are_one_line_naming_the_problem(broker: EmbeddedBroker) -
         ("t",): "creating topic t failed: TOPIC_ALREADY_EXISTS",
         ("bad/name",): "creating topic bad/name failed: TOPIC_EXCEPTION",
         ("u", "--config", "retention.ms=soon"): "INVALID_CONFIG: invalid value 'soon' for "
-                                                "retention.ms",
+        "retention.ms",
         ("u", "--config", "no.such.config=1"): "INVALID_CONFIG: unknown topic config "
-                                               "'no.such.config'",
+        "'no.such.config'",
     }
     for args, expected in cases.items():
         code, out, err = run(bs, "create", args[0], "--partitions", "1", *args[1:])
@@ -135,8 +160,9 @@ def test_alter_add_partitions_describe_errors(broker: EmbeddedBroker) -> None:
     assert code == 1 and "INVALID_CONFIG: invalid value 'big' for segment.bytes" in err
     code, _, err = run(bs, "alter", "t")
     assert code == 2 and "nothing to alter" in err
-    code, _, err = run(bs, "alter", "t", "--config", "retention.ms=1", "--delete-config",
-                       "retention.ms")
+    code, _, err = run(
+        bs, "alter", "t", "--config", "retention.ms=1", "--delete-config", "retention.ms"
+    )
     assert code == 2 and "retention.ms: both set and deleted" in err
     code, _, err = run(bs, "alter", "nope", "--config", "retention.ms=5")
     assert code == 1 and "altering configs of nope failed: UNKNOWN_TOPIC_OR_PART" in err
@@ -158,9 +184,12 @@ def run_on_tty(bootstrap: str, answer: bytes, *args: str) -> tuple[int, str]:
     """Run a command whose stdin is a pseudo-terminal, typing ``answer`` to it."""
     controller, terminal = pty.openpty()
     try:
-        proc = subprocess.Popen([*ENTRY, *args, "--bootstrap-server", bootstrap],
-                                stdin=terminal, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [*ENTRY, *args, "--bootstrap-server", bootstrap],
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         os.write(controller, answer)  # buffered by the terminal until click reads it
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -190,8 +219,12 @@ def test_unreachable_broker_is_reported_at_once() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     started = time.monotonic()
-    for command in (["list"], ["describe", "t"], ["create", "t", "--partitions", "1"],
-                    ["delete", "t", "--yes"]):
+    for command in (
+        ["list"],
+        ["describe", "t"],
+        ["create", "t", "--partitions", "1"],
+        ["delete", "t", "--yes"],
+    ):
         code, out, err = run(f"127.0.0.1:{port}", *command)
         assert code == 1 and out == ""
         assert err.startswith(f"riverbed: error: cannot reach a broker at 127.0.0.1:{port}")

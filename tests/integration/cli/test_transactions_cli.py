@@ -31,10 +31,13 @@ def test_transactions_list_and_describe(tmp_path: Path) -> None:
     with EmbeddedBroker(tmp_path / "d") as broker:
         bs = ("--bootstrap-server", broker.bootstrap_servers)
         topic = new_topic(broker.bootstrap_servers, partitions=2)
-        producer = Producer({
-            "bootstrap.servers": broker.bootstrap_servers, "transactional.id": "cli-txn",
-            "transaction.timeout.ms": 60_000,
-        })
+        producer = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "transactional.id": "cli-txn",
+                "transaction.timeout.ms": 60_000,
+            }
+        )
         producer.init_transactions(15)
         producer.begin_transaction()
         for partition in (0, 1):

@@ -12,8 +12,12 @@ from confluent_kafka import Consumer
 
 def main() -> None:
     bootstrap, group, topic, protocol = sys.argv[1:5]
-    conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
-            "auto.offset.reset": "earliest"}
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "group.protocol": protocol,
+        "auto.offset.reset": "earliest",
+    }
     if protocol == "classic":
         conf |= {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
     consumer = Consumer(conf)

@@ -21,8 +21,12 @@ BROKER_CONFIG = {
 }
 
 
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str,
-               step: Callable[[], object] | None = None) -> T:
+def wait_until(
+    condition: Callable[[], T],
+    timeout_s: float,
+    what: str,
+    step: Callable[[], object] | None = None,
+) -> T:
     """Call ``step`` (e.g. consumer polls) until ``condition()`` is truthy or time is up."""
     deadline = time.monotonic() + timeout_s
     while True:

@@ -19,15 +19,22 @@ ROOT = _Group("riverbed", commands={"groups": groups})
 
 def run(broker: EmbeddedBroker, *args: str) -> tuple[int, str]:
     result = CliRunner().invoke(
-        ROOT, ["groups", *args, "--bootstrap-server", broker.bootstrap_servers])
+        ROOT, ["groups", *args, "--bootstrap-server", broker.bootstrap_servers]
+    )
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert "Traceback" not in result.output
     return result.exit_code, result.output
 
 
 def consume_and_commit(broker: EmbeddedBroker, upto: int) -> Consumer:
-    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "cli",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "cli",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     c.subscribe(["t"])
     got: list[int] = []
 
@@ -77,11 +84,16 @@ def test_reset_offsets_when_empty(broker: EmbeddedBroker) -> None:
     assert committed() == {0: 10, 1: 10}  # clamped to the log end
     assert run(broker, "reset-offsets", "cli", "--topic", "t", "--to-offset", "3")[0] == 0
     assert committed() == {0: 3, 1: 3}
-    assert run(broker, "reset-offsets", "cli", "--topic", "t",
-               "--to-datetime", "2001-01-01T00:00:00")[0] == 0
+    assert (
+        run(broker, "reset-offsets", "cli", "--topic", "t", "--to-datetime", "2001-01-01T00:00:00")[
+            0
+        ]
+        == 0
+    )
     assert committed() == {0: 0, 1: 0}
-    assert run(broker, "reset-offsets", "cli", "--topic", "t", "--to-earliest",
-               "--to-latest")[0] == 1
+    assert (
+        run(broker, "reset-offsets", "cli", "--topic", "t", "--to-earliest", "--to-latest")[0] == 1
+    )
     assert run(broker, "reset-offsets", "cli", "--topic", "nope", "--to-earliest")[0] == 1
 
     fut = admin.delete_consumer_groups(["cli"])["cli"]
@@ -109,7 +121,8 @@ def test_unreachable_broker_is_reported_at_once_without_client_noise() -> None:
     started = time.monotonic()
     for command in (["list"], ["describe", "g"]):
         result = CliRunner().invoke(
-            ROOT, ["groups", *command, "--bootstrap-server", f"127.0.0.1:{port}"])
+            ROOT, ["groups", *command, "--bootstrap-server", f"127.0.0.1:{port}"]
+        )
         assert result.exit_code != 0
         assert f"cannot reach a broker at 127.0.0.1:{port}" in result.output
         assert "Traceback" not in result.output and "%3|" not in result.output

@@ -16,8 +16,13 @@ from riverbed.testing.embedded import EmbeddedBroker
 
 def test_commit_is_answered_only_after_its_fsync(broker: EmbeddedBroker) -> None:
     create_topic(broker.bootstrap_servers, "t", 1)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "durable",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "durable",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         # A first commit finds the coordinator and warms the connection.
         consumer.commit(offsets=[TopicPartition("t", 0, 1)], asynchronous=False)

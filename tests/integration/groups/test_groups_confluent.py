@@ -17,8 +17,11 @@ PARTITIONS = 6
 
 def consumer(bootstrap: str, group: str, protocol: str = "classic", **extra: Any) -> Consumer:
     conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-        "group.protocol": protocol, "enable.auto.commit": False,
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "group.protocol": protocol,
+        "enable.auto.commit": False,
     }
     if protocol == "classic":
         conf |= {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
@@ -49,8 +52,9 @@ def poll_all(consumers: list[Consumer], seen: dict[bytes, list[int]]) -> None:
     ],
     ids=["classic-range", "classic-roundrobin", "classic-cooperative-sticky", "kip848"],
 )
-def test_three_members_share_a_topic(broker: EmbeddedBroker, protocol: str,
-                                     extra: dict[str, Any]) -> None:
+def test_three_members_share_a_topic(
+    broker: EmbeddedBroker, protocol: str, extra: dict[str, Any]
+) -> None:
     bootstrap = broker.bootstrap_servers
     create_topic(bootstrap, "shared", PARTITIONS)
     members = [consumer(bootstrap, "g", protocol, **extra) for _ in range(3)]
@@ -58,12 +62,17 @@ def test_three_members_share_a_topic(broker: EmbeddedBroker, protocol: str,
         for c in members:
             c.subscribe(["shared"])
         seen: dict[bytes, list[int]] = {}
-        wait_until(lambda: assignments_cover(members, PARTITIONS), 30, "a balanced group",
-                   lambda: poll_all(members, seen))
+        wait_until(
+            lambda: assignments_cover(members, PARTITIONS),
+            30,
+            "a balanced group",
+            lambda: poll_all(members, seen),
+        )
         values = [f"v{i}".encode() for i in range(120)]
         produce(bootstrap, "shared", values, PARTITIONS)
-        wait_until(lambda: len(seen) == len(values), 30, "every record",
-                   lambda: poll_all(members, seen))
+        wait_until(
+            lambda: len(seen) == len(values), 30, "every record", lambda: poll_all(members, seen)
+        )
         assert sorted(seen) == sorted(values)
         assert all(len(who) == 1 for who in seen.values()), "a record reached two members"
         assert len({who[0] for who in seen.values()}) == 3
@@ -82,9 +91,12 @@ def test_two_groups_each_see_every_record(broker: EmbeddedBroker) -> None:
     try:
         for c in groups.values():
             c.subscribe(["fan"])
-        wait_until(lambda: all(len(s) == len(values) for s in seen.values()), 30,
-                   "both groups to read everything",
-                   lambda: [poll_all([c], seen[g]) for g, c in groups.items()])
+        wait_until(
+            lambda: all(len(s) == len(values) for s in seen.values()),
+            30,
+            "both groups to read everything",
+            lambda: [poll_all([c], seen[g]) for g, c in groups.items()],
+        )
     finally:
         for c in groups.values():
             c.close()
@@ -92,7 +104,8 @@ def test_two_groups_each_see_every_record(broker: EmbeddedBroker) -> None:
 
 
 def test_committed_offsets_survive_a_restart_and_resume_at_least_once(
-        broker: EmbeddedBroker) -> None:
+    broker: EmbeddedBroker,
+) -> None:
     bootstrap = broker.bootstrap_servers
     create_topic(bootstrap, "orders", 3)
     first = [f"a{i}".encode() for i in range(30)]
@@ -102,8 +115,10 @@ def test_committed_offsets_survive_a_restart_and_resume_at_least_once(
     got: dict[bytes, list[int]] = {}
     wait_until(lambda: len(got) == 30, 30, "the first records", lambda: poll_all([c], got))
     c.commit(asynchronous=False)
-    committed = {tp.partition: tp.offset for tp in c.committed(
-        [TopicPartition("orders", p) for p in range(3)], timeout=10)}
+    committed = {
+        tp.partition: tp.offset
+        for tp in c.committed([TopicPartition("orders", p) for p in range(3)], timeout=10)
+    }
     assert committed == {0: 10, 1: 10, 2: 10}
     c.commit(offsets=[TopicPartition("orders", 0, 10, metadata="batch-7")], asynchronous=False)
     c.close()
@@ -119,8 +134,12 @@ def test_committed_offsets_survive_a_restart_and_resume_at_least_once(
         assert after[0].metadata == "batch-7"
         c.subscribe(["orders"])
         resumed: dict[bytes, list[int]] = {}
-        wait_until(lambda: set(second) <= set(resumed), 30, "the records after the commit",
-                   lambda: poll_all([c], resumed))
+        wait_until(
+            lambda: set(second) <= set(resumed),
+            30,
+            "the records after the commit",
+            lambda: poll_all([c], resumed),
+        )
         assert not set(first) & set(resumed), "re-read records below the committed offset"
     finally:
         c.close()

@@ -20,15 +20,21 @@ BROKER = SimpleNamespace(node_id=7, host="127.0.0.1", port=9999)
 
 def _find(version: int, **fields: object) -> object:
     header = RequestHeader(find_coordinator.API_KEY, version, 1, "t")
-    return find_coordinator.handle(BROKER, RequestContext(header),  # type: ignore[arg-type]
-                                   FindCoordinatorRequest(**fields))
+    return find_coordinator.handle(
+        BROKER,
+        RequestContext(header),  # type: ignore[arg-type]
+        FindCoordinatorRequest(**fields),
+    )
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
 def test_single_key_versions_answer_this_node(version: int) -> None:
     answer = _find(version, key="g", key_type=0)
     assert (answer.error_code, answer.node_id, answer.port) == (  # type: ignore[attr-defined]
-        ErrorCode.NONE, 7, 9999)
+        ErrorCode.NONE,
+        7,
+        9999,
+    )
 
 
 @pytest.mark.parametrize("version", [4, 5, 6])
@@ -36,7 +42,8 @@ def test_batched_keys_are_answered_one_by_one(version: int) -> None:
     answer = _find(version, key_type=0, coordinator_keys=["a", "b", "c"])
     rows = answer.coordinators  # type: ignore[attr-defined]
     assert [(r.key, r.node_id, r.port, r.error_code) for r in rows] == [
-        (k, 7, 9999, ErrorCode.NONE) for k in ("a", "b", "c")]
+        (k, 7, 9999, ErrorCode.NONE) for k in ("a", "b", "c")
+    ]
 
 
 def test_share_coordinator_is_not_served() -> None:

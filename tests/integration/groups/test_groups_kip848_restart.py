@@ -19,17 +19,24 @@ def _member_epochs(broker: EmbeddedBroker, group_id: str) -> dict[str, int]:
     return {m.member_id: m.member_epoch for m in group.members.values()}
 
 
-def test_kip848_group_keeps_epochs_and_assignment_across_restart(
-        broker: EmbeddedBroker) -> None:
+def test_kip848_group_keeps_epochs_and_assignment_across_restart(broker: EmbeddedBroker) -> None:
     bootstrap = broker.bootstrap_servers
     create_topic(bootstrap, "k848", 4)
     first = [f"a{i}".encode() for i in range(40)]
     produce(bootstrap, "k848", first, 4)
     revoked: list[Any] = []
-    members = [Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "g848", "group.protocol": "consumer",
-        "auto.offset.reset": "earliest", "enable.auto.commit": False,
-    }) for _ in range(2)]
+    members = [
+        Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "g848",
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        for _ in range(2)
+    ]
     seen: dict[bytes, int] = {}
 
     def poll() -> None:
@@ -41,9 +48,12 @@ def test_kip848_group_keeps_epochs_and_assignment_across_restart(
     try:
         for c in members:
             c.subscribe(["k848"], on_revoke=lambda _c, parts: revoked.append(parts))
-        wait_until(lambda: len(seen) == len(first) and all(len(c.assignment()) == 2
-                                                           for c in members),
-                   30, "two members sharing the first records", poll)
+        wait_until(
+            lambda: len(seen) == len(first) and all(len(c.assignment()) == 2 for c in members),
+            30,
+            "two members sharing the first records",
+            poll,
+        )
         for c in members:
             c.commit(asynchronous=False)
         before = [sorted(tp.partition for tp in c.assignment()) for c in members]
@@ -55,8 +65,7 @@ def test_kip848_group_keeps_epochs_and_assignment_across_restart(
         assert _member_epochs(broker, "g848") == epochs  # replayed, not rejoined
         second = [f"b{i}".encode() for i in range(40)]
         produce(broker.bootstrap_servers, "k848", second, 4)
-        wait_until(lambda: set(second) <= set(seen), 30, "the records after the restart",
-                   poll)
+        wait_until(lambda: set(second) <= set(seen), 30, "the records after the restart", poll)
         assert not set(first) & set(seen), "re-read records below the committed offsets"
         assert [sorted(tp.partition for tp in c.assignment()) for c in members] == before
         assert _member_epochs(broker, "g848") == epochs

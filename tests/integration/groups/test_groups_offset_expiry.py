@@ -23,8 +23,10 @@ OFFSET_INVALID = -1001  # librdkafka's "no committed offset"
 def _committed(bootstrap: str) -> list[int]:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
     try:
-        return [tp.offset for tp in c.committed(
-            [TopicPartition(TOPIC, p) for p in range(2)], timeout=10)]
+        return [
+            tp.offset
+            for tp in c.committed([TopicPartition(TOPIC, p) for p in range(2)], timeout=10)
+        ]
     finally:
         c.close()
 
@@ -48,15 +50,23 @@ def _offset_records(broker: EmbeddedBroker) -> list[tuple[OffsetCommitKey, bytes
 
 def test_empty_group_offsets_expire_with_tombstones_and_stay_gone(tmp_path: Path) -> None:
     clock = ManualClock(now_ms=int(time.time() * 1000))
-    config = BROKER_CONFIG | {"offsets.retention.minutes": "1",
-                              "offsets.retention.check.interval.ms": "50"}
+    config = BROKER_CONFIG | {
+        "offsets.retention.minutes": "1",
+        "offsets.retention.check.interval.ms": "50",
+    }
     with EmbeddedBroker(tmp_path / "data", config, clock=clock) as broker:
         bootstrap = broker.bootstrap_servers
         create_topic(bootstrap, TOPIC, 2)
         produce(bootstrap, TOPIC, [b"x"] * 10, 2)
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
-                      "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                      "session.timeout.ms": 6000})
+        c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": GROUP,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": 6000,
+            }
+        )
         c.subscribe([TOPIC])
         got: list[bytes] = []
 
@@ -71,13 +81,21 @@ def test_empty_group_offsets_expire_with_tombstones_and_stay_gone(tmp_path: Path
         assert _committed(bootstrap) == [5, 5]
 
         clock.advance(59_000)  # not yet: retention counts from when the group emptied
-        wait_until(lambda: broker.broker.groups.coordinator.next_deadline_ms() is not None
-                   and broker.broker.groups.coordinator.next_deadline_ms() > clock.now_ms(),
-                   5, "an expiry check after the first advance")
+        wait_until(
+            lambda: (
+                broker.broker.groups.coordinator.next_deadline_ms() is not None
+                and broker.broker.groups.coordinator.next_deadline_ms() > clock.now_ms()
+            ),
+            5,
+            "an expiry check after the first advance",
+        )
         assert _committed(bootstrap) == [5, 5]
         clock.advance(2_000)
-        wait_until(lambda: broker.broker.groups.coordinator.group(GROUP) is None, 10,
-                   "the group's offsets to expire")
+        wait_until(
+            lambda: broker.broker.groups.coordinator.group(GROUP) is None,
+            10,
+            "the group's offsets to expire",
+        )
         assert _committed(bootstrap) == [OFFSET_INVALID, OFFSET_INVALID]
         records = _offset_records(broker)
         assert [(k.partition, v is None) for k, v in records[-2:]] == [(0, True), (1, True)]

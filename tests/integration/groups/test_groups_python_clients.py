@@ -15,8 +15,13 @@ from riverbed.testing.embedded import EmbeddedBroker
 
 PARTITIONS = 6
 VALUES = [f"v{i}".encode() for i in range(60)]
-COMMON = {"group_id": "g", "auto_offset_reset": "earliest", "session_timeout_ms": 6000,
-          "heartbeat_interval_ms": 500, "enable_auto_commit": False}
+COMMON = {
+    "group_id": "g",
+    "auto_offset_reset": "earliest",
+    "session_timeout_ms": 6000,
+    "heartbeat_interval_ms": 500,
+    "enable_auto_commit": False,
+}
 
 
 def balanced(owned: list[set[int]]) -> bool:
@@ -70,8 +75,7 @@ def test_aiokafka_group(broker: EmbeddedBroker) -> None:
     create_topic(bootstrap, "t", PARTITIONS)
 
     async def main() -> dict[bytes, list[int]]:
-        members = [AIOKafkaConsumer("t", bootstrap_servers=bootstrap, **COMMON)
-                   for _ in range(3)]
+        members = [AIOKafkaConsumer("t", bootstrap_servers=bootstrap, **COMMON) for _ in range(3)]
         for c in members:
             await c.start()
         seen: dict[bytes, list[int]] = {}
@@ -86,10 +90,12 @@ def test_aiokafka_group(broker: EmbeddedBroker) -> None:
                             seen.setdefault(r.value, []).append(i)
 
         try:
-            await step(30, lambda: balanced([{tp.partition for tp in c.assignment()}
-                                             for c in members]))
+            await step(
+                30, lambda: balanced([{tp.partition for tp in c.assignment()} for c in members])
+            )
             await asyncio.get_running_loop().run_in_executor(
-                None, produce, bootstrap, "t", VALUES, PARTITIONS)
+                None, produce, bootstrap, "t", VALUES, PARTITIONS
+            )
             await step(30, lambda: len(seen) == len(VALUES))
         finally:
             for c in members:

@@ -26,7 +26,10 @@ class Member:
     def __init__(self, bootstrap: str, protocol: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, str(MEMBER), bootstrap, "g", "t", protocol],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         self.lines: queue.Queue[list[int]] = queue.Queue()
         self.assignment: list[int] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -48,8 +51,9 @@ def covers(members: list[Member], partitions: int) -> bool:
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_killed_members_partitions_move_to_the_others(broker: EmbeddedBroker,
-                                                      protocol: str) -> None:
+def test_killed_members_partitions_move_to_the_others(
+    broker: EmbeddedBroker, protocol: str
+) -> None:
     create_topic(broker.bootstrap_servers, "t", 6)
     members = [Member(broker.bootstrap_servers, protocol) for _ in range(3)]
     try:
@@ -58,8 +62,9 @@ def test_killed_members_partitions_move_to_the_others(broker: EmbeddedBroker,
         orphaned = set(victim.refresh())
         os.kill(victim.proc.pid, signal.SIGKILL)
         killed_at = time.monotonic()
-        wait_until(lambda: covers(survivors, 6), SESSION_TIMEOUT_S + 10,
-                   "the survivors to take over")
+        wait_until(
+            lambda: covers(survivors, 6), SESSION_TIMEOUT_S + 10, "the survivors to take over"
+        )
         elapsed = time.monotonic() - killed_at
         assert orphaned <= {p for m in survivors for p in m.assignment}
         assert elapsed < SESSION_TIMEOUT_S + 6, f"took {elapsed:.1f}s"

@@ -18,12 +18,18 @@ TOPIC, GROUP, PARTITIONS = "static", "static-g", 4
 
 
 def _member(bootstrap: str, instance: str, revoked: list[Any]) -> Consumer:
-    c = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": GROUP, "group.instance.id": instance,
-        "session.timeout.ms": 6000, "heartbeat.interval.ms": 300,
-        "max.poll.interval.ms": 6000, "auto.offset.reset": "earliest",
-        "partition.assignment.strategy": "range",
-    })
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": GROUP,
+            "group.instance.id": instance,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300,
+            "max.poll.interval.ms": 6000,
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "range",
+        }
+    )
     c.subscribe([TOPIC], on_revoke=lambda _c, parts: revoked.append((instance, parts)))
     return c
 
@@ -45,12 +51,14 @@ def test_static_member_restart_keeps_partitions_and_generation(broker: EmbeddedB
     a, b = _member(bootstrap, "a", revoked), _member(bootstrap, "b", revoked)
     members = [a, b]
     try:
+
         def poll() -> None:
             for c in members:
                 c.poll(0.05)
 
-        wait_until(lambda: len(_owned(a)) == 2 and len(_owned(b)) == 2, 30,
-                   "a balanced static group", poll)
+        wait_until(
+            lambda: len(_owned(a)) == 2 and len(_owned(b)) == 2, 30, "a balanced static group", poll
+        )
         generation, a_parts, b_parts = _group(broker).generation_id, _owned(a), _owned(b)
         revoked.clear()
 
@@ -68,8 +76,7 @@ def test_static_member_restart_keeps_partitions_and_generation(broker: EmbeddedB
 
         a.close()  # gone for good: removed after its session, its partitions move to b
         members = [b]
-        wait_until(lambda: len(_owned(b)) == PARTITIONS, 20, "b to take over a's partitions",
-                   poll)
+        wait_until(lambda: len(_owned(b)) == PARTITIONS, 20, "b to take over a's partitions", poll)
         assert set(_group(broker).static_members) == {"b"}
         assert _group(broker).generation_id > generation
     finally:

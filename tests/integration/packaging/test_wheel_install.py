@@ -39,8 +39,9 @@ SITE = Path(md.distribution("click").locate_file(""))  # this venv's site-packag
 
 def requirements(metadata: str, extra: str) -> list[Requirement]:
     """Requires-Dist entries that apply to ``extra`` ('' for the base install)."""
-    reqs = [Requirement(line) for line in Parser().parsestr(metadata).get_all("Requires-Dist")
-            or []]
+    reqs = [
+        Requirement(line) for line in Parser().parsestr(metadata).get_all("Requires-Dist") or []
+    ]
     return [r for r in reqs if r.marker is None or r.marker.evaluate({"extra": extra})]
 
 
@@ -83,10 +84,19 @@ class Venv:
     site: Path
 
     def run(self, *args: str, stdin: bytes = b"") -> tuple[int, str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-        done = subprocess.run([str(self.root / "bin" / args[0]), *args[1:]], input=stdin,
-                              capture_output=True, timeout=120, env=env, cwd=self.root)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+        }
+        done = subprocess.run(
+            [str(self.root / "bin" / args[0]), *args[1:]],
+            input=stdin,
+            capture_output=True,
+            timeout=120,
+            env=env,
+            cwd=self.root,
+        )
         return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
@@ -95,12 +105,25 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, source / name)
-    shutil.copytree(REPO / "src", source / "src",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(
+        REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     dist = tmp_path_factory.mktemp("dist")
-    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
-                            "--outdir", str(dist), str(source)],
-                           capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(dist),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     [found] = dist.glob("riverbed-*.whl")
     return found
@@ -116,13 +139,28 @@ def metadata(wheel: Path) -> str:
 @pytest.fixture(scope="module")
 def venv(wheel: Path, metadata: str, tmp_path_factory: pytest.TempPathFactory) -> Venv:
     root = tmp_path_factory.mktemp("venv") / "fresh"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True,
-                   timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120
+    )
     [site] = root.glob("lib/python*/site-packages")
     installed = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(root / "bin" / "python"), "install",
-         "--no-deps", "--no-index", "--disable-pip-version-check", "--quiet", str(wheel)],
-        capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(root / "bin" / "python"),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            "--quiet",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert installed.returncode == 0, installed.stderr
     base = link_view(closure(requirements(metadata, "")), root.parent / "deps-base")
     (site / "riverbed_test_deps.pth").write_text(f"{base}\n")
@@ -152,11 +190,26 @@ def test_base_install_runs_the_kafka_commands(venv: Venv, bootstrap: str) -> Non
     assert (code, err) == (0, "") and out.split()[-1] == md.version("riverbed")
     code, out, err = venv.run("riverbed", "topics", "list", "--bootstrap-server", bootstrap)
     assert (code, out, err) == (0, "installed 2\n", "")
-    code, _, err = venv.run("riverbed", "produce", "installed", "-p", "1",
-                            "--bootstrap-server", bootstrap, stdin=b"from the wheel\n")
+    code, _, err = venv.run(
+        "riverbed",
+        "produce",
+        "installed",
+        "-p",
+        "1",
+        "--bootstrap-server",
+        bootstrap,
+        stdin=b"from the wheel\n",
+    )
     assert (code, err) == (0, "")
-    code, out, err = venv.run("riverbed", "consume", "installed", "--from-beginning", "-e",
-                              "--bootstrap-server", bootstrap)
+    code, out, err = venv.run(
+        "riverbed",
+        "consume",
+        "installed",
+        "--from-beginning",
+        "-e",
+        "--bootstrap-server",
+        bootstrap,
+    )
     assert (code, out, err) == (0, "from the wheel\n", "")
 
 
@@ -166,9 +219,19 @@ def test_base_install_runs_the_broker(venv: Venv, tmp_path: Path) -> None:
         port = probe.getsockname()[1]
     bootstrap = f"127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    broker = subprocess.Popen([str(venv.root / "bin" / "riverbed"), "broker", "--data-dir",
-                               str(tmp_path / "data"), "--listen", bootstrap],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    broker = subprocess.Popen(
+        [
+            str(venv.root / "bin" / "riverbed"),
+            "broker",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--listen",
+            bootstrap,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 120  # a fresh data dir fsyncs a lot on a busy disk
         while True:
@@ -179,12 +242,35 @@ def test_base_install_runs_the_broker(venv: Venv, tmp_path: Path) -> None:
                 assert broker.poll() is None, broker.stderr.read()  # type: ignore[union-attr]
                 assert time.monotonic() < deadline, "the broker did not start listening"
                 time.sleep(0.1)  # polling interval of a condition check
-        assert venv.run("riverbed", "topics", "create", "t", "--partitions", "1",
-                        "--bootstrap-server", bootstrap)[0] == 0
-        assert venv.run("riverbed", "produce", "t", "--bootstrap-server", bootstrap,
-                        stdin=b"stored\n")[0] == 0
-        assert venv.run("riverbed", "consume", "t", "--from-beginning", "-c", "1",
-                        "--bootstrap-server", bootstrap)[:2] == (0, "stored\n")
+        assert (
+            venv.run(
+                "riverbed",
+                "topics",
+                "create",
+                "t",
+                "--partitions",
+                "1",
+                "--bootstrap-server",
+                bootstrap,
+            )[0]
+            == 0
+        )
+        assert (
+            venv.run(
+                "riverbed", "produce", "t", "--bootstrap-server", bootstrap, stdin=b"stored\n"
+            )[0]
+            == 0
+        )
+        assert venv.run(
+            "riverbed",
+            "consume",
+            "t",
+            "--from-beginning",
+            "-c",
+            "1",
+            "--bootstrap-server",
+            bootstrap,
+        )[:2] == (0, "stored\n")
         broker.send_signal(signal.SIGTERM)
         assert broker.wait(timeout=60) == 0
     finally:
@@ -199,18 +285,22 @@ def test_base_install_names_the_missing_extra(venv: Venv) -> None:
     assert code == 1 and "No module named 'pyspark'" in err  # the view really lacks Spark
     code, out, err = venv.run("riverbed", "demo", "--duration", "1")
     assert (code, out) == (2, "")
-    assert err == ("riverbed: error: the demo needs the 'spark' extra (no module named "
-                   "'pyspark'): pip install 'riverbed[spark]'\n")
+    assert err == (
+        "riverbed: error: the demo needs the 'spark' extra (no module named "
+        "'pyspark'): pip install 'riverbed[spark]'\n"
+    )
 
 
-def test_spark_extra_is_enough_for_the_spark_api_and_the_demo(venv: Venv, metadata: str
-                                                              ) -> None:
+def test_spark_extra_is_enough_for_the_spark_api_and_the_demo(venv: Venv, metadata: str) -> None:
     spark = closure(requirements(metadata, "spark"))
     view = link_view(spark, venv.root.parent / "deps-spark")
     (venv.site / "riverbed_test_deps_spark.pth").write_text(f"{view}\n")
     try:
-        code, _, err = venv.run("python", "-c", "import riverbed.spark, riverbed.demo.runner, "
-                                "riverbed.pipelines.pageviews")
+        code, _, err = venv.run(
+            "python",
+            "-c",
+            "import riverbed.spark, riverbed.demo.runner, riverbed.pipelines.pageviews",
+        )
         assert code == 0, err
         code, out, err = venv.run("riverbed", "demo", "--help")
         assert code == 0 and "Usage: riverbed demo" in out, err
@@ -228,8 +318,16 @@ def test_spark_extra_runs_the_demo(venv: Venv, metadata: str, tmp_path: Path) ->
         link_view(closure(requirements(metadata, "spark")), view)
     pth.write_text(f"{view}\n")
     try:
-        code, out, err = venv.run("riverbed", "demo", "--duration", "3", "--rate", "50",
-                                  "--data-dir", str(tmp_path / "demo"))
+        code, out, err = venv.run(
+            "riverbed",
+            "demo",
+            "--duration",
+            "3",
+            "--rate",
+            "50",
+            "--data-dir",
+            str(tmp_path / "demo"),
+        )
     finally:
         pth.unlink()
     assert code == 0, out[-2000:] + err[-2000:]

@@ -22,8 +22,9 @@ def main() -> None:
             .option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", source)
             .load()
-            .selectExpr("CAST(key AS STRING) AS k", "CAST(value AS STRING) AS v", "partition",
-                        "offset")
+            .selectExpr(
+                "CAST(key AS STRING) AS k", "CAST(value AS STRING) AS v", "partition", "offset"
+            )
             .collect()
         )
         query = (
@@ -43,11 +44,15 @@ def main() -> None:
         query.awaitTermination()
         error = query.exception()
         progress = query.recentProgress
-        print(json.dumps({
-            "read": sorted([r["k"], r["v"], r["partition"], r["offset"]] for r in rows),
-            "written": sum(p["numInputRows"] for p in progress),
-            "error": None if error is None else str(error),
-        }))
+        print(
+            json.dumps(
+                {
+                    "read": sorted([r["k"], r["v"], r["partition"], r["offset"]] for r in rows),
+                    "written": sum(p["numInputRows"] for p in progress),
+                    "error": None if error is None else str(error),
+                }
+            )
+        )
     finally:
         spark.stop()
 

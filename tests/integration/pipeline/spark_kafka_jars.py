@@ -23,7 +23,10 @@ import pyspark
 
 FALLBACK_VERSIONS = ("4.2.0", "4.1.1", "4.0.0")
 SPARK_JAR_PREFIXES = (
-    "spark-sql-kafka-0-10", "spark-token-provider-kafka-0-10", "kafka-clients", "commons-pool2"
+    "spark-sql-kafka-0-10",
+    "spark-token-provider-kafka-0-10",
+    "kafka-clients",
+    "commons-pool2",
 )
 _POM = """<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -56,9 +59,20 @@ def _resolve(version: str) -> list[Path] | None:
             (cache / "pom.xml").write_text(_POM.format(version=version))
             shutil.rmtree(libs, ignore_errors=True)
             proc = subprocess.run(
-                [mvn, "-q", "-B", "-f", str(cache / "pom.xml"), "dependency:copy-dependencies",
-                 f"-DoutputDirectory={libs}", "-DincludeScope=runtime"],
-                capture_output=True, text=True, timeout=900, check=False,
+                [
+                    mvn,
+                    "-q",
+                    "-B",
+                    "-f",
+                    str(cache / "pom.xml"),
+                    "dependency:copy-dependencies",
+                    f"-DoutputDirectory={libs}",
+                    "-DincludeScope=runtime",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=False,
             )
             if proc.returncode != 0:
                 return None

@@ -52,8 +52,9 @@ def _number(pattern: str, text: str) -> int:
 def test_demo_runs_for_its_duration_prints_the_table_and_resumes(tmp_path: Path) -> None:
     data_dir = tmp_path / "demo"
     args = [*DEMO, "--users", "4", "--rate", "150", "--data-dir", str(data_dir)]
-    first = subprocess.run([*args, "--duration", "6"], capture_output=True, text=True,
-                           timeout=240, check=False)
+    first = subprocess.run(
+        [*args, "--duration", "6"], capture_output=True, text=True, timeout=240, check=False
+    )
     out = first.stdout
     assert first.returncode == 0, out + first.stderr
     assert first.stderr == "", first.stderr  # the noise is in demo.log
@@ -69,8 +70,9 @@ def test_demo_runs_for_its_duration_prints_the_table_and_resumes(tmp_path: Path)
     assert "riverbed demo starting" in log and "progress: " in log, log[-3000:]
     assert str(data_dir / "demo.log") in out
 
-    again = subprocess.run([*args, "--duration", "2"], capture_output=True, text=True,
-                           timeout=240, check=False)
+    again = subprocess.run(
+        [*args, "--duration", "2"], capture_output=True, text=True, timeout=240, check=False
+    )
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"resuming   {produced:,} page views" in again.stdout
     assert "all runs in this data dir" in again.stdout
@@ -81,9 +83,21 @@ def test_demo_runs_for_its_duration_prints_the_table_and_resumes(tmp_path: Path)
 
 def test_ctrl_c_stops_broker_generator_and_spark_without_a_traceback(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [*DEMO, "--duration", "600", "--users", "4", "--rate", "100", "--data-dir",
-         str(tmp_path / "demo")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [
+            *DEMO,
+            "--duration",
+            "600",
+            "--users",
+            "4",
+            "--rate",
+            "100",
+            "--data-dir",
+            str(tmp_path / "demo"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     lines: list[str] = []
     try:
@@ -105,7 +119,11 @@ def test_a_failure_ends_with_the_cause_and_one_line_not_a_traceback(tmp_path: Pa
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
     proc = subprocess.run(
         [*DEMO, "--duration", "5", "--data-dir", str(tmp_path / "demo")],
-        capture_output=True, text=True, timeout=120, check=False, env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = proc.stderr.splitlines()

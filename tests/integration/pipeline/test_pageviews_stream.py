@@ -43,8 +43,14 @@ from .topics import read_topic
 
 EVENTS = 1_500
 MAX_OFFSETS_PER_TRIGGER = 300  # 5 micro-batches, the same in every run
-SPEC = ClickstreamSpec(users=6, seed=11, step_ms=20_000, late_fraction=0.04,
-                       out_of_order_fraction=0.25, jitter_ms=8 * 60_000)
+SPEC = ClickstreamSpec(
+    users=6,
+    seed=11,
+    step_ms=20_000,
+    late_fraction=0.04,
+    out_of_order_fraction=0.25,
+    jitter_ms=8 * 60_000,
+)
 
 
 @dataclass(frozen=True)
@@ -71,9 +77,7 @@ def _config(bootstrap: str, input_topic: str, work: Path) -> PageviewConfig:
 
 
 @pytest.fixture(scope="module")
-def clean_run(
-    spark: SparkSession, bootstrap: str, tmp_path_factory: pytest.TempPathFactory
-) -> Run:
+def clean_run(spark: SparkSession, bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Run:
     input_topic = f"pv-in-{uuid.uuid4().hex[:8]}"
     create_topics({"bootstrap.servers": bootstrap}, [input_topic], 2)
     events = ClickstreamGenerator(SPEC).take(EVENTS)
@@ -94,11 +98,13 @@ def _batch_counts(
     spark: SparkSession, config: PageviewConfig, topic: str
 ) -> dict[str, collections.Counter[tuple[str, int, int]]]:
     out: dict[str, collections.Counter[tuple[str, int, int]]] = {
-        "tumbling": collections.Counter(), "hopping": collections.Counter()
+        "tumbling": collections.Counter(),
+        "hopping": collections.Counter(),
     }
     for row in batch_window_counts(spark, config, topic).collect():
         out[row["fact"]][(row["user_id"], row["window_start_ms"], row["window_end_ms"])] += row[
-            "count"]
+            "count"
+        ]
     return out
 
 
@@ -144,7 +150,8 @@ def test_output_topic_holds_the_table_as_upserts(clean_run: Run) -> None:
         data = json.loads(record.value or b"")
         assert record.key == data["user_id"].encode()
         latest[(data["window"], data["user_id"], data["window_start"], data["window_end"])] = data[
-            "count"]
+            "count"
+        ]
     table = {("tumbling", *k): v for k, v in _as_dict(store.counts("tumbling")).items()}
     table |= {("hopping", *k): v for k, v in _as_dict(store.counts("hopping")).items()}
     assert latest == table
@@ -152,14 +159,30 @@ def test_output_topic_holds_the_table_as_upserts(clean_run: Run) -> None:
 
 def _driver(config: PageviewConfig, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "riverbed.pipelines.pageviews",
-         "--bootstrap-servers", config.bootstrap_servers,
-         "--database", str(config.database), "--checkpoint", str(config.checkpoint),
-         "--input-topic", config.input_topic, "--output-topic", config.output_topic,
-         "--late-topic", config.late_topic,
-         "--allowed-delay-ms", str(config.allowed_delay_ms),
-         "--max-offsets-per-trigger", str(MAX_OFFSETS_PER_TRIGGER)],
-        stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "riverbed.pipelines.pageviews",
+            "--bootstrap-servers",
+            config.bootstrap_servers,
+            "--database",
+            str(config.database),
+            "--checkpoint",
+            str(config.checkpoint),
+            "--input-topic",
+            config.input_topic,
+            "--output-topic",
+            config.output_topic,
+            "--late-topic",
+            config.late_topic,
+            "--allowed-delay-ms",
+            str(config.allowed_delay_ms),
+            "--max-offsets-per-trigger",
+            str(MAX_OFFSETS_PER_TRIGGER),
+        ],
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 

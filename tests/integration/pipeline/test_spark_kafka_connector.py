@@ -46,9 +46,19 @@ def test_spark_kafka_connector_reads_and_writes(servers: str, tmp_path: Path) ->
         producer.produce(source, key=key, value=value, partition=partition)
     assert producer.flush(30) == 0
     proc = subprocess.run(
-        [sys.executable, str(JOB), servers, source, target, str(tmp_path / "cp"),
-         ",".join(str(j) for j in jars)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            str(JOB),
+            servers,
+            source,
+            target,
+            str(tmp_path / "cp"),
+            ",".join(str(j) for j in jars),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, f"connector {version}:\n{proc.stderr[-6000:]}"
     result = json.loads(proc.stdout.strip().splitlines()[-1])

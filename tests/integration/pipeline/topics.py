@@ -21,14 +21,20 @@ class Record:
 def read_topic(bootstrap: str, topic: str, timeout_s: float = 30) -> list[Record]:
     """Every record of ``topic`` up to its current high watermarks."""
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4()}",
-         "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
     )
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s)
         partitions = sorted(metadata.topics[topic].partitions)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
-                for p in partitions}
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
+            for p in partitions
+        }
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions if ends[p] > 0])
         out: list[Record] = []
         position = dict.fromkeys(partitions, 0)
@@ -39,8 +45,11 @@ def read_topic(bootstrap: str, topic: str, timeout_s: float = 30) -> list[Record
                 assert message.error() is None, message.error()
                 p, offset = message.partition(), message.offset()
                 if offset < ends[p]:
-                    out.append(Record(p, offset, message.key(), message.value(),
-                                      dict(message.headers() or [])))
+                    out.append(
+                        Record(
+                            p, offset, message.key(), message.value(), dict(message.headers() or [])
+                        )
+                    )
                 position[p] = max(position[p], offset + 1)
         return out
     finally:

@@ -80,21 +80,31 @@ def grant(embedded: EmbeddedBroker, *bindings: AclBinding) -> None:
         future.result(timeout=DEADLINE_S)
 
 
-def alice_acl(rtype: ResourceType, name: str, op: AclOperation,
-              pattern: ResourcePatternType = ResourcePatternType.LITERAL) -> AclBinding:
+def alice_acl(
+    rtype: ResourceType,
+    name: str,
+    op: AclOperation,
+    pattern: ResourcePatternType = ResourcePatternType.LITERAL,
+) -> AclBinding:
     return AclBinding(rtype, name, pattern, "User:alice", "*", op, AclPermissionType.ALLOW)
 
 
-def acl_filter(rtype: ResourceType, name: str | None, pattern: ResourcePatternType,
-               op: AclOperation, permission: AclPermissionType) -> AclBindingFilter:
+def acl_filter(
+    rtype: ResourceType,
+    name: str | None,
+    pattern: ResourcePatternType,
+    op: AclOperation,
+    permission: AclPermissionType,
+) -> AclBindingFilter:
     """A filter matching any principal and host (None: the stubs say str)."""
     return AclBindingFilter(rtype, name, pattern, None, None, op, permission)  # type: ignore[arg-type]
 
 
 def produce_error(embedded: EmbeddedBroker, topic: str) -> KafkaError | None:
     """Produce one record as alice: the delivery error, None when it was written."""
-    producer = Producer(conf(embedded, "alice", **{"message.timeout.ms": 5000,
-                                                  "enable.idempotence": False}))
+    producer = Producer(
+        conf(embedded, "alice", **{"message.timeout.ms": 5000, "enable.idempotence": False})
+    )
     seen: list[KafkaError | None] = []
     producer.produce(topic, b"v", on_delivery=lambda err, _msg: seen.append(err))
     producer.flush(DEADLINE_S)
@@ -104,9 +114,17 @@ def produce_error(embedded: EmbeddedBroker, topic: str) -> KafkaError | None:
 
 def consume_error(embedded: EmbeddedBroker, group: str) -> KafkaError | None:
     """Consume from the start as alice in ``group``: the first error, None on a record."""
-    consumer = Consumer(conf(embedded, "alice", **{
-        "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
-    }))
+    consumer = Consumer(
+        conf(
+            embedded,
+            "alice",
+            **{
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            },
+        )
+    )
     consumer.subscribe([TOPIC])
     try:
         deadline = time.monotonic() + DEADLINE_S
@@ -136,25 +154,30 @@ def test_alice_is_denied_without_grants(broker: EmbeddedBroker) -> None:
     assert info.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     with pytest.raises(KafkaException) as info:
         alice.create_acls([alice_acl(ResourceType.TOPIC, TOPIC, AclOperation.READ)])[
-            alice_acl(ResourceType.TOPIC, TOPIC, AclOperation.READ)].result(timeout=DEADLINE_S)
+            alice_acl(ResourceType.TOPIC, TOPIC, AclOperation.READ)
+        ].result(timeout=DEADLINE_S)
     assert info.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
     # DescribeAcls answers CLUSTER_AUTHORIZATION_FAILED (tests/unit/broker/security);
     # librdkafka 2.x reports that top-level error as an empty result.
-    everything = acl_filter(ResourceType.ANY, None, ResourcePatternType.ANY,
-                            AclOperation.ANY, AclPermissionType.ANY)
+    everything = acl_filter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, AclOperation.ANY, AclPermissionType.ANY
+    )
     assert alice.describe_acls(everything).result(timeout=DEADLINE_S) == []
 
 
 def test_grants_allow_then_deny_overrides(broker: EmbeddedBroker) -> None:
     err = consume_error(broker, GROUP)  # no READ on the topic nor the group
     assert err is not None and err.code() in (
-        KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
     ), err
-    grant(broker,
-          alice_acl(ResourceType.TOPIC, TOPIC, AclOperation.WRITE),
-          alice_acl(ResourceType.TOPIC, TOPIC, AclOperation.READ),
-          alice_acl(ResourceType.GROUP, GROUP, AclOperation.READ),
-          alice_acl(ResourceType.TOPIC, "alice-", AclOperation.ALL, ResourcePatternType.PREFIXED))
+    grant(
+        broker,
+        alice_acl(ResourceType.TOPIC, TOPIC, AclOperation.WRITE),
+        alice_acl(ResourceType.TOPIC, TOPIC, AclOperation.READ),
+        alice_acl(ResourceType.GROUP, GROUP, AclOperation.READ),
+        alice_acl(ResourceType.TOPIC, "alice-", AclOperation.ALL, ResourcePatternType.PREFIXED),
+    )
     assert produce_error(broker, TOPIC) is None
     assert consume_error(broker, GROUP) is None
     err = consume_error(broker, "other-group")  # READ on the topic, not on this group
@@ -166,27 +189,47 @@ def test_grants_allow_then_deny_overrides(broker: EmbeddedBroker) -> None:
     alice.delete_topics([name])[name].result(timeout=DEADLINE_S)
 
     # A DENY beats the ALLOW: the admin denies alice WRITE on every topic.
-    deny = AclBinding(ResourceType.TOPIC, "*", ResourcePatternType.LITERAL, "User:alice", "*",
-                      AclOperation.WRITE, AclPermissionType.DENY)
+    deny = AclBinding(
+        ResourceType.TOPIC,
+        "*",
+        ResourcePatternType.LITERAL,
+        "User:alice",
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.DENY,
+    )
     grant(broker, deny)
     err = produce_error(broker, TOPIC)
     assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, err
     admin = AdminClient(conf(broker, "admin"))
-    deleted = admin.delete_acls([acl_filter(
-        ResourceType.TOPIC, "*", ResourcePatternType.LITERAL, AclOperation.ANY,
-        AclPermissionType.DENY,
-    )])
+    deleted = admin.delete_acls(
+        [
+            acl_filter(
+                ResourceType.TOPIC,
+                "*",
+                ResourcePatternType.LITERAL,
+                AclOperation.ANY,
+                AclPermissionType.DENY,
+            )
+        ]
+    )
     assert [list(f.result(timeout=DEADLINE_S)) for f in deleted.values()] == [[deny]]
     assert produce_error(broker, TOPIC) is None
 
 
 def test_describe_acls_and_restart(broker: EmbeddedBroker) -> None:
     admin = AdminClient(conf(broker, "admin"))
-    match = acl_filter(ResourceType.TOPIC, TOPIC, ResourcePatternType.MATCH,
-                       AclOperation.ANY, AclPermissionType.ANY)
+    match = acl_filter(
+        ResourceType.TOPIC,
+        TOPIC,
+        ResourcePatternType.MATCH,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
     described = admin.describe_acls(match).result(timeout=DEADLINE_S)
     assert {(b.name, b.operation) for b in described} >= {
-        (TOPIC, AclOperation.READ), (TOPIC, AclOperation.WRITE)
+        (TOPIC, AclOperation.READ),
+        (TOPIC, AclOperation.WRITE),
     }
     broker.restart()
     assert produce_error(broker, TOPIC) is None  # the grants are durable
@@ -212,31 +255,64 @@ def test_acl_apis_without_authorizer_answer_security_disabled(tmp_path: Path) ->
 def riverbed(embedded: EmbeddedBroker, *args: str) -> subprocess.CompletedProcess[str]:
     """``riverbed ARGS`` through the console entry point, as the super user."""
     port = embedded.broker.endpoint("SASL_PLAINTEXT")[1]
-    sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=PLAIN",
-            "-X", "sasl.username=admin", "-X", "sasl.password=admin-pw"]
+    sasl = [
+        "-X",
+        "security.protocol=SASL_PLAINTEXT",
+        "-X",
+        "sasl.mechanism=PLAIN",
+        "-X",
+        "sasl.username=admin",
+        "-X",
+        "sasl.password=admin-pw",
+    ]
     done = subprocess.run(
-        [sys.executable, "-c", "from riverbed.cli.main import main; main()", *args, *sasl,
-         "--bootstrap-server", f"127.0.0.1:{port}"],
-        capture_output=True, text=True, timeout=90, env=dict(os.environ),
+        [
+            sys.executable,
+            "-c",
+            "from riverbed.cli.main import main; main()",
+            *args,
+            *sasl,
+            "--bootstrap-server",
+            f"127.0.0.1:{port}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=dict(os.environ),
     )
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
 
 def test_acls_cli(broker: EmbeddedBroker) -> None:
-    out = riverbed(broker, "acls", "create", "--principal", "User:carol", "--operation", "read",
-                   "--operation", "describe", "--group", "carol-", "--pattern-type", "prefixed")
+    out = riverbed(
+        broker,
+        "acls",
+        "create",
+        "--principal",
+        "User:carol",
+        "--operation",
+        "read",
+        "--operation",
+        "describe",
+        "--group",
+        "carol-",
+        "--pattern-type",
+        "prefixed",
+    )
     assert out.returncode == 0, out.stderr
     out = riverbed(broker, "acls", "list", "--principal", "User:carol", "--output", "json")
     assert out.returncode == 0, out.stderr
-    assert [(r["resource_type"], r["name"], r["pattern_type"], r["operation"])
-            for r in json.loads(out.stdout)] == [
-        ("GROUP", "carol-", "PREFIXED", "DESCRIBE"), ("GROUP", "carol-", "PREFIXED", "READ"),
+    assert [
+        (r["resource_type"], r["name"], r["pattern_type"], r["operation"])
+        for r in json.loads(out.stdout)
+    ] == [
+        ("GROUP", "carol-", "PREFIXED", "DESCRIBE"),
+        ("GROUP", "carol-", "PREFIXED", "READ"),
     ]
     out = riverbed(broker, "acls", "list", "--group", "carol-1", "--pattern-type", "match")
     assert out.returncode == 0 and out.stdout.count("User:carol") == 2, out
-    out = riverbed(broker, "acls", "delete", "--principal", "User:carol",
-                   "--operation", "read")
+    out = riverbed(broker, "acls", "delete", "--principal", "User:carol", "--operation", "read")
     assert out.returncode == 0 and "READ" in out.stdout, out
     out = riverbed(broker, "acls", "list", "--principal", "User:carol")
     assert out.stdout.count("User:carol") == 1, out

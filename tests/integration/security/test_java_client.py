@@ -39,17 +39,17 @@ def broker(pki: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embed
         "listeners": "ADMIN://127.0.0.1:0,SECURE://127.0.0.1:0",
         "listener.security.protocol.map": "ADMIN:PLAINTEXT,SECURE:SASL_SSL",
         "ssl.keystore.location": str(pki.server),
-        "listener.name.secure.plain.sasl.jaas.config":
-            'org.apache.kafka.common.security.plain.PlainLoginModule required '
-            'user_java="java-pw";',
+        "listener.name.secure.plain.sasl.jaas.config": (
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_java="java-pw";'
+        ),
         "offsets.topic.num.partitions": "1",
     }
     embedded = EmbeddedBroker(tmp_path_factory.mktemp("java-broker"), config).start()
     admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{embedded.broker.endpoint('ADMIN')[1]}"})
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
-    admin.alter_user_scram_credentials(
-        [UserScramCredentialUpsertion("jules", info, b"jules-pw")]
-    )["jules"].result(30)
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion("jules", info, b"jules-pw")])[
+        "jules"
+    ].result(30)
     try:
         yield embedded
     finally:
@@ -61,9 +61,21 @@ def run_java(
 ) -> subprocess.CompletedProcess[str]:
     port = broker.broker.endpoint("SECURE")[1]
     return subprocess.run(
-        ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{libs}/*", str(SOURCE),
-         f"localhost:{port}", *args[:3], str(pki.ca), args[3]],
-        capture_output=True, text=True, timeout=120,
+        [
+            "java",
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            f"{libs}/*",
+            str(SOURCE),
+            f"localhost:{port}",
+            *args[:3],
+            str(pki.ca),
+            args[3],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -71,8 +83,9 @@ def run_java(
     ("mechanism", "user", "password"),
     [("SCRAM-SHA-512", "jules", "jules-pw"), ("PLAIN", "java", "java-pw")],
 )
-def test_java_producer_over_sasl_ssl(libs: Path, broker: EmbeddedBroker, pki: Pki,
-                                     mechanism: str, user: str, password: str) -> None:
+def test_java_producer_over_sasl_ssl(
+    libs: Path, broker: EmbeddedBroker, pki: Pki, mechanism: str, user: str, password: str
+) -> None:
     ok = run_java(libs, broker, pki, mechanism, user, password, "java-topic")
     assert ok.returncode == 0 and "OK offset=" in ok.stdout, ok.stdout + ok.stderr[-3000:]
     wrong = run_java(libs, broker, pki, mechanism, user, "wrong", "java-topic")

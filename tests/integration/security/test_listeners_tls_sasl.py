@@ -113,8 +113,9 @@ def refused(conf: dict[str, Any], match: Callable[[KafkaError], bool]) -> KafkaE
     raise AssertionError(f"no matching error in {[e.str() for e in seen]}")
 
 
-def sasl(embedded: EmbeddedBroker, listener: str, mechanism: str, user: str, password: str,
-         **extra: str) -> dict[str, Any]:
+def sasl(
+    embedded: EmbeddedBroker, listener: str, mechanism: str, user: str, password: str, **extra: str
+) -> dict[str, Any]:
     protocol = "SASL_SSL" if listener == "SSASL" else "SASL_PLAINTEXT"
     return {
         "bootstrap.servers": address(embedded, listener),
@@ -147,8 +148,11 @@ def roundtrip(conf: dict[str, Any]) -> None:
 
 # -- TLS ---------------------------------------------------------------------------------
 def test_ssl_verified_with_the_right_ca(broker: EmbeddedBroker, pki: Pki) -> None:
-    conf = {"bootstrap.servers": address(broker, "SSL"), "security.protocol": "SSL",
-            "ssl.ca.location": str(pki.ca)}
+    conf = {
+        "bootstrap.servers": address(broker, "SSL"),
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(pki.ca),
+    }
     md = metadata(conf)
     (advertised,) = md.brokers.values()  # the SSL listener's advertised address
     assert (advertised.host, advertised.port) == ("localhost", broker.broker.endpoint("SSL")[1])
@@ -156,19 +160,31 @@ def test_ssl_verified_with_the_right_ca(broker: EmbeddedBroker, pki: Pki) -> Non
 
 
 def test_ssl_with_the_wrong_ca_fails(broker: EmbeddedBroker, pki: Pki) -> None:
-    conf = {"bootstrap.servers": address(broker, "SSL"), "security.protocol": "SSL",
-            "ssl.ca.location": str(pki.other_ca)}
+    conf = {
+        "bootstrap.servers": address(broker, "SSL"),
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(pki.other_ca),
+    }
     refused(conf, lambda e: "certificate verify failed" in e.str())
 
 
 def test_ssl_client_certificate_required(broker: EmbeddedBroker, pki: Pki) -> None:
-    base = {"bootstrap.servers": address(broker, "MTLS"), "security.protocol": "SSL",
-            "ssl.ca.location": str(pki.ca)}
-    refused(base, lambda e: e.code() in (
-        KafkaError._TRANSPORT, KafkaError._SSL, KafkaError._ALL_BROKERS_DOWN
-    ))
-    with_cert = {**base, "ssl.certificate.location": str(pki.client_cert),
-                 "ssl.key.location": str(pki.client_key)}
+    base = {
+        "bootstrap.servers": address(broker, "MTLS"),
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(pki.ca),
+    }
+    refused(
+        base,
+        lambda e: (
+            e.code() in (KafkaError._TRANSPORT, KafkaError._SSL, KafkaError._ALL_BROKERS_DOWN)
+        ),
+    )
+    with_cert = {
+        **base,
+        "ssl.certificate.location": str(pki.client_cert),
+        "ssl.key.location": str(pki.client_key),
+    }
     producer = Producer(with_cert)  # keep a connection open to look at its principal
     producer.list_topics(timeout=DEADLINE_S)
     wait_for_principal(broker, "User:CN=alice,OU=eng,O=Riverbed")
@@ -178,11 +194,15 @@ def test_ssl_client_certificate_required(broker: EmbeddedBroker, pki: Pki) -> No
 # -- SASL --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("mechanism", "user", "password"),
-    [("PLAIN", "carol", "carol-pw"), ("SCRAM-SHA-256", "alice", "alice-pw"),
-     ("SCRAM-SHA-512", "bob", "bob-pw")],
+    [
+        ("PLAIN", "carol", "carol-pw"),
+        ("SCRAM-SHA-256", "alice", "alice-pw"),
+        ("SCRAM-SHA-512", "bob", "bob-pw"),
+    ],
 )
-def test_sasl_plaintext_mechanisms(broker: EmbeddedBroker, mechanism: str, user: str,
-                                   password: str) -> None:
+def test_sasl_plaintext_mechanisms(
+    broker: EmbeddedBroker, mechanism: str, user: str, password: str
+) -> None:
     conf = sasl(broker, "SASL", mechanism, user, password)
     producer = Producer(conf)
     md = producer.list_topics(timeout=DEADLINE_S)
@@ -200,8 +220,9 @@ def test_scram_mechanism_without_credential_is_refused(broker: EmbeddedBroker) -
 
 
 def test_sasl_ssl_roundtrip_with_consumer_group(broker: EmbeddedBroker, pki: Pki) -> None:
-    conf = sasl(broker, "SSASL", "SCRAM-SHA-512", "bob", "bob-pw",
-                **{"ssl.ca.location": str(pki.ca)})
+    conf = sasl(
+        broker, "SSASL", "SCRAM-SHA-512", "bob", "bob-pw", **{"ssl.ca.location": str(pki.ca)}
+    )
     roundtrip(conf)
 
 
@@ -282,22 +303,47 @@ def test_reauthentication(broker: EmbeddedBroker) -> None:
         time.sleep(0.1)
 
     async def reauth_counts(b: Broker) -> list[int]:
-        return [c.sasl.authentications for c in b.connections
-                if c.sasl is not None and c.principal == "User:alice"]
+        return [
+            c.sasl.authentications
+            for c in b.connections
+            if c.sasl is not None and c.principal == "User:alice"
+        ]
 
     assert max(broker.call(reauth_counts)) >= 3
 
 
 def test_kcat_over_sasl_ssl(broker: EmbeddedBroker, pki: Pki, tmp_path: Path) -> None:
-    common = ["kcat", "-b", address(broker, "SSASL"), "-X", "security.protocol=SASL_SSL",
-              "-X", "sasl.mechanisms=SCRAM-SHA-256", "-X", "sasl.username=alice",
-              "-X", f"ssl.ca.location={pki.ca}", "-t", "kcat-topic"]
-    subprocess.run([*common, "-X", "sasl.password=alice-pw", "-P"], input=b"one\ntwo\n",
-                   check=True, timeout=60, capture_output=True)
-    out = subprocess.run([*common, "-X", "sasl.password=alice-pw", "-C", "-e", "-o",
-                          "beginning"], check=True, timeout=60, capture_output=True)
+    common = [
+        "kcat",
+        "-b",
+        address(broker, "SSASL"),
+        "-X",
+        "security.protocol=SASL_SSL",
+        "-X",
+        "sasl.mechanisms=SCRAM-SHA-256",
+        "-X",
+        "sasl.username=alice",
+        "-X",
+        f"ssl.ca.location={pki.ca}",
+        "-t",
+        "kcat-topic",
+    ]
+    subprocess.run(
+        [*common, "-X", "sasl.password=alice-pw", "-P"],
+        input=b"one\ntwo\n",
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
+    out = subprocess.run(
+        [*common, "-X", "sasl.password=alice-pw", "-C", "-e", "-o", "beginning"],
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
     assert out.stdout.split() == [b"one", b"two"]
-    wrong = subprocess.run([*common, "-X", "sasl.password=nope", "-L", "-m", "5"],
-                           timeout=60, capture_output=True)
+    wrong = subprocess.run(
+        [*common, "-X", "sasl.password=nope", "-L", "-m", "5"], timeout=60, capture_output=True
+    )
     assert wrong.returncode != 0
     assert b"Authentication failed" in wrong.stderr, wrong.stderr

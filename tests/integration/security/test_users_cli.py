@@ -18,19 +18,25 @@ ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()"]
 
 
 def riverbed(*args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*ENTRY, *args], capture_output=True, text=True, timeout=90,
-                          env=dict(os.environ))
+    done = subprocess.run(
+        [*ENTRY, *args], capture_output=True, text=True, timeout=90, env=dict(os.environ)
+    )
     assert "Traceback" not in done.stderr, done.stderr
     return done
 
 
 def can_log_in(port: int, user: str, password: str, mechanism: str) -> bool:
     errors: list[KafkaError] = []
-    producer = Producer({
-        "bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password,
-        "error_cb": errors.append,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism,
+            "sasl.username": user,
+            "sasl.password": password,
+            "error_cb": errors.append,
+        }
+    )
     try:
         producer.list_topics(timeout=5)
         return True
@@ -47,13 +53,24 @@ def test_users_create_describe_delete(tmp_path: Path) -> None:
     try:
         admin = f"127.0.0.1:{broker.broker.endpoint('PLAINTEXT')[1]}"
         sasl_port = broker.broker.endpoint("SASL_PLAINTEXT")[1]
-        out = riverbed("users", "create", "dana", "--mechanism", "SCRAM-SHA-512",
-                       "--password", "dana-pw", "--iterations", "4096",
-                       "--bootstrap-server", admin)
+        out = riverbed(
+            "users",
+            "create",
+            "dana",
+            "--mechanism",
+            "SCRAM-SHA-512",
+            "--password",
+            "dana-pw",
+            "--iterations",
+            "4096",
+            "--bootstrap-server",
+            admin,
+        )
         assert out.returncode == 0, out.stderr
         assert "user dana created for SCRAM-SHA-512" in out.stdout
-        out = riverbed("users", "create", "erik", "--password", "erik-pw",
-                       "--bootstrap-server", admin)
+        out = riverbed(
+            "users", "create", "erik", "--password", "erik-pw", "--bootstrap-server", admin
+        )
         assert out.returncode == 0, out.stderr
         out = riverbed("users", "describe", "--output", "json", "--bootstrap-server", admin)
         assert json.loads(out.stdout) == {
@@ -61,22 +78,43 @@ def test_users_create_describe_delete(tmp_path: Path) -> None:
             "erik": [{"mechanism": "SCRAM-SHA-256", "iterations": 8192}],
         }
         assert can_log_in(sasl_port, "dana", "dana-pw", "SCRAM-SHA-512")
-        out = riverbed("users", "describe", "dana", "-X", "security.protocol=SASL_PLAINTEXT",
-                       "-X", "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=dana",
-                       "-X", "sasl.password=dana-pw",
-                       "--bootstrap-server", f"127.0.0.1:{sasl_port}")
+        out = riverbed(
+            "users",
+            "describe",
+            "dana",
+            "-X",
+            "security.protocol=SASL_PLAINTEXT",
+            "-X",
+            "sasl.mechanism=SCRAM-SHA-512",
+            "-X",
+            "sasl.username=dana",
+            "-X",
+            "sasl.password=dana-pw",
+            "--bootstrap-server",
+            f"127.0.0.1:{sasl_port}",
+        )
         assert out.returncode == 0 and out.stdout == "dana\tSCRAM-SHA-512\t4096\n", out
         assert not can_log_in(sasl_port, "dana", "wrong", "SCRAM-SHA-512")
-        out = riverbed("users", "create", "bad", "--password", "x", "--iterations", "100",
-                       "--bootstrap-server", admin)
+        out = riverbed(
+            "users",
+            "create",
+            "bad",
+            "--password",
+            "x",
+            "--iterations",
+            "100",
+            "--bootstrap-server",
+            admin,
+        )
         assert out.returncode == 2 and "4096" in out.stderr
 
         broker.restart()  # credentials are durable
         admin = f"127.0.0.1:{broker.broker.endpoint('PLAINTEXT')[1]}"
         sasl_port = broker.broker.endpoint("SASL_PLAINTEXT")[1]
         assert can_log_in(sasl_port, "erik", "erik-pw", "SCRAM-SHA-256")
-        out = riverbed("users", "delete", "erik", "--mechanism", "SCRAM-SHA-256",
-                       "--bootstrap-server", admin)
+        out = riverbed(
+            "users", "delete", "erik", "--mechanism", "SCRAM-SHA-256", "--bootstrap-server", admin
+        )
         assert out.returncode == 0, out.stderr
         assert not can_log_in(sasl_port, "erik", "erik-pw", "SCRAM-SHA-256")
         out = riverbed("users", "describe", "erik", "--bootstrap-server", admin)

@@ -18,8 +18,7 @@ OTHER_PYTHON = "/usr/bin/python3"
 
 
 def test_register_checks_the_workers_and_names_the_fix(spark: SparkSession) -> None:
-    assert os.path.realpath(riverbed.spark.check_workers(spark)) == os.path.realpath(
-        sys.executable)
+    assert os.path.realpath(riverbed.spark.check_workers(spark)) == os.path.realpath(sys.executable)
     if not os.path.exists(OTHER_PYTHON):
         pytest.skip(f"{OTHER_PYTHON} is needed to start workers from another interpreter")
     context = spark.sparkContext

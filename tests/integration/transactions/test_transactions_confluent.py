@@ -22,8 +22,9 @@ def _create(bootstrap: str, topic: str, partitions: int = 2) -> None:
 
 
 def _producer(bootstrap: str, txn_id: str, **extra: Any) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-                         "linger.ms": 5, **extra})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 5, **extra}
+    )
     producer.init_transactions(30)
     return producer
 
@@ -34,13 +35,25 @@ def _send(producer: Producer, topic: str, values: list[bytes]) -> None:
     producer.flush(30)
 
 
-def _read(bootstrap: str, topic: str, isolation: str, expect: int | None = None,
-          partitions: int = 2, wait_s: float = 5.0) -> list[bytes]:
+def _read(
+    bootstrap: str,
+    topic: str,
+    isolation: str,
+    expect: int | None = None,
+    partitions: int = 2,
+    wait_s: float = 5.0,
+) -> list[bytes]:
     """Values read from the start of every partition: until ``expect`` of them arrived,
     or until the end offsets (of this isolation level) are reached."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "isolation.level": isolation,
-                         "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got: list[bytes] = []
     eof: set[int] = set()
@@ -80,7 +93,8 @@ def test_commit_and_abort_seen_by_isolation_level(broker: EmbeddedBroker) -> Non
     assert _read(bootstrap, "t", "read_committed", expect=4) == [b"c1", b"c2", b"c3", b"c4"]
     assert _read(bootstrap, "t", "read_committed") == [b"c1", b"c2", b"c3", b"c4"]
     assert _read(bootstrap, "t", "read_uncommitted", expect=6) == sorted(
-        [b"c1", b"c2", b"c3", b"a1", b"a2", b"c4"])
+        [b"c1", b"c2", b"c3", b"a1", b"a2", b"c4"]
+    )
 
 
 def test_open_transaction_is_invisible_to_read_committed(broker: EmbeddedBroker) -> None:
@@ -135,17 +149,25 @@ def test_send_offsets_to_transaction_visible_only_on_commit(broker: EmbeddedBrok
     bootstrap = broker.bootstrap_servers
     _create(bootstrap, "out")
     group = "eos-group"
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition("out", 0, 0)])  # a simple (manual-assign) consumer
     producer = _producer(bootstrap, "tx-offsets")
     producer.begin_transaction()
     _send(producer, "out", [b"x"])
-    producer.send_offsets_to_transaction([TopicPartition("out", 0, 7)],
-                                         consumer.consumer_group_metadata(), 30)
+    producer.send_offsets_to_transaction(
+        [TopicPartition("out", 0, 7)], consumer.consumer_group_metadata(), 30
+    )
 
-    unstable = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
+    unstable = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",
+        }
+    )
 
     def committed(reader: Any = consumer) -> int:
         return int(reader.committed([TopicPartition("out", 0)], 10)[0].offset)
@@ -159,8 +181,9 @@ def test_send_offsets_to_transaction_visible_only_on_commit(broker: EmbeddedBrok
         time.sleep(0.05)
     assert committed() == 7
     producer.begin_transaction()
-    producer.send_offsets_to_transaction([TopicPartition("out", 0, 9)],
-                                         consumer.consumer_group_metadata(), 30)
+    producer.send_offsets_to_transaction(
+        [TopicPartition("out", 0, 9)], consumer.consumer_group_metadata(), 30
+    )
     producer.abort_transaction(30)
     assert committed() == 7
     assert committed(unstable) == 7
@@ -191,12 +214,12 @@ def test_restart_mid_transaction_is_consistent(broker: EmbeddedBroker) -> None:
     assert _read(bootstrap, "r", "read_uncommitted", expect=2) == [b"before-1", b"before-2"]
 
 
-def test_transactional_offsets_survive_a_restart_only_if_committed(
-        broker: EmbeddedBroker) -> None:
+def test_transactional_offsets_survive_a_restart_only_if_committed(broker: EmbeddedBroker) -> None:
     bootstrap = broker.bootstrap_servers
     _create(bootstrap, "in")
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "g-restart",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "g-restart", "enable.auto.commit": False}
+    )
     metadata = consumer.consumer_group_metadata()
     consumer.close()
     producer = _producer(bootstrap, "tx-restart")
@@ -207,8 +230,13 @@ def test_transactional_offsets_survive_a_restart_only_if_committed(
     producer.send_offsets_to_transaction([TopicPartition("in", 1, 9)], metadata, 30)
     producer.abort_transaction(30)
     broker.restart()
-    check = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g-restart",
-                      "enable.auto.commit": False})
+    check = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "g-restart",
+            "enable.auto.commit": False,
+        }
+    )
     got = check.committed([TopicPartition("in", 0), TopicPartition("in", 1)], 10)
     check.close()
     assert [tp.offset for tp in got] == [7, -1001]

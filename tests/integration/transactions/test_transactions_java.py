@@ -21,8 +21,14 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from riverbed.testing.embedded import EmbeddedBroker
 from riverbed.testing.kafka_reference import cache_dir, resolve_jars
 
-SOURCE = (Path(__file__).parents[2] / "unit" / "coordinator" / "transactions" / "java"
-          / "TxnScenario.java")
+SOURCE = (
+    Path(__file__).parents[2]
+    / "unit"
+    / "coordinator"
+    / "transactions"
+    / "java"
+    / "TxnScenario.java"
+)
 
 
 def _classes() -> tuple[Path, Path]:
@@ -35,8 +41,12 @@ def _classes() -> tuple[Path, Path]:
     if not (classes / "TxnScenario.class").exists():
         tmp = classes.with_name(classes.name + f".tmp-{uuid.uuid4().hex[:6]}")
         tmp.mkdir(parents=True)
-        subprocess.run([javac, "-d", str(tmp), "-cp", str(libs / "*"), str(SOURCE)],
-                       check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [javac, "-d", str(tmp), "-cp", str(libs / "*"), str(SOURCE)],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
         shutil.rmtree(classes, ignore_errors=True)
         tmp.rename(classes)
     return classes, libs
@@ -48,13 +58,32 @@ def test_java_producer_commits_offsets_and_aborts(broker: EmbeddedBroker) -> Non
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("java-txn", 1, 1)])["java-txn"].result(30)
     proc = subprocess.run(
-        ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{libs / '*'}",
-         "TxnScenario", bootstrap, "java-txn", "java-tx", "java-group"],
-        capture_output=True, timeout=120, check=False)
+        [
+            "java",
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            f"{classes}:{libs / '*'}",
+            "TxnScenario",
+            bootstrap,
+            "java-txn",
+            "java-tx",
+            "java-group",
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr.decode()[-4000:]
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "java-group",
-                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "java-group",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
     committed = consumer.committed([TopicPartition("java-txn", 0)], 10)
     assert committed[0].offset == 1
     consumer.assign([TopicPartition("java-txn", 0, 0)])

@@ -13,8 +13,12 @@ from riverbed.testing.embedded import EmbeddedBroker
 
 
 def _read(bootstrap: str, isolation: str, expect: int) -> list[bytes]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
-                             enable_auto_commit=False, consumer_timeout_ms=3000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level=isolation,
+        enable_auto_commit=False,
+        consumer_timeout_ms=3000,
+    )
     consumer.assign([TopicPartition("kp", p) for p in range(2)])
     consumer.seek_to_beginning()
     got: list[bytes] = []
@@ -47,5 +51,4 @@ def test_kafka_python_commit_and_abort(broker: EmbeddedBroker) -> None:
     producer.abort_transaction()
     producer.close()
     assert _read(bootstrap, "read_committed", 4) == [b"c0", b"c1", b"c2", b"c3"]
-    assert _read(bootstrap, "read_uncommitted", 6) == [
-        b"a0", b"a1", b"c0", b"c1", b"c2", b"c3"]
+    assert _read(bootstrap, "read_uncommitted", 6) == [b"a0", b"a1", b"c0", b"c1", b"c2", b"c3"]

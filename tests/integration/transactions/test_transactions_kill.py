@@ -32,9 +32,15 @@ def process(tmp_path: Path) -> Any:
 
 
 def _producer(bootstrap: str, txn_id: str) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-                         "transaction.timeout.ms": TIMEOUT_MS, "linger.ms": 0,
-                         "message.timeout.ms": TIMEOUT_MS})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": txn_id,
+            "transaction.timeout.ms": TIMEOUT_MS,
+            "linger.ms": 0,
+            "message.timeout.ms": TIMEOUT_MS,
+        }
+    )
     producer.init_transactions(30)
     return producer
 
@@ -47,9 +53,15 @@ def _produce(producer: Producer, tag: str, n: int = 4) -> None:
 
 def _committed_values(bootstrap: str) -> list[str]:
     """read_committed from the start; waits until both partitions reach their end."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition("k", p, 0) for p in range(2)])
     got: list[str] = []
     eof: set[int] = set()
@@ -79,13 +91,18 @@ def _settled(bootstrap: str) -> list[str]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
 
     def ends(level: Any) -> list[int]:
-        specs = {TopicPartition("k", p): OffsetSpec.latest()  # type: ignore[no-untyped-call]
-                 for p in range(2)}
+        specs = {
+            TopicPartition("k", p): OffsetSpec.latest()  # type: ignore[no-untyped-call]
+            for p in range(2)
+        }
         futures = admin.list_offsets(specs, isolation_level=level, request_timeout=10)
         return [futures[TopicPartition("k", p)].result(10).offset for p in range(2)]
 
-    wait_until(lambda: ends(IsolationLevel.READ_COMMITTED)
-               == ends(IsolationLevel.READ_UNCOMMITTED), 30, "every transaction decided")
+    wait_until(
+        lambda: ends(IsolationLevel.READ_COMMITTED) == ends(IsolationLevel.READ_UNCOMMITTED),
+        30,
+        "every transaction decided",
+    )
     return _committed_values(bootstrap)
 
 

@@ -154,7 +154,11 @@ def _ctx(api_key: int) -> RequestContext:
     return RequestContext(RequestHeader(api_key, 1, 1, "test"))
 
 
-def _alter(deps: _Deps, entries: list[tuple[dict[str, str | None], list[tuple[str, float, bool]]]], validate_only: bool = False) -> list[tuple[int, str | None]]:  # noqa: E501
+def _alter(
+    deps: _Deps,
+    entries: list[tuple[dict[str, str | None], list[tuple[str, float, bool]]]],
+    validate_only: bool = False,
+) -> list[tuple[int, str | None]]:
     R = AlterClientQuotasRequest
     request = R(
         entries=[
@@ -170,7 +174,9 @@ def _alter(deps: _Deps, entries: list[tuple[dict[str, str | None], list[tuple[st
     return [(e.error_code, e.error_message) for e in response.entries]
 
 
-def _describe(deps: _Deps, components: list[tuple[str, int, str | None]], strict: bool = False) -> Any:  # noqa: E501
+def _describe(
+    deps: _Deps, components: list[tuple[str, int, str | None]], strict: bool = False
+) -> Any:
     R = DescribeClientQuotasRequest
     request = R(
         components=[
@@ -193,14 +199,17 @@ def _described(response: Any) -> dict[tuple[tuple[str, str | None], ...], dict[s
 
 def test_alter_describe_round_trip_and_reload(tmp_path: Path) -> None:
     deps = _Deps(tmp_path)
-    assert _alter(
-        deps,
-        [
-            ({"user": "alice", "client-id": None}, [(PRODUCER_BYTE_RATE, 1024.0, False)]),
-            ({"client-id": "app"}, [(CONSUMER_BYTE_RATE, 2048.0, False)]),
-            ({"user": None}, [("request_percentage", 12.5, False)]),
-        ],
-    ) == [(0, None)] * 3
+    assert (
+        _alter(
+            deps,
+            [
+                ({"user": "alice", "client-id": None}, [(PRODUCER_BYTE_RATE, 1024.0, False)]),
+                ({"client-id": "app"}, [(CONSUMER_BYTE_RATE, 2048.0, False)]),
+                ({"user": None}, [("request_percentage", 12.5, False)]),
+            ],
+        )
+        == [(0, None)] * 3
+    )
     everything = _described(_describe(deps, []))
     assert everything == {
         (("client-id", None), ("user", "alice")): {PRODUCER_BYTE_RATE: 1024.0},
@@ -247,9 +256,7 @@ def test_alter_refuses_bad_entries_one_by_one(tmp_path: Path) -> None:
 
 def test_validate_only_stores_nothing(tmp_path: Path) -> None:
     deps = _Deps(tmp_path)
-    assert _alter(deps, [({"user": "a"}, [(PRODUCER_BYTE_RATE, 1.0, False)])], True) == [
-        (0, None)
-    ]
+    assert _alter(deps, [({"user": "a"}, [(PRODUCER_BYTE_RATE, 1.0, False)])], True) == [(0, None)]
     assert _described(_describe(deps, [])) == {}
     assert not (tmp_path / "client_quotas.json").exists()
 

@@ -125,9 +125,7 @@ def test_limit_settings_parse_with_kafka_names() -> None:
         ({"listeners": "SASL_SSL://:1", "sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI"),
     ],
 )
-def test_bad_listeners_are_refused(
-    props: dict[str, str], refused: str
-) -> None:
+def test_bad_listeners_are_refused(props: dict[str, str], refused: str) -> None:
     with pytest.raises(ConfigError, match=refused):
         BrokerConfig.from_props(props)
 

@@ -121,8 +121,7 @@ def test_concurrent_changes_all_reach_topics_json(tmp_path: Path, logs: GatedLog
         counts = {t.name: t.partitions for t in again.topics()}
         assert counts == {"a": 4, "b": 2, "c": 2, "old": 1}
         assert sorted(reopened.logs()) == sorted(
-            [("a", p) for p in range(4)]
-            + [("b", 0), ("b", 1), ("c", 0), ("c", 1), ("old", 0)]
+            [("a", p) for p in range(4)] + [("b", 0), ("b", 1), ("c", 0), ("c", 1), ("old", 0)]
         )
     finally:
         reopened.close()

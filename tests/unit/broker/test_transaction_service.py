@@ -40,8 +40,9 @@ from riverbed.protocol.record_build import build_batch
 from riverbed.protocol.topic_partition import TopicPartition
 
 PROPS = {"offsets.topic.num.partitions": "3"}
-TXN_CONFIG = TransactionCoordinatorConfig(transaction_state_log_num_partitions=4,
-                                          offsets_topic_num_partitions=3)
+TXN_CONFIG = TransactionCoordinatorConfig(
+    transaction_state_log_num_partitions=4, offsets_topic_num_partitions=3
+)
 
 
 @dataclass
@@ -114,8 +115,11 @@ def test_topic_is_created_on_first_use(make_host: Callable[..., Host]) -> None:
         service.load()
         assert not service.ready and host.topics.get(TRANSACTION_STATE_TOPIC_NAME) is None
         with pytest.raises(CoordinatorNotAvailableError):
-            service.execute(lambda now: service.coordinator.init_producer_id(
-                InitProducerIdRequest("tx", 60_000), now))
+            service.execute(
+                lambda now: service.coordinator.init_producer_id(
+                    InitProducerIdRequest("tx", 60_000), now
+                )
+            )
         await service.ensure_topic()
         topic = host.topics.get(TRANSACTION_STATE_TOPIC_NAME)
         assert topic is not None and topic.partitions == 4
@@ -125,8 +129,7 @@ def test_topic_is_created_on_first_use(make_host: Callable[..., Host]) -> None:
     asyncio.run(scenario())
 
 
-def test_replication_factor_above_one_refuses_the_topic(
-        make_host: Callable[..., Host]) -> None:
+def test_replication_factor_above_one_refuses_the_topic(make_host: Callable[..., Host]) -> None:
     host = make_host(**{"transaction.state.log.replication.factor": "3"})
 
     async def scenario() -> None:
@@ -139,16 +142,25 @@ def test_replication_factor_above_one_refuses_the_topic(
 
 
 def _begin(host: Host, service: TransactionService) -> tuple[int, int]:
-    init = service.execute(lambda now: service.coordinator.init_producer_id(
-        InitProducerIdRequest("tx", 60_000), now)).response
+    init = service.execute(
+        lambda now: service.coordinator.init_producer_id(InitProducerIdRequest("tx", 60_000), now)
+    ).response
     pid, epoch = init.producer_id, init.producer_epoch
-    added = service.execute(lambda now: service.coordinator.add_partitions_to_txn(
-        AddPartitionsToTxnRequest("tx", pid, epoch, frozenset({TopicPartition("t", 0)})),
-        now)).response
+    added = service.execute(
+        lambda now: service.coordinator.add_partitions_to_txn(
+            AddPartitionsToTxnRequest("tx", pid, epoch, frozenset({TopicPartition("t", 0)})), now
+        )
+    ).response
     assert dict(added.errors) == {TopicPartition("t", 0): ErrorCode.NONE}
-    host.topics.partition_log("t", 0).append(build_batch(
-        [(None, b"v")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
-        is_transactional=True))
+    host.topics.partition_log("t", 0).append(
+        build_batch(
+            [(None, b"v")],
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=0,
+            is_transactional=True,
+        )
+    )
     return pid, epoch
 
 
@@ -161,8 +173,11 @@ def test_commit_writes_markers_then_completes(make_host: Callable[..., Host]) ->
         pid, epoch = _begin(host, service)
         plog = host.topics.partition_log("t", 0)
         assert plog.last_stable_offset == 0
-        ended = service.execute(lambda now: service.coordinator.end_txn(
-            EndTxnRequest("tx", pid, epoch, committed=True), now))
+        ended = service.execute(
+            lambda now: service.coordinator.end_txn(
+                EndTxnRequest("tx", pid, epoch, committed=True), now
+            )
+        )
         assert ended.response.error_code == ErrorCode.NONE
         meta = service.coordinator.transaction("tx")
         assert meta is not None
@@ -173,16 +188,18 @@ def test_commit_writes_markers_then_completes(make_host: Callable[..., Host]) ->
     asyncio.run(scenario())
 
 
-def test_restart_after_prepare_commit_completes_the_commit(
-        make_host: Callable[..., Host]) -> None:
+def test_restart_after_prepare_commit_completes_the_commit(make_host: Callable[..., Host]) -> None:
     host = make_host()
 
     async def first_run() -> None:
         service = _service(host)
         await service.ensure_topic()
         pid, epoch = _begin(host, service)
-        ended = service.execute(lambda now: service.coordinator.end_txn(
-            EndTxnRequest("tx", pid, epoch, committed=True), now))
+        ended = service.execute(
+            lambda now: service.coordinator.end_txn(
+                EndTxnRequest("tx", pid, epoch, committed=True), now
+            )
+        )
         for fut in ended.flushes:
             await asyncio.wrap_future(fut)
         service.close()  # before the marker task ran: PrepareCommit is all the log has
@@ -209,7 +226,8 @@ def _committed(host: Host) -> list[tuple[str, int, int]]:
 
 
 def test_offsets_of_a_prepared_commit_are_applied_after_a_restart(
-        make_host: Callable[..., Host]) -> None:
+    make_host: Callable[..., Host],
+) -> None:
     host = make_host()
 
     async def first_run() -> None:
@@ -217,16 +235,23 @@ def test_offsets_of_a_prepared_commit_are_applied_after_a_restart(
         service = _service(host)
         await service.ensure_topic()
         pid, epoch = _begin(host, service)
-        added = service.execute(lambda now: service.coordinator.add_offsets_to_txn(
-            AddOffsetsToTxnRequest("tx", pid, epoch, "g"), now))
+        added = service.execute(
+            lambda now: service.coordinator.add_offsets_to_txn(
+                AddOffsetsToTxnRequest("tx", pid, epoch, "g"), now
+            )
+        )
         assert added.response.error_code == ErrorCode.NONE
-        flushes = service.add_pending_offsets(pid, epoch, "g", [
-            PendingOffset("g", "t", 0, 42, -1, "")])
+        flushes = service.add_pending_offsets(
+            pid, epoch, "g", [PendingOffset("g", "t", 0, 42, -1, "")]
+        )
         for fut in flushes:
             await asyncio.wrap_future(fut)
         assert _committed(host) == []
-        ended = service.execute(lambda now: service.coordinator.end_txn(
-            EndTxnRequest("tx", pid, epoch, committed=True), now))
+        ended = service.execute(
+            lambda now: service.coordinator.end_txn(
+                EndTxnRequest("tx", pid, epoch, committed=True), now
+            )
+        )
         for fut in ended.flushes:
             await asyncio.wrap_future(fut)
         service.close()  # no marker written yet

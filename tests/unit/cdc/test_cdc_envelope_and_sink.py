@@ -29,8 +29,10 @@ SOURCE = Source("sqlite", "riverbed", "app.db", "main", "users", 1000, extra={"s
 
 
 def _decode(records: list[tuple[bytes | None, bytes | None]]) -> list[tuple[Any, Any]]:
-    return [(None if k is None else json.loads(k), None if v is None else json.loads(v))
-            for k, v in records]
+    return [
+        (None if k is None else json.loads(k), None if v is None else json.loads(v))
+        for k, v in records
+    ]
 
 
 def test_delete_is_followed_by_a_tombstone() -> None:
@@ -39,42 +41,72 @@ def test_delete_is_followed_by_a_tombstone() -> None:
     assert key == tomb_key == {"id": 7} and tomb_value is None
     assert list(value) == ["before", "after", "source", "op", "ts_ms"]
     assert value["op"] == "d" and value["after"] is None and value["ts_ms"] == 2000
-    assert list(value["source"]) == ["version", "connector", "name", "ts_ms", "snapshot", "db",
-                                     "sequence", "schema", "table", "seq"]
+    assert list(value["source"]) == [
+        "version",
+        "connector",
+        "name",
+        "ts_ms",
+        "snapshot",
+        "db",
+        "sequence",
+        "schema",
+        "table",
+        "seq",
+    ]
 
 
 def test_a_key_change_is_delete_tombstone_create() -> None:
     event = ChangeEvent("u", {"id": 8}, {"id": 7, "n": "a"}, {"id": 8, "n": "a"}, SOURCE, 1)
     decoded = _decode(records_for(event))
     assert [(k, None if v is None else v["op"]) for k, v in decoded] == [
-        ({"id": 7}, "d"), ({"id": 7}, None), ({"id": 8}, "c")]
+        ({"id": 7}, "d"),
+        ({"id": 7}, None),
+        ({"id": 8}, "c"),
+    ]
     assert decoded[2][1]["before"] is None
 
 
-@pytest.mark.parametrize("op, key, before, after", [
-    ("c", {"id": 1}, {"id": 1}, {"id": 1}),
-    ("d", {"id": 1}, None, None),
-    ("r", None, None, {"id": 1}),
-    ("x", {"id": 1}, None, {"id": 1}),
-])
+@pytest.mark.parametrize(
+    "op, key, before, after",
+    [
+        ("c", {"id": 1}, {"id": 1}, {"id": 1}),
+        ("d", {"id": 1}, None, None),
+        ("r", None, None, {"id": 1}),
+        ("x", {"id": 1}, None, {"id": 1}),
+    ],
+)
 def test_invalid_events_are_refused(op: Any, key: Any, before: Any, after: Any) -> None:
     with pytest.raises(ValueError):
         ChangeEvent(op, key, before, after, SOURCE, 1)
 
 
 def test_schema_part() -> None:
-    schema = TableSchema("riverbed.main.users", [Field("id", "int64", optional=False)],
-                         [Field("id", "int64", optional=False), Field("n", "string")],
-                         "riverbed.cdc.sqlite.Source")
+    schema = TableSchema(
+        "riverbed.main.users",
+        [Field("id", "int64", optional=False)],
+        [Field("id", "int64", optional=False), Field("n", "string")],
+        "riverbed.cdc.sqlite.Source",
+    )
     key = json.loads(encode_key({"id": 1}, schema) or b"")
-    assert key == {"schema": {"type": "struct", "fields": [
-        {"type": "int64", "optional": False, "field": "id"}], "optional": False,
-        "name": "riverbed.main.users.Key"}, "payload": {"id": 1}}
+    assert key == {
+        "schema": {
+            "type": "struct",
+            "fields": [{"type": "int64", "optional": False, "field": "id"}],
+            "optional": False,
+            "name": "riverbed.main.users.Key",
+        },
+        "payload": {"id": 1},
+    }
     event = ChangeEvent("c", {"id": 1}, None, {"id": 1, "n": "a"}, SOURCE, 1)
     value = json.loads(records_for(event, schema)[0][1] or b"")
     assert value["payload"]["after"] == {"id": 1, "n": "a"}
     assert [f["field"] for f in value["schema"]["fields"]] == [
-        "before", "after", "source", "op", "ts_ms"]
+        "before",
+        "after",
+        "source",
+        "op",
+        "ts_ms",
+    ]
     assert topic_name("p", "main", "t") == "p.main.t"
     assert topic_name("p", "main", "order lines/é") == "p.main.order_lines__"
 
@@ -82,13 +114,19 @@ def test_schema_part() -> None:
 def test_row_images_render_sqlite_types() -> None:
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, r REAL, s TEXT, b BLOB, n)")
-    conn.execute("INSERT INTO t VALUES (9223372036854775807, 0.30000000000000004, '[1]', "
-                 "x'00ff', NULL)")
+    conn.execute(
+        "INSERT INTO t VALUES (9223372036854775807, 0.30000000000000004, '[1]', x'00ff', NULL)"
+    )
     info = triggers.table_info(conn, "t")
     assert info is not None and info.key == ("id",)
     image = conn.execute(f"SELECT {triggers.row_json_sql(info, 't')} FROM t AS t").fetchone()[0]
-    assert triggers.decode_row(image) == {"id": 9223372036854775807, "r": 0.30000000000000004,
-                                          "s": "[1]", "b": "AP8=", "n": None}
+    assert triggers.decode_row(image) == {
+        "id": 9223372036854775807,
+        "r": 0.30000000000000004,
+        "s": "[1]",
+        "b": "AP8=",
+        "n": None,
+    }
 
 
 def test_wide_tables_split_their_images() -> None:
@@ -125,8 +163,7 @@ def test_sink_reports_acknowledged_positions() -> None:
 
 
 class FakeConnector:
-    def __init__(self, stop: threading.Event, polls_before_stop: int, fail: bool = False
-                 ) -> None:
+    def __init__(self, stop: threading.Event, polls_before_stop: int, fail: bool = False) -> None:
         self.stop, self.left, self.fail = stop, polls_before_stop, fail
         self.closed_with: float | None = None
 

@@ -71,8 +71,9 @@ def _stable_three(d: CoordinatorDriver) -> tuple[list[str], int]:
     assert isinstance(follower, Pending)
     leader = d.sync(G, ids[0], 1, {mid: mid.encode() for mid in ids})
     assert leader == SyncGroupResponse(ErrorCode.NONE, "consumer", "range", ids[0].encode())
-    assert d.answer(follower) == SyncGroupResponse(ErrorCode.NONE, "consumer", "range",
-                                                   ids[1].encode())
+    assert d.answer(follower) == SyncGroupResponse(
+        ErrorCode.NONE, "consumer", "range", ids[1].encode()
+    )
     late = d.sync(G, ids[2], 1)
     assert isinstance(late, SyncGroupResponse) and late.assignment == ids[2].encode()
     assert _group(d).state is ClassicGroupState.STABLE
@@ -180,12 +181,18 @@ def test_errors_of_heartbeat_and_sync() -> None:
     d = CoordinatorDriver()
     (a, _b, _c), gen = _stable_three(d)
     hb = d.coordinator.heartbeat
-    assert hb(HeartbeatRequest(G, gen + 1, a), d.now).response.error_code \
+    assert (
+        hb(HeartbeatRequest(G, gen + 1, a), d.now).response.error_code
         is ErrorCode.ILLEGAL_GENERATION
-    assert hb(HeartbeatRequest(G, gen, "nobody"), d.now).response.error_code \
+    )
+    assert (
+        hb(HeartbeatRequest(G, gen, "nobody"), d.now).response.error_code
         is ErrorCode.UNKNOWN_MEMBER_ID
-    assert hb(HeartbeatRequest("other", gen, a), d.now).response.error_code \
+    )
+    assert (
+        hb(HeartbeatRequest("other", gen, a), d.now).response.error_code
         is ErrorCode.UNKNOWN_MEMBER_ID
+    )
     s = d.sync(G, a, gen + 5)
     assert isinstance(s, SyncGroupResponse) and s.error_code is ErrorCode.ILLEGAL_GENERATION
     bad = d.join(G, session_timeout_ms=10)

@@ -51,7 +51,9 @@ def test_second_member_gets_partitions_only_after_first_revokes() -> None:
     desc = d.coordinator.consumer_group_describe([G])[0]
     assert desc.group_state == "Stable" and desc.group_epoch == 2
     assert {m.member_id: m.assignment for m in desc.members} == {
-        "A": {"t": _fs(0, 1)}, "B": {"t": _fs(2, 3)}}
+        "A": {"t": _fs(0, 1)},
+        "B": {"t": _fs(2, 3)},
+    }
 
 
 def test_epoch_fencing_and_unknown_member() -> None:

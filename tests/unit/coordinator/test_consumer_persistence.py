@@ -65,20 +65,41 @@ def test_keys_are_kafkas_bytes() -> None:
 
 _names = st.text(max_size=8)
 _ids = st.uuids()
-_parts = st.lists(st.tuples(_ids, st.lists(st.integers(0, 2**31 - 1), max_size=4)
-                            .map(lambda ps: tuple(sorted(set(ps))))), max_size=3).map(tuple)
+_parts = st.lists(
+    st.tuples(
+        _ids, st.lists(st.integers(0, 2**31 - 1), max_size=4).map(lambda ps: tuple(sorted(set(ps))))
+    ),
+    max_size=3,
+).map(tuple)
 _values: st.SearchStrategy[ConsumerGroupValue] = st.one_of(
     st.builds(ConsumerGroupMetadataValue, st.integers(-1, 2**31 - 1)),
-    st.builds(ConsumerGroupPartitionMetadataValue,
-              st.lists(st.builds(TopicMetadataEntry, _ids, _names, st.integers(0, 10**6)),
-                       max_size=3).map(tuple)),
-    st.builds(ConsumerGroupMemberMetadataValue, st.none() | _names, st.none() | _names,
-              _names, _names, st.lists(_names, max_size=3).map(tuple), st.none() | _names,
-              st.integers(-1, 2**31 - 1), st.none() | _names),
+    st.builds(
+        ConsumerGroupPartitionMetadataValue,
+        st.lists(
+            st.builds(TopicMetadataEntry, _ids, _names, st.integers(0, 10**6)), max_size=3
+        ).map(tuple),
+    ),
+    st.builds(
+        ConsumerGroupMemberMetadataValue,
+        st.none() | _names,
+        st.none() | _names,
+        _names,
+        _names,
+        st.lists(_names, max_size=3).map(tuple),
+        st.none() | _names,
+        st.integers(-1, 2**31 - 1),
+        st.none() | _names,
+    ),
     st.builds(ConsumerGroupTargetAssignmentMetadataValue, st.integers(0, 2**31 - 1)),
     st.builds(ConsumerGroupTargetAssignmentMemberValue, _parts),
-    st.builds(ConsumerGroupCurrentMemberAssignmentValue, st.integers(-2, 2**31 - 1),
-              st.integers(-2, 2**31 - 1), st.integers(0, 2), _parts, _parts),
+    st.builds(
+        ConsumerGroupCurrentMemberAssignmentValue,
+        st.integers(-2, 2**31 - 1),
+        st.integers(-2, 2**31 - 1),
+        st.integers(0, 2),
+        _parts,
+        _parts,
+    ),
 )
 
 
@@ -171,7 +192,8 @@ def test_a_deleted_topic_drops_its_partitions_on_load() -> None:
     d.coordinator = d.replayed()
     assert _group(d).members["A"].assigned == {"t": _fs(0, 1)}
     assert uuid.uuid5(uuid.NAMESPACE_URL, "u") not in {
-        d.topics.topic_id(t) for t in d.topics.topic_names()}
+        d.topics.topic_id(t) for t in d.topics.topic_names()
+    }
 
 
 def test_converting_an_empty_consumer_group_to_classic_tombstones_it() -> None:

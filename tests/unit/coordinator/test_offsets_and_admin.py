@@ -17,11 +17,18 @@ from riverbed.protocol.error_codes import ErrorCode
 G = "g"
 
 
-def _commit(d: CoordinatorDriver, offset: int, gen: int = -1, member: str = "",
-            instance: str | None = None, topic: str = "t", metadata: str = "m"
-            ) -> ErrorCode:
-    req = OffsetCommitRequest(G, (OffsetCommitPartition(topic, 0, offset, 7, metadata),),
-                              gen, member, instance)
+def _commit(
+    d: CoordinatorDriver,
+    offset: int,
+    gen: int = -1,
+    member: str = "",
+    instance: str | None = None,
+    topic: str = "t",
+    metadata: str = "m",
+) -> ErrorCode:
+    req = OffsetCommitRequest(
+        G, (OffsetCommitPartition(topic, 0, offset, 7, metadata),), gen, member, instance
+    )
     return d.handle(d.coordinator.offset_commit(req, d.now)).partitions[0].error_code
 
 
@@ -43,8 +50,10 @@ def test_simple_commit_creates_an_empty_group_and_fetch_returns_it() -> None:
     d = CoordinatorDriver()
     assert _commit(d, 42) is ErrorCode.NONE
     got = d.coordinator.offset_fetch(OffsetFetchRequest(G)).partitions
-    assert [(p.topic, p.partition, p.committed_offset, p.committed_leader_epoch, p.metadata)
-            for p in got] == [("t", 0, 42, 7, "m")]
+    assert [
+        (p.topic, p.partition, p.committed_offset, p.committed_leader_epoch, p.metadata)
+        for p in got
+    ] == [("t", 0, 42, 7, "m")]
     assert _fetch(d, "unknown") == -1
     assert [g.group_state for g in d.coordinator.list_groups()] == ["Empty"]
     assert _commit(d, 1, metadata="x" * 5000) is ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -68,10 +77,15 @@ def test_offset_delete_refuses_subscribed_topics() -> None:
     member, gen = _stable_one(d)
     _commit(d, 5, gen, member, "i", topic="t")
     _commit(d, 6, gen, member, "i", topic="old")
-    r = d.handle(d.coordinator.offset_delete(
-        OffsetDeleteRequest(G, (TopicPartition("t", 0), TopicPartition("old", 0)))))
-    assert [p.error_code for p in r.partitions] == [ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC,
-                                                    ErrorCode.NONE]
+    r = d.handle(
+        d.coordinator.offset_delete(
+            OffsetDeleteRequest(G, (TopicPartition("t", 0), TopicPartition("old", 0)))
+        )
+    )
+    assert [p.error_code for p in r.partitions] == [
+        ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC,
+        ErrorCode.NONE,
+    ]
     assert _fetch(d, "old") == -1 and _fetch(d, "t") == 5
     assert d.log[-1].value is None  # the tombstone
     missing = d.coordinator.offset_delete(OffsetDeleteRequest("nope", ()))
@@ -80,8 +94,9 @@ def test_offset_delete_refuses_subscribed_topics() -> None:
 
 def test_offsets_of_an_empty_group_expire_after_retention_and_the_group_goes() -> None:
     day = 24 * 3_600_000
-    d = CoordinatorDriver(GroupCoordinatorConfig(offsets_retention_ms=day,
-                                                 offsets_retention_check_interval_ms=60_000))
+    d = CoordinatorDriver(
+        GroupCoordinatorConfig(offsets_retention_ms=day, offsets_retention_check_interval_ms=60_000)
+    )
     d.advance(0)
     _commit(d, 9)
     d.advance(day - 60_000)
@@ -98,18 +113,25 @@ def test_list_describe_and_delete_groups() -> None:
     d.cg_heartbeat("cg", "A", 0, topics=("t",))
     listed = d.coordinator.list_groups()
     assert [(g.group_id, g.group_state, g.group_type) for g in listed] == [
-        ("cg", "Stable", "consumer"), (G, "Stable", "classic")]
-    assert [g.group_id for g in d.coordinator.list_groups(states_filter=["stable"],
-                                                          types_filter=["classic"])] == [G]
+        ("cg", "Stable", "consumer"),
+        (G, "Stable", "classic"),
+    ]
+    assert [
+        g.group_id
+        for g in d.coordinator.list_groups(states_filter=["stable"], types_filter=["classic"])
+    ] == [G]
     desc = d.coordinator.describe_groups([G, "nope"])
     assert desc[0].group_state == "Stable" and desc[0].protocol_data == "range"
     assert desc[0].members[0].member_id == member
     assert desc[1].group_state == "Dead"
     deleted = d.handle(d.coordinator.delete_groups([G, "nope"], d.now))
-    assert [x.error_code for x in deleted] == [ErrorCode.NON_EMPTY_GROUP,
-                                               ErrorCode.GROUP_ID_NOT_FOUND]
+    assert [x.error_code for x in deleted] == [
+        ErrorCode.NON_EMPTY_GROUP,
+        ErrorCode.GROUP_ID_NOT_FOUND,
+    ]
     d2 = CoordinatorDriver()
     _commit(d2, 3)
     assert [x.error_code for x in d2.handle(d2.coordinator.delete_groups([G], d2.now))] == [
-        ErrorCode.NONE]
+        ErrorCode.NONE
+    ]
     assert d2.coordinator.group_ids() == [] and [r.value for r in d2.log[-2:]] == [None, None]

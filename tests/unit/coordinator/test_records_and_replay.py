@@ -53,20 +53,43 @@ def test_offset_commit_key_bytes_are_kafkas() -> None:
 _text = st.text(max_size=20)
 
 
-@given(st.builds(OffsetCommitValue, st.integers(-1, 2**63 - 1), st.integers(-1, 2**31 - 1),
-                 _text, st.integers(0, 2**63 - 1)))
+@given(
+    st.builds(
+        OffsetCommitValue,
+        st.integers(-1, 2**63 - 1),
+        st.integers(-1, 2**31 - 1),
+        _text,
+        st.integers(0, 2**63 - 1),
+    )
+)
 def test_offset_commit_value_round_trips(value: OffsetCommitValue) -> None:
     assert decode_offset_commit_value(encode_offset_commit_value(value)) == value
 
 
-_member = st.builds(MemberMetadata, _text, st.none() | _text, _text, _text,
-                    st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1), st.binary(),
-                    st.binary())
+_member = st.builds(
+    MemberMetadata,
+    _text,
+    st.none() | _text,
+    _text,
+    _text,
+    st.integers(0, 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.binary(),
+    st.binary(),
+)
 
 
-@given(st.builds(GroupMetadataValue, _text, st.integers(0, 2**31 - 1), st.none() | _text,
-                 st.none() | _text, st.integers(-1, 2**62),
-                 st.lists(_member, max_size=4).map(tuple)))
+@given(
+    st.builds(
+        GroupMetadataValue,
+        _text,
+        st.integers(0, 2**31 - 1),
+        st.none() | _text,
+        st.none() | _text,
+        st.integers(-1, 2**62),
+        st.lists(_member, max_size=4).map(tuple),
+    )
+)
 def test_group_metadata_value_round_trips(value: GroupMetadataValue) -> None:
     assert decode_group_metadata_value(encode_group_metadata_value(value)) == value
 
@@ -79,13 +102,21 @@ def test_replay_rebuilds_groups_and_offsets() -> None:
     r1, r2 = d.answers[p1.token], d.answers[p2.token]  # type: ignore[union-attr]
     assert isinstance(r1, JoinGroupResponse) and isinstance(r2, JoinGroupResponse)
     d.sync("g", r2.member_id, 1, instance_id="i2")
-    d.sync("g", r1.member_id, 1, {r1.member_id: b"one", r2.member_id: b"two"},
-           instance_id="i1")
+    d.sync("g", r1.member_id, 1, {r1.member_id: b"one", r2.member_id: b"two"}, instance_id="i1")
     for i in range(3):
-        d.handle(d.coordinator.offset_commit(OffsetCommitRequest(
-            "g", (OffsetCommitPartition("t", i, 100 + i),), 1, r1.member_id, "i1"), d.now))
-    d.handle(d.coordinator.offset_commit(OffsetCommitRequest(
-        "simple", (OffsetCommitPartition("x", 0, 5),)), d.now))
+        d.handle(
+            d.coordinator.offset_commit(
+                OffsetCommitRequest(
+                    "g", (OffsetCommitPartition("t", i, 100 + i),), 1, r1.member_id, "i1"
+                ),
+                d.now,
+            )
+        )
+    d.handle(
+        d.coordinator.offset_commit(
+            OffsetCommitRequest("simple", (OffsetCommitPartition("x", 0, 5),)), d.now
+        )
+    )
     fresh = d.replayed()
     assert fresh.snapshot() == d.coordinator.snapshot()
     g = fresh.group("g")
@@ -95,8 +126,11 @@ def test_replay_rebuilds_groups_and_offsets() -> None:
     hb = fresh.heartbeat(HeartbeatRequest("g", 1, r2.member_id, "i2"), d.now).response
     assert hb.error_code == 0
     # everybody leaves → generation 2, Empty, persisted; replay agrees again
-    d.handle(d.coordinator.leave_group(LeaveGroupRequest(
-        "g", (MemberIdentity("", "i1"), MemberIdentity("", "i2"))), d.now))
+    d.handle(
+        d.coordinator.leave_group(
+            LeaveGroupRequest("g", (MemberIdentity("", "i1"), MemberIdentity("", "i2"))), d.now
+        )
+    )
     again = d.replayed()
     assert again.snapshot() == d.coordinator.snapshot()
     eg = again.group("g")

@@ -61,19 +61,25 @@ def test_generator_mixes_in_order_out_of_order_and_late_events() -> None:
     spec = ClickstreamSpec(users=5, seed=3, late_fraction=0.05, out_of_order_fraction=0.2)
     events = ClickstreamGenerator(spec).take(2_000)
     behind = [i for i, e in enumerate(events) if e.event_time_ms < spec.start_ms + i * spec.step_ms]
-    late = [i for i, e in enumerate(events)
-            if e.event_time_ms == spec.start_ms + i * spec.step_ms - spec.late_by_ms]
+    late = [
+        i
+        for i, e in enumerate(events)
+        if e.event_time_ms == spec.start_ms + i * spec.step_ms - spec.late_by_ms
+    ]
     assert 0.2 < len(behind) / len(events) < 0.3
     assert 0.03 < len(late) / len(events) < 0.07
     assert {e.user_id for e in events} == {f"user-00{i}" for i in range(5)}
     assert PageView.from_value(events[0].value()) == events[0]
 
 
-def _facts(batch_id: int, rows: list[tuple[str, str | None, int | None, int | None, int]]
-           ) -> pa.Table:
+def _facts(
+    batch_id: int, rows: list[tuple[str, str | None, int | None, int | None, int]]
+) -> pa.Table:
     columns = list(zip(*[(batch_id, *r) for r in rows], strict=True))
-    return pa.table({f.name: pa.array(list(c), f.type) for f, c in
-                     zip(FACTS_SCHEMA, columns, strict=True)}, schema=FACTS_SCHEMA)
+    return pa.table(
+        {f.name: pa.array(list(c), f.type) for f, c in zip(FACTS_SCHEMA, columns, strict=True)},
+        schema=FACTS_SCHEMA,
+    )
 
 
 def test_store_applies_each_batch_once_and_keeps_the_watermark(tmp_path: Path) -> None:
@@ -82,8 +88,14 @@ def test_store_applies_each_batch_once_and_keeps_the_watermark(tmp_path: Path) -
     first = _facts(0, [("tumbling", "u1", 0, hour, 3), ("progress", None, 0, 40 * MIN, 3)])
     assert store.write_batch("q", 0, first) is True
     assert store.write_batch("q", 0, first) is False  # a replay changes nothing
-    second = _facts(1, [("tumbling", "u1", 0, hour, 2), ("late", "u2", 0, hour, 1),
-                        ("progress", None, 30 * MIN, 70 * MIN, 3)])
+    second = _facts(
+        1,
+        [
+            ("tumbling", "u1", 0, hour, 2),
+            ("late", "u2", 0, hour, 1),
+            ("progress", None, 30 * MIN, 70 * MIN, 3),
+        ],
+    )
     assert store.watermark_ms(10 * MIN, before_batch=1) == 30 * MIN
     assert store.write_batch("q", 1, second) is True
     assert store.counts("tumbling") == [WindowCount("u1", 0, hour, 5)]
@@ -98,13 +110,44 @@ def test_store_applies_each_batch_once_and_keeps_the_watermark(tmp_path: Path) -
 def test_progress_line_fits_80_columns() -> None:
     waiting = format_progress(Progress(3.0, 1_200, 0, 0, 0, 1_200, 0, None, None))
     assert "waiting for the first micro-batch" in waiting and "lag 1,200" in waiting
-    line = format_progress(Progress(312.0, 999_999, 987_654, 123_456, 4_321, 98_765, 150, 12.3,
-                                    1_704_067_200_000, in_rate=9_876.0, out_rate=1_234.0))
-    assert line.split() == ["312s", "in", "988k", "@9,876/s", "out", "123k", "@1,234/s",
-                            "lag", "98.8k", "batch", "12.3s", "late", "4,321"]
+    line = format_progress(
+        Progress(
+            312.0,
+            999_999,
+            987_654,
+            123_456,
+            4_321,
+            98_765,
+            150,
+            12.3,
+            1_704_067_200_000,
+            in_rate=9_876.0,
+            out_rate=1_234.0,
+        )
+    )
+    assert line.split() == [
+        "312s",
+        "in",
+        "988k",
+        "@9,876/s",
+        "out",
+        "123k",
+        "@1,234/s",
+        "lag",
+        "98.8k",
+        "batch",
+        "12.3s",
+        "late",
+        "4,321",
+    ]
     assert len(line) < 80
     assert [compact(n) for n in (999, 12_345, 999_499, 999_500, 12_345_678)] == [
-        "999", "12.3k", "999k", "1.0M", "12.3M"]
+        "999",
+        "12.3k",
+        "999k",
+        "1.0M",
+        "12.3M",
+    ]
     assert fit("x" * 100, 80) == "x" * 78 + "~" and fit("short", 80) == "short"
 
 
@@ -125,9 +168,10 @@ def test_display_redraws_on_a_terminal_and_prints_lines_otherwise() -> None:
         display.end_line()  # idempotent
     assert terminal.getvalue().count("\r") == 4 and terminal.getvalue().count("\n") == 1
     assert terminal.getvalue().endswith("\x1b[K\n")
-    assert pipe.getvalue().splitlines() == [format_progress(snapshots[0]),  # one a second
-                                            format_progress(snapshots[2])] * 1 + [
-                                            format_progress(snapshots[2])]
+    assert pipe.getvalue().splitlines() == [
+        format_progress(snapshots[0]),  # one a second
+        format_progress(snapshots[2]),
+    ] * 1 + [format_progress(snapshots[2])]
 
 
 def test_rate_meter_reads_the_recent_rate() -> None:
@@ -140,13 +184,29 @@ def test_rate_meter_reads_the_recent_rate() -> None:
 
 
 def test_summary_says_what_happened() -> None:
-    text = format_summary(Summary(
-        produced=4_000, in_order=3_160, out_of_order=800, late_generated=40, jitter_ms=5 * MIN,
-        late_by_ms=120 * MIN, records_in=4_000, records_out=900, stragglers=34, malformed=0,
-        batches=6, last_batch_s=1.8, watermark_ms=1_704_067_200_000 + 191 * MIN,
-        allowed_delay_ms=10 * MIN, first_event_ms=1_704_067_200_000,
-        last_event_ms=1_704_067_200_000 + 201 * MIN, streaming_s=20.0, startup_s=8.0,
-        wall_s=31.0))
+    text = format_summary(
+        Summary(
+            produced=4_000,
+            in_order=3_160,
+            out_of_order=800,
+            late_generated=40,
+            jitter_ms=5 * MIN,
+            late_by_ms=120 * MIN,
+            records_in=4_000,
+            records_out=900,
+            stragglers=34,
+            malformed=0,
+            batches=6,
+            last_batch_s=1.8,
+            watermark_ms=1_704_067_200_000 + 191 * MIN,
+            allowed_delay_ms=10 * MIN,
+            first_event_ms=1_704_067_200_000,
+            last_event_ms=1_704_067_200_000 + 201 * MIN,
+            streaming_s=20.0,
+            startup_s=8.0,
+            wall_s=31.0,
+        )
+    )
     assert "4,000 page views in 20 s (200/s), event time 00:00-03:21 UTC" in text
     assert "800 out of order (up to 5 min), 40 late (2 h)" in text
     assert "3,966 on time (counted), 34 stragglers" in text
@@ -160,19 +220,35 @@ def test_user_hour_table_shows_tumbling_and_hopping_counts() -> None:
     # hour 0 of u1:  [0-----------60)            tumbling 5
     #   hopping      [0-60) 5  [15-75) 6  [30-90) 7  [45-105) 8
     hour = 60 * MIN
-    tumbling = [WindowCount("u1", 0, hour, 5), WindowCount("u1", hour, 2 * hour, 7),
-                WindowCount("u2", hour, 2 * hour, 20)]
+    tumbling = [
+        WindowCount("u1", 0, hour, 5),
+        WindowCount("u1", hour, 2 * hour, 7),
+        WindowCount("u2", hour, 2 * hour, 20),
+    ]
     hopping = [WindowCount("u1", k * 15 * MIN, k * 15 * MIN + hour, 5 + k) for k in range(4)]
     late = [WindowCount("u3", 0, hour, 2), WindowCount("u1", hour, 2 * hour, 1)]
     rows = user_hours(tumbling, hopping, late)
     assert [(r.user_id, r.hour_start_ms) for r in rows] == [
-        ("u2", hour), ("u1", 0), ("u1", hour), ("u3", 0)]  # busiest user first
+        ("u2", hour),
+        ("u1", 0),
+        ("u1", hour),
+        ("u3", 0),
+    ]  # busiest user first
     assert rows[1].hopping == (5, 6, 7, 8) and rows[1].tumbling == 5
     assert rows[3].tumbling == 0 and rows[3].late == 2
     lines = format_user_hours(rows, top=3).splitlines()
     assert "hopping 1 h windows" in lines[0]
-    assert lines[1].split() == ["user", "hour", "(UTC)", "tumbling", "+00", "+15", "+30", "+45",
-                                "late"]
+    assert lines[1].split() == [
+        "user",
+        "hour",
+        "(UTC)",
+        "tumbling",
+        "+00",
+        "+15",
+        "+30",
+        "+45",
+        "late",
+    ]
     assert lines[4].split() == ["u1", "1970-01-01", "00:00", "5", "5", "6", "7", "8", "0"]
     assert lines[-1] == "... 1 more rows (of 4)"
     assert format_user_hours([]) == "(no page views counted)"
@@ -191,8 +267,10 @@ def test_skipping_resumes_the_same_stream(skipped: int, count: int) -> None:
 
 def test_log_tail_stops_before_the_failure_record(tmp_path: Path) -> None:
     log = tmp_path / "demo.log"
-    log.write_text("one\n\ncause: java not found\n10:00 ERROR riverbed.demo: "
-                   f"{FAILURE_MARK}\nTraceback (most recent call last):\n  boom\n")
+    log.write_text(
+        "one\n\ncause: java not found\n10:00 ERROR riverbed.demo: "
+        f"{FAILURE_MARK}\nTraceback (most recent call last):\n  boom\n"
+    )
     assert tail(log, lines=5) == ["one", "cause: java not found"]
     assert tail(log, lines=1, until=None) == ["  boom"]
     assert tail(tmp_path / "missing.log") == []

@@ -87,9 +87,7 @@ def test_requests_with_records_still_encode_whole() -> None:
         topic_data=[
             ProduceRequest.TopicProduceData(
                 name="t",
-                partition_data=[
-                    ProduceRequest.PartitionProduceData(index=0, records=b"z" * 5000)
-                ],
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"z" * 5000)],
             )
         ],
     )

@@ -155,7 +155,10 @@ def test_data_dir_with_more_segments_than_rlimit_nofile(tmp_path: Path) -> None:
     open fails with EMFILE."""
     result = subprocess.run(
         [sys.executable, "-c", MANY_PARTITIONS, str(tmp_path / "data"), "1000", "256"],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     print(result.stdout)
 
@@ -200,5 +203,8 @@ def test_broker_restarts_with_more_partitions_than_rlimit_nofile(tmp_path: Path)
     RLIMIT_NOFILE of 512 (each partition used to keep its segment open)."""
     result = subprocess.run(
         [sys.executable, "-c", BROKER_MANY_PARTITIONS, str(tmp_path / "data"), "700"],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]

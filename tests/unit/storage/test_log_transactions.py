@@ -37,13 +37,22 @@ RC = IsolationLevel.READ_COMMITTED
 
 
 def txn(pid: int, seq: int, *values: bytes, epoch: int = 0, key: bytes | None = None) -> bytes:
-    return build_batch([(key, v, T0) for v in values], producer_id=pid, producer_epoch=epoch,
-                       base_sequence=seq, is_transactional=True, base_timestamp=T0)
+    return build_batch(
+        [(key, v, T0) for v in values],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        is_transactional=True,
+        base_timestamp=T0,
+    )
 
 
 def open_log(path: Path, clock: ManualClock | None = None, **cfg: object) -> PartitionLog:
-    return PartitionLog.open(path, LogConfig(**cfg),  # type: ignore[arg-type]
-                             clock=clock or ManualClock(T0))
+    return PartitionLog.open(
+        path,
+        LogConfig(**cfg),  # type: ignore[arg-type]
+        clock=clock or ManualClock(T0),
+    )
 
 
 def seen(log: PartitionLog) -> list[bytes | None]:
@@ -93,7 +102,8 @@ def test_abort_is_indexed_in_kafkas_format_and_filtered_by_consumers(tmp_path: P
     assert log.last_stable_offset == 1
     entry = AbortedTxn(1, 0, 3, 1)
     assert txn_files(log.directory) == {
-        "00000000000000000000.txnindex": struct.pack(">hqqqq", 0, 1, 0, 3, 1)}
+        "00000000000000000000.txnindex": struct.pack(">hqqqq", 0, 1, 0, 3, 1)
+    }
     log.append(batch(b"n"))
     log.append_control_marker(2, 0, True, 7)
     assert log.last_stable_offset == 6
@@ -106,9 +116,9 @@ def test_abort_is_indexed_in_kafkas_format_and_filtered_by_consumers(tmp_path: P
     raw = log.read(3, 1 << 20).records
     header = BatchHeader.parse(raw)
     assert header.is_control and header.is_transactional and header.base_sequence == -1
-    assert raw[:header.size] == build_control_batch(
-        False, producer_id=1, producer_epoch=0, timestamp=T0, base_offset=3,
-        coordinator_epoch=7)
+    assert raw[: header.size] == build_control_batch(
+        False, producer_id=1, producer_epoch=0, timestamp=T0, base_offset=3, coordinator_epoch=7
+    )
 
 
 def test_markers_with_old_epochs_are_fenced_and_write_nothing(tmp_path: Path) -> None:
@@ -162,8 +172,9 @@ def test_open_transactions_survive_a_clean_restart(tmp_path: Path) -> None:
 
 def test_open_transaction_is_not_expired(tmp_path: Path) -> None:
     clock = ManualClock(T0)
-    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), clock=clock,
-                            producer_id_expiration_ms=1000)
+    log = PartitionLog.open(
+        tmp_path / "t-0", LogConfig(), clock=clock, producer_id_expiration_ms=1000
+    )
     log.append(txn(1, 0, b"a"))
     log.append(batch(b"b", pid=2, epoch=0, seq=0, ts=T0))
     clock.advance(10_000)
@@ -179,14 +190,19 @@ def test_snapshot_version_1_still_loads(tmp_path: Path) -> None:
     log.close()
     # rewrite the snapshot in the pre-transaction layout (version 1)
     from riverbed.protocol.batch import crc32c
-    body = struct.pack(">i", 1) + struct.pack(">qhqb", 5, 2, T0, 1) + struct.pack(
-        ">iiqq", 0, 0, 0, 0)
+
+    body = (
+        struct.pack(">i", 1) + struct.pack(">qhqb", 5, 2, T0, 1) + struct.pack(">iiqq", 0, 0, 0, 0)
+    )
     (snapshot,) = directory.glob("*" + SNAPSHOT_SUFFIX)
     snapshot.write_bytes(struct.pack(">hI", 1, crc32c(body)) + body)
     log = open_log(directory)
     entry = log.producers.entries[5]
-    assert (entry.producer_epoch, entry.current_txn_first_offset, entry.coordinator_epoch) \
-        == (2, -1, -1)
+    assert (entry.producer_epoch, entry.current_txn_first_offset, entry.coordinator_epoch) == (
+        2,
+        -1,
+        -1,
+    )
     assert log.append(batch(b"a", pid=5, epoch=2, seq=0, ts=T0)).duplicate
     log.close()
 
@@ -214,8 +230,13 @@ def test_unclean_restart_rebuilds_lso_and_lost_indexes(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     log = _busy_log(directory, clock)
     assert len(log.segments()) > 2
-    before = (log.last_stable_offset, log.collect_aborted_transactions(0, 1 << 40),
-              seen(log), txn_files(directory), log.ongoing_transactions())
+    before = (
+        log.last_stable_offset,
+        log.collect_aborted_transactions(0, 1 << 40),
+        seen(log),
+        txn_files(directory),
+        log.ongoing_transactions(),
+    )
     assert len(before[1]) == 2 and len(before[4]) == 2
     log.close_unclean()
     # a kill -9 right after the later rolls: their producer snapshots were never
@@ -230,8 +251,13 @@ def test_unclean_restart_rebuilds_lso_and_lost_indexes(tmp_path: Path) -> None:
     for path in lost:
         path.unlink()
     log = open_log(directory, clock, segment_bytes=300)
-    after = (log.last_stable_offset, log.collect_aborted_transactions(0, 1 << 40),
-             seen(log), txn_files(directory), log.ongoing_transactions())
+    after = (
+        log.last_stable_offset,
+        log.collect_aborted_transactions(0, 1 << 40),
+        seen(log),
+        txn_files(directory),
+        log.ongoing_transactions(),
+    )
     assert after == before
     assert [v for v in after[2] if v is not None and v.startswith(b"p")] == [b"p2-0"]
     log.close()
@@ -267,8 +293,7 @@ def test_truncation_drops_index_entries_of_removed_markers(tmp_path: Path) -> No
 def test_retention_deletes_the_txnindex_with_its_segment(tmp_path: Path) -> None:
     clock = ManualClock(T0)
     directory = tmp_path / "t-0"
-    log = open_log(directory, clock, segment_bytes=200, retention_ms=1000,
-                   file_delete_delay_ms=0)
+    log = open_log(directory, clock, segment_bytes=200, retention_ms=1000, file_delete_delay_ms=0)
     log.append(txn(1, 0, b"a"))
     log.append_control_marker(1, 0, False, 0)
     log.roll()
@@ -285,8 +310,14 @@ def test_retention_deletes_the_txnindex_with_its_segment(tmp_path: Path) -> None
 def test_compaction_keeps_the_aborted_transactions_of_merged_segments(tmp_path: Path) -> None:
     clock = ManualClock(T0)
     directory = tmp_path / "t-0"
-    log = open_log(directory, clock, segment_bytes=1000, cleanup_policy="compact",
-                   min_cleanable_dirty_ratio=0.0, file_delete_delay_ms=0)
+    log = open_log(
+        directory,
+        clock,
+        segment_bytes=1000,
+        cleanup_policy="compact",
+        min_cleanable_dirty_ratio=0.0,
+        file_delete_delay_ms=0,
+    )
     log.append(txn(1, 0, b"a", key=b"k1"))
     log.append_control_marker(1, 0, False, 0)
     log.roll()
@@ -336,12 +367,17 @@ def test_txnindex_torn_tail_is_cut(tmp_path: Path) -> None:
     assert index.collect(0, 4) == ([entries[0]], True)
 
 
-def test_compaction_drops_aborted_data_and_never_lets_it_shadow_committed(
-        tmp_path: Path) -> None:
+def test_compaction_drops_aborted_data_and_never_lets_it_shadow_committed(tmp_path: Path) -> None:
     # n(k=v1) T1(k=x) A1 T2(k=v2) C2 | n   (| = roll)
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock, segment_bytes=1000, cleanup_policy="compact",
-                   min_cleanable_dirty_ratio=0.0, file_delete_delay_ms=0)
+    log = open_log(
+        tmp_path / "t-0",
+        clock,
+        segment_bytes=1000,
+        cleanup_policy="compact",
+        min_cleanable_dirty_ratio=0.0,
+        file_delete_delay_ms=0,
+    )
     log.append(batch(b"v1", key=b"k"))
     log.append(txn(1, 0, b"x", key=b"k"))
     log.append_control_marker(1, 0, False, 0)
@@ -355,16 +391,26 @@ def test_compaction_drops_aborted_data_and_never_lets_it_shadow_committed(
     result = LogCleaner(clock).clean(log)
     assert result is not None and result.records_removed == 2  # x and z, nothing else
     assert seen(log) == [b"v1", b"y", b"tail"]
-    everything = [r.value for _h, rs in iter_batches_with_records(log.read(0, 1 << 20).records)
-                  for r in rs if not _h.is_control]
+    everything = [
+        r.value
+        for _h, rs in iter_batches_with_records(log.read(0, 1 << 20).records)
+        for r in rs
+        if not _h.is_control
+    ]
     assert everything == [b"v1", b"y"]  # read_uncommitted: the aborted records are gone
     log.close()
 
 
 def test_compaction_stops_at_the_segment_of_the_lso(tmp_path: Path) -> None:
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock, segment_bytes=1000, cleanup_policy="compact",
-                   min_cleanable_dirty_ratio=0.0, file_delete_delay_ms=0)
+    log = open_log(
+        tmp_path / "t-0",
+        clock,
+        segment_bytes=1000,
+        cleanup_policy="compact",
+        min_cleanable_dirty_ratio=0.0,
+        file_delete_delay_ms=0,
+    )
     log.append(batch(b"old", key=b"k"))
     log.roll()
     log.append(txn(1, 0, b"open", key=b"k"))  # open: its segment must not be cleaned
@@ -380,8 +426,7 @@ def test_compaction_stops_at_the_segment_of_the_lso(tmp_path: Path) -> None:
     log.close()
 
 
-def test_power_loss_after_a_marker_leaves_no_index_entry_without_its_marker(
-        tmp_path: Path) -> None:
+def test_power_loss_after_a_marker_leaves_no_index_entry_without_its_marker(tmp_path: Path) -> None:
     from riverbed.storage import faults
 
     directory = tmp_path / "t-0"
@@ -413,8 +458,10 @@ def test_a_failed_marker_write_changes_nothing(tmp_path: Path) -> None:
         log.append_control_marker(1, 0, False, 0)
     assert log.log_end_offset == 1 and log.ongoing_transactions() == {1: 0}
     assert log.collect_aborted_transactions(0, 10) == [] and txn_files(log.directory) == {}
-    with faults.inject("index.flush", error=errno.ENOSPC, match=".txnindex"), \
-            pytest.raises(StorageError, match=r"txnindex failed: .*\(ENOSPC\)"):
+    with (
+        faults.inject("index.flush", error=errno.ENOSPC, match=".txnindex"),
+        pytest.raises(StorageError, match=r"txnindex failed: .*\(ENOSPC\)"),
+    ):
         log.append_control_marker(1, 0, False, 0)
     assert log.log_end_offset == 1 and log.ongoing_transactions() == {1: 0}
     log.append_control_marker(1, 0, False, 0)  # the coordinator's retry
@@ -431,9 +478,13 @@ def test_markers_guarding_nothing_go_after_delete_retention(tmp_path: Path) -> N
     # T1(k) C1 T2(j) A2 n(k) T1(z) C1 T2(z) C2 | n
     # 0     1  2     3  4    5     6  7     8    9
     clock = ManualClock(T0)
-    cfg: dict[str, object] = dict(segment_bytes=4000, cleanup_policy="compact",
-                                  min_cleanable_dirty_ratio=0.0, file_delete_delay_ms=0,
-                                  delete_retention_ms=1000)
+    cfg: dict[str, object] = dict(
+        segment_bytes=4000,
+        cleanup_policy="compact",
+        min_cleanable_dirty_ratio=0.0,
+        file_delete_delay_ms=0,
+        delete_retention_ms=1000,
+    )
     log = open_log(tmp_path / "t-0", clock, **cfg)
     log.append(txn(1, 0, b"old", key=b"k"))
     log.append_control_marker(1, 0, True, 0)
@@ -466,13 +517,16 @@ def test_markers_guarding_nothing_go_after_delete_retention(tmp_path: Path) -> N
     log.close()
 
 
-def test_an_old_snapshot_cannot_reopen_a_transaction_compaction_removed(
-        tmp_path: Path) -> None:
+def test_an_old_snapshot_cannot_reopen_a_transaction_compaction_removed(tmp_path: Path) -> None:
     clock = ManualClock(T0)
     directory = tmp_path / "t-0"
-    cfg: dict[str, object] = dict(segment_bytes=4000, cleanup_policy="compact",
-                                  min_cleanable_dirty_ratio=0.0, file_delete_delay_ms=0,
-                                  delete_retention_ms=0)
+    cfg: dict[str, object] = dict(
+        segment_bytes=4000,
+        cleanup_policy="compact",
+        min_cleanable_dirty_ratio=0.0,
+        file_delete_delay_ms=0,
+        delete_retention_ms=0,
+    )
     log = open_log(directory, clock, **cfg)
     log.append(txn(1, 0, b"old", key=b"k"))
     log.close()  # snapshot at 1: producer 1's transaction open from 0

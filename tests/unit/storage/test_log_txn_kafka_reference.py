@@ -74,8 +74,13 @@ def test_txnindex_and_markers_match_kafkas(kafka: KafkaReference, tmp_path: Path
     admin.create_topics([admin_mod.NewTopic(topic, 1, 1)])[topic].result(30)
     producers = []
     for name in ("a", "b"):
-        p = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 0,
-                         "transactional.id": f"{name}-{uuid.uuid4().hex[:8]}"})
+        p = ck.Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": 0,
+                "transactional.id": f"{name}-{uuid.uuid4().hex[:8]}",
+            }
+        )
         p.init_transactions(30)
         p.begin_transaction()
         producers.append(p)
@@ -107,16 +112,21 @@ def test_txnindex_and_markers_match_kafkas(kafka: KafkaReference, tmp_path: Path
         if header.is_control:
             marker = read_marker(raw)
             clock.now = header.max_timestamp
-            ours.append_control_marker(header.producer_id, header.producer_epoch,
-                                       marker.is_commit, marker.coordinator_epoch)
+            ours.append_control_marker(
+                header.producer_id,
+                header.producer_epoch,
+                marker.is_commit,
+                marker.coordinator_epoch,
+            )
         else:
             clock.now = header.max_timestamp
             ours.append(raw)
     assert sum(1 for raw in kafka_batches if BatchHeader.parse(raw).is_control) == 2
     our_log = ours.read(0, 1 << 20).records
     our_batches = [our_log[pos : pos + h.size] for pos, h in iter_batches(our_log)]
-    assert [_without_leader_epoch(r) for r in our_batches] == \
-        [_without_leader_epoch(r) for r in kafka_batches]
+    assert [_without_leader_epoch(r) for r in our_batches] == [
+        _without_leader_epoch(r) for r in kafka_batches
+    ]
     our_index = (tmp_path / "t-0" / "00000000000000000000.txnindex").read_bytes()
     assert our_index == kafka_index and len(our_index) == 34
     ours.close()

@@ -121,8 +121,12 @@ def test_interval_flusher_keeps_its_interval_after_a_flush(tmp_path: Path) -> No
     so an acks=-1 wait took ~1 s whatever flush.ms said."""
     flusher = GroupCommitFlusher()
     flusher.start()
-    log = PartitionLog.open(tmp_path / "t-0", LogConfig(flush_messages=1_000_000, flush_ms=50),
-                            clock=ManualClock(), flusher=flusher)
+    log = PartitionLog.open(
+        tmp_path / "t-0",
+        LogConfig(flush_messages=1_000_000, flush_ms=50),
+        clock=ManualClock(),
+        flusher=flusher,
+    )
     try:
         for i in range(4):
             started = time.monotonic()
@@ -195,8 +199,9 @@ def test_failed_fsync_names_the_file_and_the_errno(tmp_path: Path) -> None:
 
 
 def test_failed_index_write_fails_the_waiters_instead_of_stranding_them(tmp_path: Path) -> None:
-    log = open_log(tmp_path, LogConfig(flush_messages=1_000_000, flush_ms=3_600_000,
-                                       index_interval_bytes=1))
+    log = open_log(
+        tmp_path, LogConfig(flush_messages=1_000_000, flush_ms=3_600_000, index_interval_bytes=1)
+    )
     futures = waiters(log, 3)
     futures[0].cancel()
     with faults.inject("index.flush", error=errno.ENOSPC), pytest.raises(OSError):

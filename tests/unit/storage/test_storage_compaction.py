@@ -22,8 +22,9 @@ from riverbed.storage.recovery import SWAP_SUFFIX
 T0 = 1_700_000_000_000
 
 
-def keyed_log(path: Path, clock: ManualClock, n: int, keys: int, per_segment: int,
-              **cfg: object) -> PartitionLog:
+def keyed_log(
+    path: Path, clock: ManualClock, n: int, keys: int, per_segment: int, **cfg: object
+) -> PartitionLog:
     """``n`` single-record batches, key ``k<i % keys>``, rolled every ``per_segment``."""
     config = LogConfig(cleanup_policy="compact", **cfg)  # type: ignore[arg-type]
     log = PartitionLog.open(path, config, clock=clock)
@@ -35,8 +36,9 @@ def keyed_log(path: Path, clock: ManualClock, n: int, keys: int, per_segment: in
     return log
 
 
-def latest_per_key(records: list[tuple[int, bytes | None, bytes | None]],
-                   ) -> dict[bytes | None, tuple[int, bytes | None]]:
+def latest_per_key(
+    records: list[tuple[int, bytes | None, bytes | None]],
+) -> dict[bytes | None, tuple[int, bytes | None]]:
     return {k: (o, v) for o, k, v in records}
 
 
@@ -64,7 +66,8 @@ def test_tiny_dedupe_buffer_cleans_in_several_passes(tmp_path: Path) -> None:
     assert first.end_offset == 4
     untouched = [r for r in all_records(small) if r[0] >= 4]
     assert untouched == [(o, f"k{o % 6}".encode(), f"v{o}".encode()) for o in range(4, 60)] + [
-        (60, b"k0", b"active")]
+        (60, b"k0", b"active")
+    ]
     for _ in range(30):
         if cleaner.clean(small) is None or small.cleaner_offset >= 60:
             break
@@ -96,7 +99,12 @@ def test_small_segments_are_grouped_into_one(tmp_path: Path) -> None:
     # the cleaned segment ends exactly where the group did (its last batch is kept)
     assert log.segments()[0].next_offset == 40
     assert [(o, k) for o, k, _v in all_records(log)] == [
-        (36, b"k0"), (37, b"k1"), (38, b"k2"), (39, b"k3"), (40, b"k0")]
+        (36, b"k0"),
+        (37, b"k1"),
+        (38, b"k2"),
+        (39, b"k3"),
+        (40, b"k0"),
+    ]
     log.close()
     reopened = PartitionLog.open(tmp_path / "c-0", log.config, clock=clock)
     assert [s.base_offset for s in reopened.segments()] == [0, 40]
@@ -115,8 +123,9 @@ def test_grouping_respects_segment_bytes() -> None:
 
 def test_cleaner_streams_instead_of_building_segments_in_memory(tmp_path: Path) -> None:
     clock = ManualClock(T0)
-    config = LogConfig(cleanup_policy="compact", segment_bytes=64 << 20,
-                       flush_messages=LONG_MAX, flush_ms=LONG_MAX)
+    config = LogConfig(
+        cleanup_policy="compact", segment_bytes=64 << 20, flush_messages=LONG_MAX, flush_ms=LONG_MAX
+    )
     log = PartitionLog.open(tmp_path / "c-0", config, clock=clock)
     value = b"v" * 1000
     # 2 segments of 80 batches x 100 records x ~1 KB; the second one overwrites half the
@@ -173,8 +182,10 @@ def test_dirty_ratio_and_max_compaction_lag_trigger(tmp_path: Path) -> None:
 def test_max_compaction_lag_rolls_the_active_segment(tmp_path: Path) -> None:
     clock = ManualClock(T0)
     config = LogConfig(cleanup_policy="compact", max_compaction_lag_ms=1000)
-    assert config.max_segment_ms == 1000 and LogConfig(max_compaction_lag_ms=1000).max_segment_ms \
-        == LogConfig().segment_ms
+    assert (
+        config.max_segment_ms == 1000
+        and LogConfig(max_compaction_lag_ms=1000).max_segment_ms == LogConfig().segment_ms
+    )
     log = PartitionLog.open(tmp_path / "c-0", config, clock=clock)
     log.append(batch(b"a", key=b"k", ts=T0))
     log.append(batch(b"b", key=b"k", ts=T0 + 1001))
@@ -199,8 +210,7 @@ def test_manager_runs_cleaner_only_when_needed_and_reports_status(tmp_path: Path
 
 
 @pytest.mark.parametrize("crash_after", ["swap", "retire"])
-def test_crash_during_group_swap_recovers_the_new_group(tmp_path: Path,
-                                                        crash_after: str) -> None:
+def test_crash_during_group_swap_recovers_the_new_group(tmp_path: Path, crash_after: str) -> None:
     clock = ManualClock(T0)
     reference = keyed_log(tmp_path / "ref-0", clock, 40, 4, 4, segment_bytes=100_000)
     LogCleaner(clock).clean(reference)
@@ -212,8 +222,9 @@ def test_crash_during_group_swap_recovers_the_new_group(tmp_path: Path,
     # (the first retire renames a .log); "retire" - after every old segment is retired,
     # before the swap is renamed to .log.
     suffix = ".log" if crash_after == "swap" else SWAP_SUFFIX
-    with faults.inject("file.rename", error=errno.EIO,
-                       match=lambda path: path.endswith(suffix)) as crash:
+    with faults.inject(
+        "file.rename", error=errno.EIO, match=lambda path: path.endswith(suffix)
+    ) as crash:
         assert LogCleaner(clock).clean(log) is None
     assert crash.hits == 1
     log.close_unclean()

@@ -24,15 +24,21 @@ def test_second_manager_in_same_process_is_refused_until_close(tmp_path: Path) -
 
 def test_lock_held_by_another_process_names_its_pid_and_dies_with_it(tmp_path: Path) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
             import sys
             from pathlib import Path
             from riverbed.storage import LogManager
             m = LogManager(Path({str(tmp_path)!r}), start_background=False)
             print("locked", flush=True)
             sys.stdin.read()
-        """)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None

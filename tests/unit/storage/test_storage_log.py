@@ -22,8 +22,11 @@ from riverbed.storage.config import FlushPolicy
 
 
 def open_log(tmp_path: Path, clock: ManualClock | None = None, **cfg: object) -> PartitionLog:
-    return PartitionLog.open(tmp_path / "t-0", LogConfig(**cfg),  # type: ignore[arg-type]
-                             clock=clock or ManualClock())
+    return PartitionLog.open(
+        tmp_path / "t-0",
+        LogConfig(**cfg),  # type: ignore[arg-type]
+        clock=clock or ManualClock(),
+    )
 
 
 def test_append_assigns_offsets_and_reads_back_whole_batches(tmp_path: Path) -> None:
@@ -178,8 +181,9 @@ def test_flush_future_and_policies(tmp_path: Path) -> None:
     r = log.append(batch(b"a"))
     log.flush_future(r.last_offset).result(timeout=5)
     assert log.flushed_offset == 1
-    os_log = PartitionLog.open(tmp_path / "os-0",
-                               LogConfig(flush_messages=(1 << 63) - 1), clock=ManualClock())
+    os_log = PartitionLog.open(
+        tmp_path / "os-0", LogConfig(flush_messages=(1 << 63) - 1), clock=ManualClock()
+    )
     assert os_log.config.flush_policy is FlushPolicy.OS
     os_log.append(batch(b"a"))
     assert os_log.flush_future(0).done() and os_log.flushed_offset == 0

@@ -52,8 +52,9 @@ def test_retention_by_time_and_size(tmp_path: Path) -> None:
     clock.advance(13_500)
     assert mgr.run_retention() == 2
     assert log.log_start_offset == 4
-    mgr.update_config("t", LogConfig(segment_bytes=one * 2, retention_ms=-1,
-                                     retention_bytes=one * 3))
+    mgr.update_config(
+        "t", LogConfig(segment_bytes=one * 2, retention_ms=-1, retention_bytes=one * 3)
+    )
     assert mgr.run_retention() == 1 and log.log_start_offset == 6
     # everything expired: the active segment is rolled and deleted too
     mgr.update_config("t", LogConfig(segment_bytes=one * 2, retention_ms=1))
@@ -89,8 +90,12 @@ def test_compaction_keeps_latest_per_key_and_offsets(tmp_path: Path) -> None:
     result = cleaner.clean(log)
     assert result is not None and result.records_removed > 0
     after = all_records(log)
-    assert after == [(28, b"k1", b"v28"), (29, b"k2", b"v29"), (30, b"k0", None),
-                     (31, b"k1", b"tail")]
+    assert after == [
+        (28, b"k1", b"v28"),
+        (29, b"k2", b"v29"),
+        (30, b"k0", None),
+        (31, b"k1", b"tail"),
+    ]
     assert {o for o, _k, _v in after} <= {o for o, _k, _v in before}
     assert log.log_end_offset == 32
     # the tombstone stays until delete.retention.ms has passed, then goes

@@ -30,8 +30,10 @@ def test_close_closes_every_log_and_reports_the_failures(tmp_path: Path) -> None
     for topic, p in NAMES:
         plog = manager.get_or_create(topic, p, INTERVAL)
         waits[f"{topic}-{p}"] = plog.flush_future(plog.append(batch(b"v")).last_offset)
-    with (faults.inject("segment.fsync", error=errno.ENOSPC, match=_failing_path),
-          pytest.raises(LogsNotClosedError) as info):
+    with (
+        faults.inject("segment.fsync", error=errno.ENOSPC, match=_failing_path),
+        pytest.raises(LogsNotClosedError) as info,
+    ):
         manager.close()
     error = info.value
     assert isinstance(error, StorageError)
@@ -54,7 +56,8 @@ def test_close_closes_every_log_and_reports_the_failures(tmp_path: Path) -> None
     reopened = LogManager(tmp_path, clock=ManualClock(), start_background=False)
     try:
         assert {f"{t}-{p}": log.log_end_offset for (t, p), log in reopened.logs().items()} == {
-            f"{t}-{p}": 1 for t, p in NAMES}
+            f"{t}-{p}": 1 for t, p in NAMES
+        }
     finally:
         reopened.close()
 

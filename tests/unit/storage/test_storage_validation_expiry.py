@@ -59,16 +59,25 @@ def test_before_max_checks_every_record_not_just_the_header(tmp_path: Path) -> N
 
 def test_log_append_time_topics_skip_timestamp_checks(tmp_path: Path) -> None:
     clock = ManualClock(T0)
-    log = open_log(tmp_path / "t-0", clock, message_timestamp_type="LogAppendTime",
-                   message_timestamp_before_max_ms=0, message_timestamp_after_max_ms=0)
+    log = open_log(
+        tmp_path / "t-0",
+        clock,
+        message_timestamp_type="LogAppendTime",
+        message_timestamp_before_max_ms=0,
+        message_timestamp_after_max_ms=0,
+    )
     assert log.append(batch(b"x", ts=T0 + 10 * HOUR)).log_append_time_ms == T0
 
 
 def test_timestamp_props_roundtrip() -> None:
-    cfg = LogConfig.from_kafka_props({"message.timestamp.before.max.ms": "5",
-                                      "message.timestamp.after.max.ms": "7",
-                                      "min.cleanable.dirty.ratio": "0.25",
-                                      "max.compaction.lag.ms": "100"})
+    cfg = LogConfig.from_kafka_props(
+        {
+            "message.timestamp.before.max.ms": "5",
+            "message.timestamp.after.max.ms": "7",
+            "min.cleanable.dirty.ratio": "0.25",
+            "max.compaction.lag.ms": "100",
+        }
+    )
     assert (cfg.message_timestamp_before_max_ms, cfg.message_timestamp_after_max_ms) == (5, 7)
     assert (cfg.min_cleanable_dirty_ratio, cfg.max_compaction_lag_ms) == (0.25, 100)
     assert LogConfig.from_kafka_props(cfg.to_kafka_props()) == cfg
@@ -106,8 +115,9 @@ def test_compacted_topic_refuses_records_without_key(tmp_path: Path, policy: str
 
 def test_idle_producers_expire_and_may_restart_at_any_sequence(tmp_path: Path) -> None:
     clock = ManualClock(T0)
-    log = PartitionLog.open(tmp_path / "t-0", LogConfig(), clock=clock,
-                            producer_id_expiration_ms=10_000)
+    log = PartitionLog.open(
+        tmp_path / "t-0", LogConfig(), clock=clock, producer_id_expiration_ms=10_000
+    )
     log.append(batch(b"a", pid=7, epoch=0, seq=0, ts=T0))
     log.append(batch(b"b", pid=8, epoch=0, seq=0, ts=T0 + 5000))
     with pytest.raises(OutOfOrderSequenceError):
@@ -126,8 +136,9 @@ def test_idle_producers_expire_and_may_restart_at_any_sequence(tmp_path: Path) -
 
 def test_expired_producers_leave_snapshots_and_are_dropped_at_load(tmp_path: Path) -> None:
     clock = ManualClock(T0)
-    mgr = LogManager(tmp_path, clock=clock, start_background=False,
-                     producer_id_expiration_ms=10_000)
+    mgr = LogManager(
+        tmp_path, clock=clock, start_background=False, producer_id_expiration_ms=10_000
+    )
     log = mgr.get_or_create("t", 0, LogConfig())
     log.append(batch(b"a", pid=1, epoch=0, seq=0, ts=T0))
     log.append(batch(b"b", pid=2, epoch=0, seq=0, ts=T0 + 8000))
@@ -135,14 +146,16 @@ def test_expired_producers_leave_snapshots_and_are_dropped_at_load(tmp_path: Pat
     assert mgr.run_producer_expiration() == 1
     mgr.close()  # the clean-shutdown snapshot holds producer 2 only
     clock.advance(5000)  # now producer 2 is idle for 7 s: still alive
-    mgr = LogManager(tmp_path, clock=clock, start_background=False,
-                     producer_id_expiration_ms=10_000)
+    mgr = LogManager(
+        tmp_path, clock=clock, start_background=False, producer_id_expiration_ms=10_000
+    )
     log2 = mgr.get("t", 0)
     assert log2 is not None and set(log2.producers.entries) == {2}
     log2.close_unclean()  # no snapshot at the end: the header replay must drop it too
     clock.advance(5000)
-    reopened = PartitionLog.open(tmp_path / "t-0", LogConfig(), clock=clock,
-                                 producer_id_expiration_ms=10_000)
+    reopened = PartitionLog.open(
+        tmp_path / "t-0", LogConfig(), clock=clock, producer_id_expiration_ms=10_000
+    )
     assert reopened.producers.entries == {}
     reopened.close()
 

@@ -176,9 +176,7 @@ def bind_handlers(broker: Broker) -> dict[int, Route]:
         describe_cluster.API_KEY: partial(describe_cluster.handle, broker),
         sasl_handshake.API_KEY: partial(sasl_handshake.handle, broker),
         sasl_authenticate.API_KEY: partial(sasl_authenticate.handle, broker),
-        alter_user_scram_credentials.API_KEY: partial(
-            alter_user_scram_credentials.handle, broker
-        ),
+        alter_user_scram_credentials.API_KEY: partial(alter_user_scram_credentials.handle, broker),
         describe_user_scram_credentials.API_KEY: partial(
             describe_user_scram_credentials.handle, broker
         ),

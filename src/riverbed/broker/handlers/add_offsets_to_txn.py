@@ -22,15 +22,15 @@ def handle(
     deps: TransactionDeps, ctx: RequestContext, request: AddOffsetsToTxnRequest
 ) -> AddOffsetsToTxnResponse | Awaitable[AddOffsetsToTxnResponse]:
     version = ctx.api_version
-    req = AddOffsets(request.transactional_id, request.producer_id, request.producer_epoch,
-                     request.group_id)
+    req = AddOffsets(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
+    )
     txns = deps.transactions
 
     def encode(answer: Added) -> AddOffsetsToTxnResponse:
         return _encode(legacy_code(answer.error_code, version, FENCED_VERSION))
 
-    return call(txns, lambda now: txns.coordinator.add_offsets_to_txn(req, now), encode,
-                _encode)
+    return call(txns, lambda now: txns.coordinator.add_offsets_to_txn(req, now), encode, _encode)
 
 
 def _encode(code: ErrorCode) -> AddOffsetsToTxnResponse:

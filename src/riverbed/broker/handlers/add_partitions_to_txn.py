@@ -41,45 +41,74 @@ def handle(
     tps = _partitions(request.v3_and_below_topics)
     unknown = _unknown(deps.topics, tps)
     if unknown:
-        return _v3({tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
-                    else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in tps})
-    req = Add(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-              request.v3_and_below_producer_epoch, frozenset(tps))
+        return _v3(
+            {
+                tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if tp in unknown
+                else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in tps
+            }
+        )
+    req = Add(
+        request.v3_and_below_transactional_id,
+        request.v3_and_below_producer_id,
+        request.v3_and_below_producer_epoch,
+        frozenset(tps),
+    )
     txns = deps.transactions
 
     def encode(answer: Added) -> AddPartitionsToTxnResponse:
-        return _v3({tp: legacy_code(code, version, FENCED_VERSION)
-                    for tp, code in answer.errors.items()})
+        return _v3(
+            {tp: legacy_code(code, version, FENCED_VERSION) for tp, code in answer.errors.items()}
+        )
 
-    return call(txns, lambda now: txns.coordinator.add_partitions_to_txn(req, now), encode,
-                lambda code: _v3(dict.fromkeys(tps, code)))
+    return call(
+        txns,
+        lambda now: txns.coordinator.add_partitions_to_txn(req, now),
+        encode,
+        lambda code: _v3(dict.fromkeys(tps, code)),
+    )
 
 
-def _batched(deps: TransactionDeps, version: int, request: AddPartitionsToTxnRequest
-             ) -> AddPartitionsToTxnResponse | Awaitable[AddPartitionsToTxnResponse]:
+def _batched(
+    deps: TransactionDeps, version: int, request: AddPartitionsToTxnRequest
+) -> AddPartitionsToTxnResponse | Awaitable[AddPartitionsToTxnResponse]:
     reqs = [
-        Add(t.transactional_id, t.producer_id, t.producer_epoch,
-            frozenset(_partitions(t.topics)), t.verify_only,
-            TV_2 if version >= TV2_VERSION and not t.verify_only else 0)
+        Add(
+            t.transactional_id,
+            t.producer_id,
+            t.producer_epoch,
+            frozenset(_partitions(t.topics)),
+            t.verify_only,
+            TV_2 if version >= TV2_VERSION and not t.verify_only else 0,
+        )
         for t in request.transactions
     ]
     txns = deps.transactions
 
     def encode(answers: list[Added]) -> AddPartitionsToTxnResponse:
-        return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, results_by_transaction=[
-            Response.AddPartitionsToTxnResult(
-                transactional_id=a.transactional_id, topic_results=_topics(a.errors))
-            for a in answers])
+        return Response(
+            throttle_time_ms=0,
+            error_code=ErrorCode.NONE,
+            results_by_transaction=[
+                Response.AddPartitionsToTxnResult(
+                    transactional_id=a.transactional_id, topic_results=_topics(a.errors)
+                )
+                for a in answers
+            ],
+        )
 
     def error(code: ErrorCode) -> AddPartitionsToTxnResponse:
         return Response(throttle_time_ms=0, error_code=code, results_by_transaction=[])
 
-    return call(txns, lambda now: txns.coordinator.add_partitions_to_txn_batch(reqs, now),
-                encode, error)
+    return call(
+        txns, lambda now: txns.coordinator.add_partitions_to_txn_batch(reqs, now), encode, error
+    )
 
 
-def _partitions(topics: Iterable[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
-                ) -> list[TopicPartition]:
+def _partitions(
+    topics: Iterable[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic],
+) -> list[TopicPartition]:
     return [TopicPartition(t.name, p) for t in topics for p in t.partitions]
 
 
@@ -96,7 +125,8 @@ def _topics(errors: Mapping[TopicPartition, ErrorCode]) -> list[TopicResult]:
     by_topic: dict[str, list[PartitionResult]] = {}
     for tp, code in sorted(errors.items()):
         by_topic.setdefault(tp.topic, []).append(
-            PartitionResult(partition_index=tp.partition, partition_error_code=code))
+            PartitionResult(partition_index=tp.partition, partition_error_code=code)
+        )
     return [TopicResult(name=name, results_by_partition=parts) for name, parts in by_topic.items()]
 
 

@@ -62,12 +62,18 @@ def handle(
         elif mechanism is None:
             refuse(name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
         elif pairs[(name, mechanism_id)] > 1:
-            refuse(name, ErrorCode.DUPLICATE_RESOURCE,
-                   "A user credential cannot be altered twice in the same request")
+            refuse(
+                name,
+                ErrorCode.DUPLICATE_RESOURCE,
+                "A user credential cannot be altered twice in the same request",
+            )
     for d in deletions:
         if d.name not in errors and store.get(d.name, ScramMechanism(d.mechanism)) is None:
-            refuse(d.name, ErrorCode.RESOURCE_NOT_FOUND,
-                   "Attempt to delete a user credential that does not exist")
+            refuse(
+                d.name,
+                ErrorCode.RESOURCE_NOT_FOUND,
+                "Attempt to delete a user credential that does not exist",
+            )
     for u in upsertions:
         if u.name in errors:
             continue

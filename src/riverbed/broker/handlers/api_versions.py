@@ -45,12 +45,20 @@ def handle(
     deps: ApiVersionsDeps, ctx: RequestContext, request: ApiVersionsRequest
 ) -> ApiVersionsResponse:
     return ApiVersionsResponse(
-        error_code=ErrorCode.NONE, api_keys=api_ranges(deps), throttle_time_ms=0,
-        supported_features=[ApiVersionsResponse.SupportedFeatureKey(
-            name=TRANSACTION_VERSION_FEATURE, min_version=0, max_version=TV_2)],
+        error_code=ErrorCode.NONE,
+        api_keys=api_ranges(deps),
+        throttle_time_ms=0,
+        supported_features=[
+            ApiVersionsResponse.SupportedFeatureKey(
+                name=TRANSACTION_VERSION_FEATURE, min_version=0, max_version=TV_2
+            )
+        ],
         finalized_features_epoch=0,
-        finalized_features=[ApiVersionsResponse.FinalizedFeatureKey(
-            name=TRANSACTION_VERSION_FEATURE, max_version_level=TV_2, min_version_level=TV_2)],
+        finalized_features=[
+            ApiVersionsResponse.FinalizedFeatureKey(
+                name=TRANSACTION_VERSION_FEATURE, max_version_level=TV_2, min_version_level=TV_2
+            )
+        ],
     )
 
 

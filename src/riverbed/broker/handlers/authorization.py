@@ -232,15 +232,27 @@ def _produce(c: Check, request: Any, route: Route) -> Any:
     if txn is not None and not c.txn(Op.WRITE, txn):
         ok, denied, code = [], list(request.topic_data), TXN_DENIED
     else:
-        ok, denied = _split(request.topic_data, lambda t: _allowed_topic(c, Op.WRITE, t.name,
-                                                                        t.topic_id))
+        ok, denied = _split(
+            request.topic_data, lambda t: _allowed_topic(c, Op.WRITE, t.name, t.topic_id)
+        )
     extra = [
-        ProduceResponse.TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=[
-            ProduceResponse.PartitionProduceResponse(
-                index=p.index, error_code=code, base_offset=-1, log_append_time_ms=-1,
-                log_start_offset=-1, record_errors=[], error_message=None,
-            ) for p in t.partition_data
-        ]) for t in denied
+        ProduceResponse.TopicProduceResponse(
+            name=t.name,
+            topic_id=t.topic_id,
+            partition_responses=[
+                ProduceResponse.PartitionProduceResponse(
+                    index=p.index,
+                    error_code=code,
+                    base_offset=-1,
+                    log_append_time_ms=-1,
+                    log_start_offset=-1,
+                    record_errors=[],
+                    error_message=None,
+                )
+                for p in t.partition_data
+            ],
+        )
+        for t in denied
     ]
     if code is TXN_DENIED:
         return None if request.acks == 0 else ProduceResponse(responses=extra, throttle_time_ms=0)
@@ -257,13 +269,23 @@ def _fetch(c: Check, request: Any, route: Route) -> Any:
     ok, denied = _split(request.topics, lambda t: _allowed_topic(c, Op.READ, t.topic, t.topic_id))
     request.topics = ok
     extra = [
-        FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
-            FetchResponse.PartitionData(
-                partition_index=p.partition, error_code=TOPIC_DENIED, high_watermark=-1,
-                last_stable_offset=-1, log_start_offset=-1, aborted_transactions=None,
-                records=None,
-            ) for p in t.partitions
-        ]) for t in denied
+        FetchResponse.FetchableTopicResponse(
+            topic=t.topic,
+            topic_id=t.topic_id,
+            partitions=[
+                FetchResponse.PartitionData(
+                    partition_index=p.partition,
+                    error_code=TOPIC_DENIED,
+                    high_watermark=-1,
+                    last_stable_offset=-1,
+                    log_start_offset=-1,
+                    aborted_transactions=None,
+                    records=None,
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in denied
     ]
     return _then(route(c.ctx, request), _extend("responses", extra))
 
@@ -272,18 +294,28 @@ def _list_offsets(c: Check, request: Any, route: Route) -> Any:
     ok, denied = _split(request.topics, lambda t: c.topic(Op.DESCRIBE, t.name))
     request.topics = ok
     extra = [
-        ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=[
-            ListOffsetsResponse.ListOffsetsPartitionResponse(
-                partition_index=p.partition_index, error_code=TOPIC_DENIED,
-                old_style_offsets=[], timestamp=-1, offset=-1, leader_epoch=-1,
-            ) for p in t.partitions
-        ]) for t in denied
+        ListOffsetsResponse.ListOffsetsTopicResponse(
+            name=t.name,
+            partitions=[
+                ListOffsetsResponse.ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index,
+                    error_code=TOPIC_DENIED,
+                    old_style_offsets=[],
+                    timestamp=-1,
+                    offset=-1,
+                    leader_epoch=-1,
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in denied
     ]
     return _then(route(c.ctx, request), _extend("topics", extra))
 
 
 def _metadata(c: Check, request: Any, route: Route) -> Any:
     if request.topics is None or (c.ctx.api_version == 0 and not request.topics):
+
         def visible(response: Any) -> Any:
             response.topics = [t for t in response.topics if c.topic(Op.DESCRIBE, t.name)]
             return response
@@ -310,7 +342,8 @@ def _metadata(c: Check, request: Any, route: Route) -> Any:
         response.topics.extend(
             MetadataResponse.MetadataResponseTopic(
                 error_code=TOPIC_DENIED, name=name, is_internal=False, partitions=[]
-            ) for name in denied
+            )
+            for name in denied
         )
         return response
 
@@ -326,9 +359,14 @@ def _create_topics(c: Check, request: Any, route: Route) -> Any:
     request.topics = ok
     extra = [
         CreateTopicsResponse.CreatableTopicResult(
-            name=t.name, error_code=TOPIC_DENIED, error_message=None, num_partitions=-1,
-            replication_factor=-1, configs=[],
-        ) for t in denied
+            name=t.name,
+            error_code=TOPIC_DENIED,
+            error_message=None,
+            num_partitions=-1,
+            replication_factor=-1,
+            configs=[],
+        )
+        for t in denied
     ]
     return _then(route(c.ctx, request), _extend("topics", extra))
 
@@ -337,14 +375,24 @@ def _delete_topics(c: Check, request: Any, route: Route) -> Any:
     if c.ctx.api_version < _TOPIC_IDS[20]:
         ok, denied = _split(request.topic_names, lambda n: c.topic(Op.DELETE, n))
         request.topic_names = ok
-        extra = [DeleteTopicsResponse.DeletableTopicResult(name=n, error_code=TOPIC_DENIED,
-                                                           error_message=None) for n in denied]
+        extra = [
+            DeleteTopicsResponse.DeletableTopicResult(
+                name=n, error_code=TOPIC_DENIED, error_message=None
+            )
+            for n in denied
+        ]
     else:
         ok, denied = _split(request.topics, lambda t: _allowed_by_name_or_id(c, Op.DELETE, t))
         request.topics = ok
-        extra = [DeleteTopicsResponse.DeletableTopicResult(
-            name=t.name, topic_id=t.topic_id, error_code=TOPIC_DENIED, error_message=None,
-        ) for t in denied]
+        extra = [
+            DeleteTopicsResponse.DeletableTopicResult(
+                name=t.name,
+                topic_id=t.topic_id,
+                error_code=TOPIC_DENIED,
+                error_message=None,
+            )
+            for t in denied
+        ]
     return _then(route(c.ctx, request), _extend("responses", extra))
 
 
@@ -359,11 +407,18 @@ def _delete_records(c: Check, request: Any, route: Route) -> Any:
     ok, denied = _split(request.topics, lambda t: c.topic(Op.DELETE, t.name))
     request.topics = ok
     extra = [
-        DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=[
-            DeleteRecordsResponse.DeleteRecordsPartitionResult(
-                partition_index=p.partition_index, low_watermark=-1, error_code=TOPIC_DENIED,
-            ) for p in t.partitions
-        ]) for t in denied
+        DeleteRecordsResponse.DeleteRecordsTopicResult(
+            name=t.name,
+            partitions=[
+                DeleteRecordsResponse.DeleteRecordsPartitionResult(
+                    partition_index=p.partition_index,
+                    low_watermark=-1,
+                    error_code=TOPIC_DENIED,
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in denied
     ]
     return _then(route(c.ctx, request), _extend("topics", extra))
 
@@ -371,8 +426,12 @@ def _delete_records(c: Check, request: Any, route: Route) -> Any:
 def _create_partitions(c: Check, request: Any, route: Route) -> Any:
     ok, denied = _split(request.topics, lambda t: c.topic(Op.ALTER, t.name))
     request.topics = ok
-    extra = [CreatePartitionsResponse.CreatePartitionsTopicResult(
-        name=t.name, error_code=TOPIC_DENIED, error_message=None) for t in denied]
+    extra = [
+        CreatePartitionsResponse.CreatePartitionsTopicResult(
+            name=t.name, error_code=TOPIC_DENIED, error_message=None
+        )
+        for t in denied
+    ]
     return _then(route(c.ctx, request), _extend("results", extra))
 
 
@@ -389,9 +448,16 @@ def _describe_configs(c: Check, request: Any, route: Route) -> Any:
     codes = {id(r): _config_denial(c, Op.DESCRIBE_CONFIGS, r) for r in request.resources}
     denied: list[Any] = [r for r in request.resources if codes[id(r)] is not None]
     request.resources = [r for r in request.resources if codes[id(r)] is None]
-    extra = [DescribeConfigsResponse.DescribeConfigsResult(
-        error_code=codes[id(r)] or TOPIC_DENIED, error_message=None, resource_type=r.resource_type,
-        resource_name=r.resource_name, configs=[]) for r in denied]
+    extra = [
+        DescribeConfigsResponse.DescribeConfigsResult(
+            error_code=codes[id(r)] or TOPIC_DENIED,
+            error_message=None,
+            resource_type=r.resource_type,
+            resource_name=r.resource_name,
+            configs=[],
+        )
+        for r in denied
+    ]
     return _then(route(c.ctx, request), _extend("results", extra))
 
 
@@ -400,9 +466,15 @@ def _alter_configs_gate(result_cls: Any) -> Gate:
         codes = {id(r): _config_denial(c, Op.ALTER_CONFIGS, r) for r in request.resources}
         denied = [r for r in request.resources if codes[id(r)] is not None]
         request.resources = [r for r in request.resources if codes[id(r)] is None]
-        extra = [result_cls(error_code=codes[id(r)] or TOPIC_DENIED, error_message=None,
-                            resource_type=r.resource_type, resource_name=r.resource_name)
-                 for r in denied]
+        extra = [
+            result_cls(
+                error_code=codes[id(r)] or TOPIC_DENIED,
+                error_message=None,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+            )
+            for r in denied
+        ]
         return _then(route(c.ctx, request), _extend("responses", extra))
 
     return gate
@@ -428,12 +500,18 @@ def _offset_commit(c: Check, request: Any, route: Route) -> Any:
     )
     code = TOPIC_DENIED if group_ok else GROUP_DENIED
     extra = [
-        OffsetCommitResponse.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id,
-                                                       partitions=[
-            OffsetCommitResponse.OffsetCommitResponsePartition(
-                partition_index=p.partition_index, error_code=code,
-            ) for p in t.partitions
-        ]) for t in denied
+        OffsetCommitResponse.OffsetCommitResponseTopic(
+            name=t.name,
+            topic_id=t.topic_id,
+            partitions=[
+                OffsetCommitResponse.OffsetCommitResponsePartition(
+                    partition_index=p.partition_index,
+                    error_code=code,
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in denied
     ]
     if not group_ok:
         return OffsetCommitResponse(throttle_time_ms=0, topics=extra)
@@ -453,8 +531,12 @@ def _offset_fetch(c: Check, request: Any, route: Route) -> Any:
     def finish(response: Any) -> Any:
         for group in response.groups:
             _hide_topics(c, group.topics, named.get(group.group_id))
-        response.groups.extend(OffsetFetchResponse.OffsetFetchResponseGroup(
-            group_id=g.group_id, topics=[], error_code=GROUP_DENIED) for g in denied)
+        response.groups.extend(
+            OffsetFetchResponse.OffsetFetchResponseGroup(
+                group_id=g.group_id, topics=[], error_code=GROUP_DENIED
+            )
+            for g in denied
+        )
         return response
 
     return _then(route(c.ctx, request), finish)
@@ -486,9 +568,18 @@ def _offset_fetch_finish(c: Check, request: Any) -> Callable[[Any], Any]:
 def _describe_groups(c: Check, request: Any, route: Route) -> Any:
     ok, denied = _split(request.groups, lambda g: c.group(Op.DESCRIBE, g))
     request.groups = ok
-    extra = [DescribeGroupsResponse.DescribedGroup(
-        error_code=GROUP_DENIED, error_message=None, group_id=g, group_state="",
-        protocol_type="", protocol_data="", members=[]) for g in denied]
+    extra = [
+        DescribeGroupsResponse.DescribedGroup(
+            error_code=GROUP_DENIED,
+            error_message=None,
+            group_id=g,
+            group_state="",
+            protocol_type="",
+            protocol_data="",
+            members=[],
+        )
+        for g in denied
+    ]
     return _then(route(c.ctx, request), _extend("groups", extra))
 
 
@@ -506,8 +597,12 @@ def _list_groups(c: Check, request: Any, route: Route) -> Any:
 def _delete_groups(c: Check, request: Any, route: Route) -> Any:
     ok, denied = _split(request.groups_names, lambda g: c.group(Op.DELETE, g))
     request.groups_names = ok
-    extra = [DeleteGroupsResponse.DeletableGroupResult(
-        group_id=g, error_code=GROUP_DENIED, error_message=None) for g in denied]
+    extra = [
+        DeleteGroupsResponse.DeletableGroupResult(
+            group_id=g, error_code=GROUP_DENIED, error_message=None
+        )
+        for g in denied
+    ]
     return _then(route(c.ctx, request), _extend("results", extra))
 
 
@@ -520,8 +615,13 @@ def _consumer_group_heartbeat(c: Check, request: Any, route: Route) -> Any:
     if code is None:
         return route(c.ctx, request)
     return ConsumerGroupHeartbeatResponse(
-        throttle_time_ms=0, error_code=code, error_message=None, member_id=None,
-        member_epoch=0, heartbeat_interval_ms=0, assignment=None,
+        throttle_time_ms=0,
+        error_code=code,
+        error_message=None,
+        member_id=None,
+        member_epoch=0,
+        heartbeat_interval_ms=0,
+        assignment=None,
     )
 
 
@@ -535,13 +635,17 @@ def _find_coordinator(c: Check, request: Any, route: Route) -> Any:
     if c.ctx.api_version < 4:
         if allowed(request.key):
             return route(c.ctx, request)
-        return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=None,
-                                       node_id=-1, host="", port=-1)
+        return FindCoordinatorResponse(
+            throttle_time_ms=0, error_code=code, error_message=None, node_id=-1, host="", port=-1
+        )
     ok, denied = _split(request.coordinator_keys, allowed)
     request.coordinator_keys = ok
-    extra = [FindCoordinatorResponse.Coordinator(
-        key=k, node_id=-1, host="", port=-1, error_code=code, error_message=None)
-        for k in denied]
+    extra = [
+        FindCoordinatorResponse.Coordinator(
+            key=k, node_id=-1, host="", port=-1, error_code=code, error_message=None
+        )
+        for k in denied
+    ]
     return _then(route(c.ctx, request), _extend("coordinators", extra))
 
 
@@ -555,8 +659,9 @@ def _init_producer_id(c: Check, request: Any, route: Route) -> Any:
         code = None if allowed else CLUSTER_DENIED
     if code is None:
         return route(c.ctx, request)
-    return InitProducerIdResponse(throttle_time_ms=0, error_code=code, producer_id=-1,
-                                  producer_epoch=-1)
+    return InitProducerIdResponse(
+        throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1
+    )
 
 
 def _end_txn(c: Check, request: Any, route: Route) -> Any:
@@ -577,8 +682,9 @@ def _add_partitions_to_txn(c: Check, request: Any, route: Route) -> Any:
     if c.ctx.api_version >= 4:  # broker-to-broker verification: CLUSTER_ACTION
         if c.cluster(Op.CLUSTER_ACTION):
             return route(c.ctx, request)
-        return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=CLUSTER_DENIED,
-                                          results_by_transaction=[])
+        return AddPartitionsToTxnResponse(
+            throttle_time_ms=0, error_code=CLUSTER_DENIED, results_by_transaction=[]
+        )
     topics = request.v3_and_below_topics
     if not c.txn(Op.WRITE, request.v3_and_below_transactional_id):
         codes = {t.name: TXN_DENIED for t in topics}
@@ -587,13 +693,21 @@ def _add_partitions_to_txn(c: Check, request: Any, route: Route) -> Any:
         if not codes:
             return route(c.ctx, request)
     not_attempted = ErrorCode.OPERATION_NOT_ATTEMPTED
-    return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=[
-        AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
-            AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(
-                partition_index=p, partition_error_code=codes.get(t.name, not_attempted))
-            for p in t.partitions
-        ]) for t in topics
-    ])
+    return AddPartitionsToTxnResponse(
+        throttle_time_ms=0,
+        results_by_topic_v3_and_below=[
+            AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(
+                name=t.name,
+                results_by_partition=[
+                    AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult(
+                        partition_index=p, partition_error_code=codes.get(t.name, not_attempted)
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in topics
+        ],
+    )
 
 
 def _txn_offset_commit(c: Check, request: Any, route: Route) -> Any:
@@ -604,11 +718,16 @@ def _txn_offset_commit(c: Check, request: Any, route: Route) -> Any:
         code = GROUP_DENIED
     ok, denied = _split(request.topics, lambda t: code is None and c.topic(Op.READ, t.name))
     extra = [
-        TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
-            TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
-                partition_index=p.partition_index, error_code=code or TOPIC_DENIED)
-            for p in t.partitions
-        ]) for t in denied
+        TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(
+            name=t.name,
+            partitions=[
+                TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
+                    partition_index=p.partition_index, error_code=code or TOPIC_DENIED
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in denied
     ]
     if code is not None:
         return TxnOffsetCommitResponse(throttle_time_ms=0, topics=extra)
@@ -619,10 +738,19 @@ def _txn_offset_commit(c: Check, request: Any, route: Route) -> Any:
 def _describe_transactions(c: Check, request: Any, route: Route) -> Any:
     ok, denied = _split(request.transactional_ids, lambda x: c.txn(Op.DESCRIBE, x))
     request.transactional_ids = ok
-    extra = [DescribeTransactionsResponse.TransactionState(
-        error_code=TXN_DENIED, transactional_id=x, transaction_state="",
-        transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
-        producer_epoch=-1, topics=[]) for x in denied]
+    extra = [
+        DescribeTransactionsResponse.TransactionState(
+            error_code=TXN_DENIED,
+            transactional_id=x,
+            transaction_state="",
+            transaction_timeout_ms=0,
+            transaction_start_time_ms=-1,
+            producer_id=-1,
+            producer_epoch=-1,
+            topics=[],
+        )
+        for x in denied
+    ]
     return _then(route(c.ctx, request), _extend("transaction_states", extra))
 
 
@@ -639,49 +767,82 @@ def _list_transactions(c: Check, request: Any, route: Route) -> Any:
 def _describe_producers(c: Check, request: Any, route: Route) -> Any:
     ok, denied = _split(request.topics, lambda t: c.topic(Op.READ, t.name))
     request.topics = ok
-    extra = [DescribeProducersResponse.TopicResponse(name=t.name, partitions=[
-        DescribeProducersResponse.PartitionResponse(
-            partition_index=p, error_code=TOPIC_DENIED, error_message=None, active_producers=[])
-        for p in t.partition_indexes
-    ]) for t in denied]
+    extra = [
+        DescribeProducersResponse.TopicResponse(
+            name=t.name,
+            partitions=[
+                DescribeProducersResponse.PartitionResponse(
+                    partition_index=p,
+                    error_code=TOPIC_DENIED,
+                    error_message=None,
+                    active_producers=[],
+                )
+                for p in t.partition_indexes
+            ],
+        )
+        for t in denied
+    ]
     return _then(route(c.ctx, request), _extend("topics", extra))
 
 
 def _consumer_group_describe(c: Check, request: Any, route: Route) -> Any:
     ok, denied = _split(request.group_ids, lambda g: c.group(Op.DESCRIBE, g))
     request.group_ids = ok
-    extra = [ConsumerGroupDescribeResponse.DescribedGroup(
-        error_code=GROUP_DENIED, error_message=None, group_id=g, group_state="",
-        group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[]) for g in denied]
+    extra = [
+        ConsumerGroupDescribeResponse.DescribedGroup(
+            error_code=GROUP_DENIED,
+            error_message=None,
+            group_id=g,
+            group_state="",
+            group_epoch=-1,
+            assignment_epoch=-1,
+            assignor_name="",
+            members=[],
+        )
+        for g in denied
+    ]
     return _then(route(c.ctx, request), _extend("groups", extra))
 
 
 def _describe_client_quotas(c: Check, request: Any, route: Route) -> Any:
     if c.cluster(Op.DESCRIBE_CONFIGS):
         return route(c.ctx, request)
-    return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=CLUSTER_DENIED,
-                                        error_message=None, entries=None)
+    return DescribeClientQuotasResponse(
+        throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=None, entries=None
+    )
 
 
 def _alter_client_quotas(c: Check, request: Any, route: Route) -> Any:
     if c.cluster(Op.ALTER_CONFIGS):
         return route(c.ctx, request)
     entity = AlterClientQuotasResponse.EntityData
-    return AlterClientQuotasResponse(throttle_time_ms=0, entries=[
-        AlterClientQuotasResponse.EntryData(
-            error_code=CLUSTER_DENIED, error_message=None,
-            entity=[entity(entity_type=e.entity_type, entity_name=e.entity_name)
-                    for e in entry.entity],
-        ) for entry in request.entries
-    ])
+    return AlterClientQuotasResponse(
+        throttle_time_ms=0,
+        entries=[
+            AlterClientQuotasResponse.EntryData(
+                error_code=CLUSTER_DENIED,
+                error_message=None,
+                entity=[
+                    entity(entity_type=e.entity_type, entity_name=e.entity_name)
+                    for e in entry.entity
+                ],
+            )
+            for entry in request.entries
+        ],
+    )
 
 
 def _describe_cluster(c: Check, request: Any, route: Route) -> Any:
     if c.cluster(Op.DESCRIBE):
         return route(c.ctx, request)
-    return DescribeClusterResponse(throttle_time_ms=0, error_code=CLUSTER_DENIED,
-                                   error_message=None, cluster_id="", controller_id=-1,
-                                   brokers=[])
+    return DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=CLUSTER_DENIED,
+        error_message=None,
+        cluster_id="",
+        controller_id=-1,
+        brokers=[],
+    )
 
 
 def _describe_scram(c: Check, request: Any, route: Route) -> Any:
@@ -695,12 +856,18 @@ def _describe_scram(c: Check, request: Any, route: Route) -> Any:
 def _alter_scram(c: Check, request: Any, route: Route) -> Any:
     if c.cluster(Op.ALTER):
         return route(c.ctx, request)
-    users = dict.fromkeys([d.name for d in request.deletions]
-                          + [u.name for u in request.upsertions])
-    return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=[
-        AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult(
-            user=u, error_code=CLUSTER_DENIED, error_message=None) for u in users
-    ])
+    users = dict.fromkeys(
+        [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+    )
+    return AlterUserScramCredentialsResponse(
+        throttle_time_ms=0,
+        results=[
+            AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult(
+                user=u, error_code=CLUSTER_DENIED, error_message=None
+            )
+            for u in users
+        ],
+    )
 
 
 GATES: dict[int, Gate] = {
@@ -711,18 +878,37 @@ GATES: dict[int, Gate] = {
     8: _offset_commit,
     9: _offset_fetch,
     10: _find_coordinator,
-    11: _group_gate(Op.READ, lambda r, v: JoinGroupResponse(
-        throttle_time_ms=0, error_code=GROUP_DENIED, generation_id=-1, protocol_type=None,
-        protocol_name=None if v >= 7 else "", leader="", skip_assignment=False,
-        member_id=r.member_id,
-        members=[])),
-    12: _group_gate(Op.READ, lambda r, v: HeartbeatResponse(throttle_time_ms=0,
-                                                         error_code=GROUP_DENIED)),
-    13: _group_gate(Op.READ, lambda r, v: LeaveGroupResponse(throttle_time_ms=0,
-                                                          error_code=GROUP_DENIED, members=[])),
-    14: _group_gate(Op.READ, lambda r, v: SyncGroupResponse(
-        throttle_time_ms=0, error_code=GROUP_DENIED, protocol_type=None, protocol_name=None,
-        assignment=b"")),
+    11: _group_gate(
+        Op.READ,
+        lambda r, v: JoinGroupResponse(
+            throttle_time_ms=0,
+            error_code=GROUP_DENIED,
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None if v >= 7 else "",
+            leader="",
+            skip_assignment=False,
+            member_id=r.member_id,
+            members=[],
+        ),
+    ),
+    12: _group_gate(
+        Op.READ, lambda r, v: HeartbeatResponse(throttle_time_ms=0, error_code=GROUP_DENIED)
+    ),
+    13: _group_gate(
+        Op.READ,
+        lambda r, v: LeaveGroupResponse(throttle_time_ms=0, error_code=GROUP_DENIED, members=[]),
+    ),
+    14: _group_gate(
+        Op.READ,
+        lambda r, v: SyncGroupResponse(
+            throttle_time_ms=0,
+            error_code=GROUP_DENIED,
+            protocol_type=None,
+            protocol_name=None,
+            assignment=b"",
+        ),
+    ),
     15: _describe_groups,
     16: _list_groups,
     19: _create_topics,
@@ -738,8 +924,10 @@ GATES: dict[int, Gate] = {
     37: _create_partitions,
     42: _delete_groups,
     44: _alter_configs_gate(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse),
-    47: _group_gate(Op.DELETE, lambda r, v: OffsetDeleteResponse(
-        error_code=GROUP_DENIED, throttle_time_ms=0, topics=[])),
+    47: _group_gate(
+        Op.DELETE,
+        lambda r, v: OffsetDeleteResponse(error_code=GROUP_DENIED, throttle_time_ms=0, topics=[]),
+    ),
     48: _describe_client_quotas,
     49: _alter_client_quotas,
     50: _describe_scram,

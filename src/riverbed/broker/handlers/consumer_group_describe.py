@@ -32,9 +32,13 @@ def handle(
         out = []
         for name, partitions in sorted(parts.items()):
             topic = deps.topics.get(name)
-            out.append(Resp.TopicPartitions(
-                topic_id=ZERO_UUID if topic is None else topic.topic_id, topic_name=name,
-                partitions=sorted(partitions)))
+            out.append(
+                Resp.TopicPartitions(
+                    topic_id=ZERO_UUID if topic is None else topic.topic_id,
+                    topic_name=name,
+                    partitions=sorted(partitions),
+                )
+            )
         return Resp.Assignment(topic_partitions=out)
 
     def encode(groups: list[ConsumerGroupDescription]) -> ConsumerGroupDescribeResponse:
@@ -42,14 +46,21 @@ def handle(
             throttle_time_ms=0,
             groups=[
                 Resp.DescribedGroup(
-                    error_code=g.error_code, error_message=None, group_id=g.group_id,
-                    group_state=g.group_state, group_epoch=g.group_epoch,
-                    assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name,
+                    error_code=g.error_code,
+                    error_message=None,
+                    group_id=g.group_id,
+                    group_state=g.group_state,
+                    group_epoch=g.group_epoch,
+                    assignment_epoch=g.assignment_epoch,
+                    assignor_name=g.assignor_name,
                     members=[
                         Resp.Member(
-                            member_id=m.member_id, instance_id=m.instance_id,
-                            rack_id=m.rack_id, member_epoch=m.member_epoch,
-                            client_id=m.client_id, client_host=m.client_host,
+                            member_id=m.member_id,
+                            instance_id=m.instance_id,
+                            rack_id=m.rack_id,
+                            member_epoch=m.member_epoch,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
                             subscribed_topic_names=list(m.subscribed_topic_names),
                             subscribed_topic_regex=m.subscribed_topic_regex,
                             assignment=assignment(m.assignment),
@@ -64,6 +75,8 @@ def handle(
         )
 
     return query(
-        deps.groups, lambda: coordinator.consumer_group_describe(group_ids), encode,
+        deps.groups,
+        lambda: coordinator.consumer_group_describe(group_ids),
+        encode,
         lambda code: encode([ConsumerGroupDescription(g, code) for g in group_ids]),
     )

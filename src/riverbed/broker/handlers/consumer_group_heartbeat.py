@@ -60,17 +60,23 @@ def handle(
             for name, partitions in sorted(answer.assignment.items()):
                 topic = deps.topics.get(name)
                 if topic is not None:
-                    parts.append(Resp.TopicPartitions(topic_id=topic.topic_id,
-                                                      partitions=sorted(partitions)))
+                    parts.append(
+                        Resp.TopicPartitions(topic_id=topic.topic_id, partitions=sorted(partitions))
+                    )
             assignment = Resp.Assignment(topic_partitions=parts)
         return ConsumerGroupHeartbeatResponse(
-            throttle_time_ms=0, error_code=answer.error_code,
-            error_message=answer.error_message, member_id=answer.member_id,
+            throttle_time_ms=0,
+            error_code=answer.error_code,
+            error_message=answer.error_message,
+            member_id=answer.member_id,
             member_epoch=answer.member_epoch,
-            heartbeat_interval_ms=answer.heartbeat_interval_ms, assignment=assignment,
+            heartbeat_interval_ms=answer.heartbeat_interval_ms,
+            assignment=assignment,
         )
 
-    return call(deps.groups, lambda now: coordinator.consumer_group_heartbeat(req, now), encode,
-                lambda code: encode(Beaten(code)))
-
-
+    return call(
+        deps.groups,
+        lambda now: coordinator.consumer_group_heartbeat(req, now),
+        encode,
+        lambda code: encode(Beaten(code)),
+    )

@@ -39,9 +39,10 @@ def handle(
         code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
     else:
         return _create(deps, request)
-    return CreateAclsResponse(throttle_time_ms=0, results=[
-        _Result(error_code=code, error_message=message) for _ in request.creations
-    ])
+    return CreateAclsResponse(
+        throttle_time_ms=0,
+        results=[_Result(error_code=code, error_message=message) for _ in request.creations],
+    )
 
 
 def _create(deps: AclAdminDeps, request: CreateAclsRequest) -> CreateAclsResponse:
@@ -49,9 +50,12 @@ def _create(deps: AclAdminDeps, request: CreateAclsRequest) -> CreateAclsRespons
     valid: list[AclBinding] = []
     for creation in request.creations:
         binding = AclBinding(
-            wire_enum(ResourceType, creation.resource_type), creation.resource_name,
-            wire_enum(PatternType, creation.resource_pattern_type), creation.principal,
-            creation.host, wire_enum(AclOperation, creation.operation),
+            wire_enum(ResourceType, creation.resource_type),
+            creation.resource_name,
+            wire_enum(PatternType, creation.resource_pattern_type),
+            creation.principal,
+            creation.host,
+            wire_enum(AclOperation, creation.operation),
             wire_enum(AclPermissionType, creation.permission_type),
         )
         error = binding.validation_error()

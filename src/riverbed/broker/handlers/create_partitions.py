@@ -35,10 +35,14 @@ async def _handle(
     for topic in request.topics:
         try:
             current = deps.topics.get(topic.name)
-            if (topic.assignments and current is not None
-                    and topic.count > current.partitions):  # else INVALID_PARTITIONS below
-                check_new_partitions(deps.node_id, topic.count - current.partitions,
-                                     [a.broker_ids for a in topic.assignments])
+            if (
+                topic.assignments and current is not None and topic.count > current.partitions
+            ):  # else INVALID_PARTITIONS below
+                check_new_partitions(
+                    deps.node_id,
+                    topic.count - current.partitions,
+                    [a.broker_ids for a in topic.assignments],
+                )
             await deps.topics.create_partitions_async(
                 topic.name, topic.count, validate_only=bool(request.validate_only)
             )

@@ -92,11 +92,15 @@ async def _create(
     try:
         num_partitions, replication_factor = wanted.num_partitions, wanted.replication_factor
         if wanted.assignments:
-            for field, value in (("numPartitions", num_partitions),
-                                 ("replicationFactor", replication_factor)):
+            for field, value in (
+                ("numPartitions", num_partitions),
+                ("replicationFactor", replication_factor),
+            ):
                 if value != -1:
-                    raise ProtocolError("A manual partition assignment was specified, but "
-                                        f"{field} was not set to -1.")
+                    raise ProtocolError(
+                        "A manual partition assignment was specified, but "
+                        f"{field} was not set to -1."
+                    )
             num_partitions = partitions_of_assignment(
                 deps.node_id, [(a.partition_index, a.broker_ids) for a in wanted.assignments]
             )

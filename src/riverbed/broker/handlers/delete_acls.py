@@ -40,21 +40,31 @@ def handle(
     removed: set[AclBinding] = set()
     for wire in request.filters:
         filter_ = binding_filter(
-            wire.resource_type_filter, wire.resource_name_filter, wire.pattern_type_filter,
-            wire.principal_filter, wire.host_filter, wire.operation, wire.permission_type,
+            wire.resource_type_filter,
+            wire.resource_name_filter,
+            wire.pattern_type_filter,
+            wire.principal_filter,
+            wire.host_filter,
+            wire.operation,
+            wire.permission_type,
         )
         error = filter_.validation_error()
         if error is not None:
-            results.append(_FilterResult(
-                error_code=ErrorCode.INVALID_REQUEST, error_message=error, matching_acls=[]
-            ))
+            results.append(
+                _FilterResult(
+                    error_code=ErrorCode.INVALID_REQUEST, error_message=error, matching_acls=[]
+                )
+            )
             continue
         matched = [a for a in current if filter_.matches(a)]
         removed.update(matched)
-        results.append(_FilterResult(
-            error_code=ErrorCode.NONE, error_message=None,
-            matching_acls=[_matching(a) for a in matched],
-        ))
+        results.append(
+            _FilterResult(
+                error_code=ErrorCode.NONE,
+                error_message=None,
+                matching_acls=[_matching(a) for a in matched],
+            )
+        )
     try:
         deps.acl_store.apply((), removed)
     except OSError as exc:  # the write failed: nothing changed
@@ -64,15 +74,23 @@ def handle(
 
 def _matching(acl: AclBinding) -> _Matching:
     return _Matching(
-        error_code=ErrorCode.NONE, error_message=None, resource_type=int(acl.resource_type),
-        resource_name=acl.resource_name, pattern_type=int(acl.pattern_type),
-        principal=acl.principal, host=acl.host, operation=int(acl.operation),
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        resource_type=int(acl.resource_type),
+        resource_name=acl.resource_name,
+        pattern_type=int(acl.pattern_type),
+        principal=acl.principal,
+        host=acl.host,
+        operation=int(acl.operation),
         permission_type=int(acl.permission_type),
     )
 
 
 def _all_failed(request: DeleteAclsRequest, code: int, message: str | None) -> DeleteAclsResponse:
-    return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
-        _FilterResult(error_code=code, error_message=message, matching_acls=[])
-        for _ in request.filters
-    ])
+    return DeleteAclsResponse(
+        throttle_time_ms=0,
+        filter_results=[
+            _FilterResult(error_code=code, error_message=message, matching_acls=[])
+            for _ in request.filters
+        ],
+    )

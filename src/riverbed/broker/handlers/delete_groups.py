@@ -22,7 +22,9 @@ def handle(
     coordinator = deps.groups.coordinator
     names = list(request.groups_names)
     return call(
-        deps.groups, lambda now: coordinator.delete_groups(names, now), _encode,
+        deps.groups,
+        lambda now: coordinator.delete_groups(names, now),
+        _encode,
         lambda code: _encode([DeletedGroup(g, code) for g in names]),
     )
 
@@ -30,7 +32,8 @@ def handle(
 def _encode(results: list[DeletedGroup]) -> DeleteGroupsResponse:
     return DeleteGroupsResponse(
         throttle_time_ms=0,
-        results=[DeleteGroupsResponse.DeletableGroupResult(group_id=r.group_id,
-                                                           error_code=r.error_code)
-                 for r in results],
+        results=[
+            DeleteGroupsResponse.DeletableGroupResult(group_id=r.group_id, error_code=r.error_code)
+            for r in results
+        ],
     )

@@ -62,7 +62,11 @@ class ReadLog(Protocol):
     def log_start_offset(self) -> int: ...
 
     def read(
-        self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one_batch: bool = True,
         isolation: IsolationLevel = ...,
     ) -> FetchResult: ...
 
@@ -208,7 +212,10 @@ class TransactionsPort(Protocol):
     def query(self, fn: Callable[[], R]) -> R: ...
 
     def add_pending_offsets(
-        self, producer_id: int, producer_epoch: int, group_id: str,
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
         offsets: Iterable[PendingOffset],
     ) -> tuple[concurrent.futures.Future[None], ...]: ...
 
@@ -235,8 +242,13 @@ class ProduceTransactions(Protocol):
     batches (:meth:`~riverbed.broker.transactions.TransactionService.verify_produce`)."""
 
     def verify_produce(
-        self, transactional_id: str, producer_id: int, producer_epoch: int,
-        partitions: Iterable[TopicPartition], implicit_add: bool, produce_version: int,
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+        implicit_add: bool,
+        produce_version: int,
     ) -> ProduceVerdict: ...
 
 

@@ -33,9 +33,13 @@ def handle(
     if not allowed_cluster(authorizer, ctx, AclOperation.DESCRIBE):
         return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     filter_ = binding_filter(
-        request.resource_type_filter, request.resource_name_filter,
-        request.pattern_type_filter, request.principal_filter, request.host_filter,
-        request.operation, request.permission_type,
+        request.resource_type_filter,
+        request.resource_name_filter,
+        request.pattern_type_filter,
+        request.principal_filter,
+        request.host_filter,
+        request.operation,
+        request.permission_type,
     )
     error = filter_.validation_error()
     if error is not None:
@@ -45,11 +49,20 @@ def handle(
         key = (int(acl.resource_type), acl.resource_name, int(acl.pattern_type))
         grouped.setdefault(key, []).append(acl)
     resources = [
-        _Resource(resource_type=rtype, resource_name=name, pattern_type=pattern, acls=[
-            _Description(principal=a.principal, host=a.host, operation=int(a.operation),
-                         permission_type=int(a.permission_type))
-            for a in acls
-        ])
+        _Resource(
+            resource_type=rtype,
+            resource_name=name,
+            pattern_type=pattern,
+            acls=[
+                _Description(
+                    principal=a.principal,
+                    host=a.host,
+                    operation=int(a.operation),
+                    permission_type=int(a.permission_type),
+                )
+                for a in acls
+            ],
+        )
         for (rtype, name, pattern), acls in grouped.items()
     ]
     return DescribeAclsResponse(

@@ -25,7 +25,9 @@ def handle(
     coordinator = deps.groups.coordinator
     groups = list(request.groups)
     return query(
-        deps.groups, lambda: coordinator.describe_groups(groups), _encode,
+        deps.groups,
+        lambda: coordinator.describe_groups(groups),
+        _encode,
         lambda code: _encode([DescribedGroup(g, code) for g in groups]),
     )
 
@@ -35,13 +37,18 @@ def _encode(groups: list[DescribedGroup]) -> DescribeGroupsResponse:
         throttle_time_ms=0,
         groups=[
             Resp.DescribedGroup(
-                error_code=g.error_code, error_message=None, group_id=g.group_id,
-                group_state=g.group_state, protocol_type=g.protocol_type,
+                error_code=g.error_code,
+                error_message=None,
+                group_id=g.group_id,
+                group_state=g.group_state,
+                protocol_type=g.protocol_type,
                 protocol_data=g.protocol_data,
                 members=[
                     Resp.DescribedGroupMember(
-                        member_id=m.member_id, group_instance_id=m.group_instance_id,
-                        client_id=m.client_id, client_host=m.client_host,
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
                         member_metadata=m.member_metadata,
                         member_assignment=m.member_assignment,
                     )

@@ -19,26 +19,48 @@ Response = DescribeProducersResponse
 def handle(
     deps: DescribeProducersDeps, ctx: RequestContext, request: DescribeProducersRequest
 ) -> DescribeProducersResponse:
-    return Response(throttle_time_ms=0, topics=[
-        Response.TopicResponse(name=topic.name, partitions=[
-            _partition(deps, topic.name, index) for index in topic.partition_indexes])
-        for topic in request.topics
-    ])
+    return Response(
+        throttle_time_ms=0,
+        topics=[
+            Response.TopicResponse(
+                name=topic.name,
+                partitions=[
+                    _partition(deps, topic.name, index) for index in topic.partition_indexes
+                ],
+            )
+            for topic in request.topics
+        ],
+    )
 
 
-def _partition(deps: DescribeProducersDeps, name: str, index: int
-               ) -> DescribeProducersResponse.PartitionResponse:
+def _partition(
+    deps: DescribeProducersDeps, name: str, index: int
+) -> DescribeProducersResponse.PartitionResponse:
     try:
         entries = list(deps.topics.partition_log(name, index).producers.entries.values())
     except Exception as exc:
-        return Response.PartitionResponse(partition_index=index, error_code=error_code_for(exc),
-                                          error_message=str(exc), active_producers=[])
+        return Response.PartitionResponse(
+            partition_index=index,
+            error_code=error_code_for(exc),
+            error_message=str(exc),
+            active_producers=[],
+        )
     producers = []
     for e in sorted(entries, key=lambda e: e.producer_id):
         last = e.batches[-1].last_seq if e.batches else -1
-        producers.append(Response.ProducerState(
-            producer_id=e.producer_id, producer_epoch=e.producer_epoch, last_sequence=last,
-            last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
-            current_txn_start_offset=e.current_txn_first_offset))
-    return Response.PartitionResponse(partition_index=index, error_code=ErrorCode.NONE,
-                                      error_message=None, active_producers=producers)
+        producers.append(
+            Response.ProducerState(
+                producer_id=e.producer_id,
+                producer_epoch=e.producer_epoch,
+                last_sequence=last,
+                last_timestamp=e.last_timestamp,
+                coordinator_epoch=e.coordinator_epoch,
+                current_txn_start_offset=e.current_txn_first_offset,
+            )
+        )
+    return Response.PartitionResponse(
+        partition_index=index,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        active_producers=producers,
+    )

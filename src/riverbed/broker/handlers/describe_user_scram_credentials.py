@@ -38,29 +38,35 @@ def handle(
     results: list[_Result] = []
     for name in dict.fromkeys(names):
         if counts[name] > 1:
-            results.append(_Result(
-                user=name,
-                error_code=ErrorCode.DUPLICATE_RESOURCE,
-                error_message="Cannot describe SCRAM credentials for the same user twice in "
-                "a single request",
-                credential_infos=[],
-            ))
+            results.append(
+                _Result(
+                    user=name,
+                    error_code=ErrorCode.DUPLICATE_RESOURCE,
+                    error_message="Cannot describe SCRAM credentials for the same user twice in "
+                    "a single request",
+                    credential_infos=[],
+                )
+            )
             continue
         credentials = store.credentials(name)
         if not credentials:
-            results.append(_Result(
-                user=name,
-                error_code=ErrorCode.RESOURCE_NOT_FOUND,
-                error_message="Attempt to describe a user credential that does not exist",
-                credential_infos=[],
-            ))
+            results.append(
+                _Result(
+                    user=name,
+                    error_code=ErrorCode.RESOURCE_NOT_FOUND,
+                    error_message="Attempt to describe a user credential that does not exist",
+                    credential_infos=[],
+                )
+            )
             continue
         infos = [
             _Info(mechanism=int(m), iterations=c.iterations) for m, c in sorted(credentials.items())
         ]
-        results.append(_Result(
-            user=name, error_code=ErrorCode.NONE, error_message=None, credential_infos=infos
-        ))
+        results.append(
+            _Result(
+                user=name, error_code=ErrorCode.NONE, error_message=None, credential_infos=infos
+            )
+        )
     return DescribeUserScramCredentialsResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, results=results
     )

@@ -28,17 +28,26 @@ def handle(
     deps: TransactionDeps, ctx: RequestContext, request: EndTxnRequest
 ) -> EndTxnResponse | Awaitable[EndTxnResponse]:
     version = ctx.api_version
-    req = End(request.transactional_id, request.producer_id, request.producer_epoch,
-              request.committed, TV_2 if version >= TV2_VERSION else 0)
+    req = End(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        request.committed,
+        TV_2 if version >= TV2_VERSION else 0,
+    )
     txns = deps.transactions
 
     def encode(answer: Ended) -> EndTxnResponse:
-        return _encode(legacy_code(answer.error_code, version, FENCED_VERSION),
-                       answer.producer_id, answer.producer_epoch)
+        return _encode(
+            legacy_code(answer.error_code, version, FENCED_VERSION),
+            answer.producer_id,
+            answer.producer_epoch,
+        )
 
     return call(txns, lambda now: txns.coordinator.end_txn(req, now), encode, _encode)
 
 
 def _encode(code: ErrorCode, pid: int = -1, epoch: int = -1) -> EndTxnResponse:
-    return EndTxnResponse(throttle_time_ms=0, error_code=code, producer_id=pid,
-                          producer_epoch=epoch)
+    return EndTxnResponse(
+        throttle_time_ms=0, error_code=code, producer_id=pid, producer_epoch=epoch
+    )

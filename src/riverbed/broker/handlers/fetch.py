@@ -188,8 +188,9 @@ def _read_all(
     for topic, name, targets in resolved:
         parts = []
         for target in targets:
-            data, size = _read_partition(name, target, remaining, total == 0,
-                                         request.isolation_level)
+            data, size = _read_partition(
+                name, target, remaining, total == 0, request.isolation_level
+            )
             if data.error_code != ErrorCode.NONE:
                 errors = True
             total += size
@@ -235,8 +236,14 @@ def _read_partition(
         return _partition(index, code, -1, -1, b""), 0
     records = result.records
     return (
-        _partition(index, ErrorCode.NONE, result.high_watermark, result.log_start_offset, records,
-                   result.last_stable_offset),
+        _partition(
+            index,
+            ErrorCode.NONE,
+            result.high_watermark,
+            result.log_start_offset,
+            records,
+            result.last_stable_offset,
+        ),
         len(records),
     )
 
@@ -246,20 +253,31 @@ def _read_committed(
 ) -> tuple[FetchResponse.PartitionData, int]:
     """isolation_level=1: nothing at or past the last stable offset, and the aborted
     transactions overlapping what is returned (the consumer drops their records)."""
-    result = plog.read(fp.fetch_offset, limit, min_one_batch=first,
-                       isolation=IsolationLevel.READ_COMMITTED)
+    result = plog.read(
+        fp.fetch_offset, limit, min_one_batch=first, isolation=IsolationLevel.READ_COMMITTED
+    )
     aborted = [
         FetchResponse.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
         for a in result.aborted_transactions or ()
     ]
-    data = _partition(fp.partition, ErrorCode.NONE, result.high_watermark,
-                      result.log_start_offset, result.records, result.last_stable_offset,
-                      aborted)
+    data = _partition(
+        fp.partition,
+        ErrorCode.NONE,
+        result.high_watermark,
+        result.log_start_offset,
+        result.records,
+        result.last_stable_offset,
+        aborted,
+    )
     return data, len(result.records)
 
 
 def _partition(
-    index: int, code: int, high_watermark: int, log_start_offset: int, records: Any,
+    index: int,
+    code: int,
+    high_watermark: int,
+    log_start_offset: int,
+    records: Any,
     last_stable_offset: int | None = None,
     aborted: list[FetchResponse.AbortedTransaction] | None = None,
 ) -> FetchResponse.PartitionData:

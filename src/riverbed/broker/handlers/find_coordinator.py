@@ -47,7 +47,9 @@ async def _transaction(
 
 
 def _answer(
-    deps: FindCoordinatorDeps, ctx: RequestContext, request: FindCoordinatorRequest,
+    deps: FindCoordinatorDeps,
+    ctx: RequestContext,
+    request: FindCoordinatorRequest,
     refused: str | None,
 ) -> FindCoordinatorResponse:
     """Our node for every key, or COORDINATOR_NOT_AVAILABLE (``refused``) for all."""
@@ -59,13 +61,21 @@ def _answer(
             throttle_time_ms=0,
             coordinators=[
                 FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=node, host=host, port=port, error_code=code,
+                    key=key,
+                    node_id=node,
+                    host=host,
+                    port=port,
+                    error_code=code,
                     error_message=refused,
                 )
                 for key in request.coordinator_keys
             ],
         )
     return FindCoordinatorResponse(
-        throttle_time_ms=0, error_code=code, error_message=refused, node_id=node, host=host,
+        throttle_time_ms=0,
+        error_code=code,
+        error_message=refused,
+        node_id=node,
+        host=host,
         port=port,
     )

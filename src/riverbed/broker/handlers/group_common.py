@@ -83,8 +83,12 @@ async def _deferred(
     return encode(answer)
 
 
-def query(groups: GroupsPort, fn: Callable[[], R], encode: Callable[[R], W],
-          error: Callable[[ErrorCode], W]) -> W:
+def query(
+    groups: GroupsPort,
+    fn: Callable[[], R],
+    encode: Callable[[R], W],
+    error: Callable[[ErrorCode], W],
+) -> W:
     """A read-only coordinator call."""
     try:
         return encode(groups.query(fn))

@@ -17,11 +17,16 @@ API_KEY = 12
 def handle(
     deps: GroupDeps, ctx: RequestContext, request: HeartbeatRequest
 ) -> HeartbeatResponse | Awaitable[HeartbeatResponse]:
-    req = Beat(request.group_id, request.generation_id, request.member_id,
-               request.group_instance_id)
+    req = Beat(
+        request.group_id, request.generation_id, request.member_id, request.group_instance_id
+    )
     coordinator = deps.groups.coordinator
-    return call(deps.groups, lambda now: coordinator.heartbeat(req, now),
-                lambda answer: _encode(answer.error_code), _encode)
+    return call(
+        deps.groups,
+        lambda now: coordinator.heartbeat(req, now),
+        lambda answer: _encode(answer.error_code),
+        _encode,
+    )
 
 
 def _encode(code: ErrorCode) -> HeartbeatResponse:

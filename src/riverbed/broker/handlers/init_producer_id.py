@@ -57,8 +57,7 @@ async def _transactional(
         code = legacy_code(answer.error_code, version, FENCED_VERSION)
         return _encode(code, answer.producer_id, answer.producer_epoch)
 
-    result = call(txns, lambda now: txns.coordinator.init_producer_id(req, now), encode,
-                  _encode)
+    result = call(txns, lambda now: txns.coordinator.init_producer_id(req, now), encode, _encode)
     if isinstance(result, InitProducerIdResponse):
         return result
     return await result

@@ -45,7 +45,9 @@ def handle(
         return _encode(answer, version)
 
     return call_deferrable(
-        deps.groups, lambda now: coordinator.join_group(req, now), encode,
+        deps.groups,
+        lambda now: coordinator.join_group(req, now),
+        encode,
         lambda code: _encode(Joined(code, member_id=request.member_id), version),
     )
 
@@ -63,7 +65,8 @@ def _encode(answer: Joined, version: int) -> JoinGroupResponse:
         member_id=answer.member_id,
         members=[
             JoinGroupResponse.JoinGroupResponseMember(
-                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
                 metadata=m.metadata,
             )
             for m in answer.members

@@ -26,8 +26,9 @@ def handle(
 ) -> LeaveGroupResponse | Awaitable[LeaveGroupResponse]:
     batched = ctx.api_version >= BATCHED_VERSION
     if batched:
-        members = tuple(MemberIdentity(m.member_id, m.group_instance_id, m.reason)
-                        for m in request.members)
+        members = tuple(
+            MemberIdentity(m.member_id, m.group_instance_id, m.reason) for m in request.members
+        )
     else:
         members = (MemberIdentity(request.member_id),)
     req = Leave(request.group_id, members)
@@ -44,12 +45,17 @@ def handle(
             error_code=answer.error_code,
             members=[
                 LeaveGroupResponse.MemberResponse(
-                    member_id=m.member_id, group_instance_id=m.group_instance_id,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
                     error_code=m.error_code,
                 )
                 for m in answer.members
             ],
         )
 
-    return call(deps.groups, lambda now: coordinator.leave_group(req, now), encode,
-                lambda code: LeaveGroupResponse(throttle_time_ms=0, error_code=code))
+    return call(
+        deps.groups,
+        lambda now: coordinator.leave_group(req, now),
+        encode,
+        lambda code: LeaveGroupResponse(throttle_time_ms=0, error_code=code),
+    )

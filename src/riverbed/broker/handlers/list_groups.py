@@ -12,17 +12,22 @@ from riverbed.protocol.messages import ListGroupsRequest, ListGroupsResponse
 API_KEY = 16
 
 
-def handle(
-    deps: GroupDeps, ctx: RequestContext, request: ListGroupsRequest
-) -> ListGroupsResponse:
+def handle(deps: GroupDeps, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     coordinator = deps.groups.coordinator
 
     def encode(groups: list[ListedGroup]) -> ListGroupsResponse:
         return ListGroupsResponse(
-            throttle_time_ms=0, error_code=ErrorCode.NONE,
-            groups=[ListGroupsResponse.ListedGroup(
-                group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.group_state,
-                group_type=g.group_type) for g in groups],
+            throttle_time_ms=0,
+            error_code=ErrorCode.NONE,
+            groups=[
+                ListGroupsResponse.ListedGroup(
+                    group_id=g.group_id,
+                    protocol_type=g.protocol_type,
+                    group_state=g.group_state,
+                    group_type=g.group_type,
+                )
+                for g in groups
+            ],
         )
 
     return query(

@@ -50,7 +50,9 @@ def handle(
 
 
 def _offset(
-    deps: ListOffsetsDeps, name: str, wanted: ListOffsetsRequest.ListOffsetsPartition,
+    deps: ListOffsetsDeps,
+    name: str,
+    wanted: ListOffsetsRequest.ListOffsetsPartition,
     isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
 ) -> Partition:
     index = wanted.partition_index

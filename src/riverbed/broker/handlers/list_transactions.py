@@ -19,7 +19,8 @@ def handle(
 ) -> ListTransactionsResponse:
     version = ctx.api_version
     req = ListTxns(
-        tuple(request.state_filters), tuple(request.producer_id_filters),
+        tuple(request.state_filters),
+        tuple(request.producer_id_filters),
         request.duration_filter if version >= DURATION_VERSION else -1,
         request.transactional_id_pattern if version >= PATTERN_VERSION else None,
     )
@@ -27,12 +28,15 @@ def handle(
     now = txns.now_ms()
     answer = txns.query(lambda: txns.coordinator.list_transactions(req, now))
     return ListTransactionsResponse(
-        throttle_time_ms=0, error_code=answer.error_code,
+        throttle_time_ms=0,
+        error_code=answer.error_code,
         unknown_state_filters=list(answer.unknown_state_filters),
         transaction_states=[
             ListTransactionsResponse.TransactionState(
-                transactional_id=t.transactional_id, producer_id=t.producer_id,
-                transaction_state=t.transaction_state)
+                transactional_id=t.transactional_id,
+                producer_id=t.producer_id,
+                transaction_state=t.transaction_state,
+            )
             for t in answer.transactions
         ],
     )

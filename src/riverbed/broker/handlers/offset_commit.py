@@ -45,29 +45,41 @@ def handle(
             found = deps.topics.get(topic.name)
         for p in topic.partitions:
             if found is None or name is None or not 0 <= p.partition_index < found.partitions:
-                code = (ErrorCode.UNKNOWN_TOPIC_ID if by_id and found is None
-                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                code = (
+                    ErrorCode.UNKNOWN_TOPIC_ID
+                    if by_id and found is None
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                )
                 rejected.append((topic.name, topic.topic_id, p.partition_index, code))
                 continue
             ids[name] = found.topic_id
-            partitions.append(OffsetCommitPartition(
-                name, p.partition_index, p.committed_offset,
-                p.committed_leader_epoch if version >= LEADER_EPOCH_VERSION else -1,
-                p.committed_metadata,
-            ))
-    req = Commit(request.group_id, tuple(partitions),
-                 request.generation_id_or_member_epoch if version >= 1 else -1,
-                 request.member_id if version >= 1 else "", request.group_instance_id)
+            partitions.append(
+                OffsetCommitPartition(
+                    name,
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch if version >= LEADER_EPOCH_VERSION else -1,
+                    p.committed_metadata,
+                )
+            )
+    req = Commit(
+        request.group_id,
+        tuple(partitions),
+        request.generation_id_or_member_epoch if version >= 1 else -1,
+        request.member_id if version >= 1 else "",
+        request.group_instance_id,
+    )
     coordinator = deps.groups.coordinator
 
     def encode(answer: Committed) -> OffsetCommitResponse:
-        results = [(r.topic, ids.get(r.topic, uuid.UUID(int=0)), r.partition, r.error_code)
-                   for r in answer.partitions]
+        results = [
+            (r.topic, ids.get(r.topic, uuid.UUID(int=0)), r.partition, r.error_code)
+            for r in answer.partitions
+        ]
         return _encode(results + rejected)
 
     def error(code: ErrorCode) -> OffsetCommitResponse:
-        return _encode([(p.topic, ids[p.topic], p.partition, code) for p in partitions]
-                       + rejected)
+        return _encode([(p.topic, ids[p.topic], p.partition, code) for p in partitions] + rejected)
 
     if not partitions:
         return _encode(rejected)
@@ -78,12 +90,14 @@ def _encode(results: list[tuple[str, uuid.UUID, int, ErrorCode]]) -> OffsetCommi
     topics: dict[tuple[str, uuid.UUID], list[Partition]] = {}
     for name, topic_id, partition, code in results:
         topics.setdefault((name, topic_id), []).append(
-            Partition(partition_index=partition, error_code=code))
+            Partition(partition_index=partition, error_code=code)
+        )
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=[
             OffsetCommitResponse.OffsetCommitResponseTopic(
-                name=name, topic_id=topic_id, partitions=parts)
+                name=name, topic_id=topic_id, partitions=parts
+            )
             for (name, topic_id), parts in topics.items()
         ],
     )

@@ -24,8 +24,12 @@ Resp = OffsetDeleteResponse
 def handle(
     deps: GroupDeps, ctx: RequestContext, request: OffsetDeleteRequest
 ) -> OffsetDeleteResponse | Awaitable[OffsetDeleteResponse]:
-    req = Delete(request.group_id, tuple(
-        TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions))
+    req = Delete(
+        request.group_id,
+        tuple(
+            TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions
+        ),
+    )
     coordinator = deps.groups.coordinator
 
     def run(now: int) -> Reply[Deleted]:
@@ -38,12 +42,10 @@ def _encode(answer: Deleted) -> OffsetDeleteResponse:
     topics: dict[str, list[Resp.OffsetDeleteResponsePartition]] = {}
     for r in answer.partitions:
         topics.setdefault(r.topic, []).append(
-            Resp.OffsetDeleteResponsePartition(partition_index=r.partition,
-                                               error_code=r.error_code))
+            Resp.OffsetDeleteResponsePartition(partition_index=r.partition, error_code=r.error_code)
+        )
     return OffsetDeleteResponse(
-        error_code=answer.error_code, throttle_time_ms=0,
-        topics=[Resp.OffsetDeleteResponseTopic(name=n, partitions=ps)
-                for n, ps in topics.items()],
+        error_code=answer.error_code,
+        throttle_time_ms=0,
+        topics=[Resp.OffsetDeleteResponseTopic(name=n, partitions=ps) for n, ps in topics.items()],
     )
-
-

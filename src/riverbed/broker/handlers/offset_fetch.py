@@ -34,23 +34,32 @@ def handle(
 ) -> OffsetFetchResponse:
     version = ctx.api_version
     if version < BATCHED_VERSION:
-        wanted = None if request.topics is None else tuple(
-            TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes)
+        wanted = (
+            None
+            if request.topics is None
+            else tuple(
+                TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes
+            )
+        )
         answer = _fetch(deps, Fetch(request.group_id, wanted, request.require_stable))
         code = answer.error_code
         topics: dict[str, list[Resp.OffsetFetchResponsePartition]] = {}
         for p in answer.partitions:
-            topics.setdefault(p.topic, []).append(Resp.OffsetFetchResponsePartition(
-                partition_index=p.partition, committed_offset=p.committed_offset,
-                committed_leader_epoch=p.committed_leader_epoch,
-                metadata=p.metadata,
-                error_code=p.error_code if version >= 2 or code == ErrorCode.NONE else code,
-            ))
+            topics.setdefault(p.topic, []).append(
+                Resp.OffsetFetchResponsePartition(
+                    partition_index=p.partition,
+                    committed_offset=p.committed_offset,
+                    committed_leader_epoch=p.committed_leader_epoch,
+                    metadata=p.metadata,
+                    error_code=p.error_code if version >= 2 or code == ErrorCode.NONE else code,
+                )
+            )
         return OffsetFetchResponse(
             throttle_time_ms=0,
             error_code=code,
-            topics=[Resp.OffsetFetchResponseTopic(name=n, partitions=ps)
-                    for n, ps in topics.items()],
+            topics=[
+                Resp.OffsetFetchResponseTopic(name=n, partitions=ps) for n, ps in topics.items()
+            ],
         )
     groups = []
     for group in request.groups:
@@ -60,21 +69,31 @@ def handle(
 
 def _fetch(deps: OffsetFetchDeps, req: Fetch) -> Fetched:
     coordinator = deps.groups.coordinator
-    answer = query(deps.groups, lambda: coordinator.offset_fetch(req), lambda a: a,
-                   lambda code: Fetched(code))
+    answer = query(
+        deps.groups, lambda: coordinator.offset_fetch(req), lambda a: a, lambda code: Fetched(code)
+    )
     if not req.require_stable or answer.error_code != ErrorCode.NONE:
         return answer
     unstable = deps.transactions.unstable_offsets(req.group_id)
     if not unstable:
         return answer
-    return Fetched(answer.error_code, tuple(
-        OffsetFetchPartition(p.topic, p.partition, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
-        if TopicPartition(p.topic, p.partition) in unstable else p
-        for p in answer.partitions))
+    return Fetched(
+        answer.error_code,
+        tuple(
+            OffsetFetchPartition(p.topic, p.partition, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            if TopicPartition(p.topic, p.partition) in unstable
+            else p
+            for p in answer.partitions
+        ),
+    )
 
 
-def _group(deps: OffsetFetchDeps, group: OffsetFetchRequest.OffsetFetchRequestGroup, version: int,
-           require_stable: bool) -> Resp.OffsetFetchResponseGroup:
+def _group(
+    deps: OffsetFetchDeps,
+    group: OffsetFetchRequest.OffsetFetchRequestGroup,
+    version: int,
+    require_stable: bool,
+) -> Resp.OffsetFetchResponseGroup:
     by_id = version >= TOPIC_IDS_VERSION
     unknown: list[tuple[uuid.UUID, list[int]]] = []
     wanted: tuple[TopicPartition, ...] | None = None
@@ -93,11 +112,15 @@ def _group(deps: OffsetFetchDeps, group: OffsetFetchRequest.OffsetFetchRequestGr
     answer = _fetch(deps, Fetch(group.group_id, wanted, require_stable))
     topics: dict[str, list[Resp.OffsetFetchResponsePartitions]] = {}
     for p in answer.partitions:
-        topics.setdefault(p.topic, []).append(Resp.OffsetFetchResponsePartitions(
-            partition_index=p.partition, committed_offset=p.committed_offset,
-            committed_leader_epoch=p.committed_leader_epoch, metadata=p.metadata,
-            error_code=p.error_code,
-        ))
+        topics.setdefault(p.topic, []).append(
+            Resp.OffsetFetchResponsePartitions(
+                partition_index=p.partition,
+                committed_offset=p.committed_offset,
+                committed_leader_epoch=p.committed_leader_epoch,
+                metadata=p.metadata,
+                error_code=p.error_code,
+            )
+        )
     out = []
     for name, partitions in topics.items():
         topic_id = ZERO_UUID
@@ -106,14 +129,26 @@ def _group(deps: OffsetFetchDeps, group: OffsetFetchRequest.OffsetFetchRequestGr
             if found is None:
                 continue
             topic_id = found.topic_id
-        out.append(Resp.OffsetFetchResponseTopics(name=name, topic_id=topic_id,
-                                                  partitions=partitions))
+        out.append(
+            Resp.OffsetFetchResponseTopics(name=name, topic_id=topic_id, partitions=partitions)
+        )
     for topic_id, indexes in unknown:
-        out.append(Resp.OffsetFetchResponseTopics(
-            name="", topic_id=topic_id,
-            partitions=[Resp.OffsetFetchResponsePartitions(
-                partition_index=i, committed_offset=-1, committed_leader_epoch=-1,
-                metadata="", error_code=ErrorCode.UNKNOWN_TOPIC_ID) for i in indexes],
-        ))
-    return Resp.OffsetFetchResponseGroup(group_id=group.group_id, topics=out,
-                                         error_code=answer.error_code)
+        out.append(
+            Resp.OffsetFetchResponseTopics(
+                name="",
+                topic_id=topic_id,
+                partitions=[
+                    Resp.OffsetFetchResponsePartitions(
+                        partition_index=i,
+                        committed_offset=-1,
+                        committed_leader_epoch=-1,
+                        metadata="",
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                    )
+                    for i in indexes
+                ],
+            )
+        )
+    return Resp.OffsetFetchResponseGroup(
+        group_id=group.group_id, topics=out, error_code=answer.error_code
+    )

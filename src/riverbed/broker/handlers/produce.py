@@ -80,8 +80,13 @@ def handle(
         for data in topic_data.partition_data:
             code = refused.get(TopicPartition(name, data.index))
             partitions.append(
-                _append(deps, name, data, topic_error or _txn_error(code),
-                        flushes if acks == -1 else None)
+                _append(
+                    deps,
+                    name,
+                    data,
+                    topic_error or _txn_error(code),
+                    flushes if acks == -1 else None,
+                )
             )
         responses.append(
             ProduceResponse.TopicProduceResponse(
@@ -153,7 +158,9 @@ def _txn_error(code: ErrorCode | None) -> Exception | None:
 
 
 def _verify_transaction(
-    deps: ProduceDeps, request: ProduceRequest, version: int,
+    deps: ProduceDeps,
+    request: ProduceRequest,
+    version: int,
     flushes: list[concurrent.futures.Future[None]] | None,
 ) -> dict[TopicPartition, ErrorCode]:
     """Ask the transaction coordinator whether every partition with a transactional batch
@@ -180,8 +187,13 @@ def _verify_transaction(
     if producer is None or request.transactional_id is None:
         return {}
     verdict = deps.transactions.verify_produce(
-        request.transactional_id, producer[0], producer[1], tps,
-        version >= IMPLICIT_ADD_VERSION, version)
+        request.transactional_id,
+        producer[0],
+        producer[1],
+        tps,
+        version >= IMPLICIT_ADD_VERSION,
+        version,
+    )
     if flushes is not None:
         flushes.extend(verdict.flushes)
     return dict(verdict.errors)

@@ -38,7 +38,9 @@ def handle(
         return _encode(answer)
 
     return call_deferrable(
-        deps.groups, lambda now: coordinator.sync_group(req, now), encode,
+        deps.groups,
+        lambda now: coordinator.sync_group(req, now),
+        encode,
         lambda code: _encode(Synced(code)),
     )
 

@@ -46,15 +46,11 @@ def quota_user(principal: str) -> str:
 
 
 def produce_bytes(request: ProduceRequest) -> int:
-    return sum(
-        len(p.records) for t in request.topic_data for p in t.partition_data if p.records
-    )
+    return sum(len(p.records) for t in request.topic_data for p in t.partition_data if p.records)
 
 
 def fetch_bytes(response: FetchResponse) -> int:
-    return sum(
-        len(p.records) for t in response.responses for p in t.partitions if p.records
-    )
+    return sum(len(p.records) for t in response.responses for p in t.partitions if p.records)
 
 
 def throttle_produce(deps: ThrottleDeps, route: Route) -> Route:

@@ -78,18 +78,26 @@ def handle(
         found = deps.topics.get(topic.name)
         for p in topic.partitions:
             if found is None or not 0 <= p.partition_index < found.partitions:
-                results.append((topic.name, p.partition_index,
-                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                results.append(
+                    (topic.name, p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                )
                 continue
             results.append((topic.name, p.partition_index, code))
-            accepted.append(PendingOffset(
-                request.group_id, topic.name, p.partition_index, p.committed_offset,
-                p.committed_leader_epoch if version >= LEADER_EPOCH_VERSION else -1,
-                p.committed_metadata or ""))
+            accepted.append(
+                PendingOffset(
+                    request.group_id,
+                    topic.name,
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch if version >= LEADER_EPOCH_VERSION else -1,
+                    p.committed_metadata or "",
+                )
+            )
     if code == ErrorCode.NONE and accepted:
         try:
             flushes += deps.transactions.add_pending_offsets(
-                request.producer_id, request.producer_epoch, request.group_id, accepted)
+                request.producer_id, request.producer_epoch, request.group_id, accepted
+            )
         except Exception as exc:
             failed = error_code_for(exc)
             if failed == ErrorCode.UNKNOWN_SERVER_ERROR:
@@ -105,13 +113,17 @@ def _encode(results: list[tuple[str, int, ErrorCode]]) -> TxnOffsetCommitRespons
     by_topic: dict[str, list[Partition]] = {}
     for name, index, c in results:
         by_topic.setdefault(name, []).append(Partition(partition_index=index, error_code=c))
-    return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
-        Topic(name=name, partitions=parts) for name, parts in by_topic.items()])
+    return TxnOffsetCommitResponse(
+        throttle_time_ms=0,
+        topics=[Topic(name=name, partitions=parts) for name, parts in by_topic.items()],
+    )
 
 
-async def _after_flush(flushes: tuple[concurrent.futures.Future[None], ...],
-                       response: TxnOffsetCommitResponse,
-                       results: list[tuple[str, int, ErrorCode]]) -> TxnOffsetCommitResponse:
+async def _after_flush(
+    flushes: tuple[concurrent.futures.Future[None], ...],
+    response: TxnOffsetCommitResponse,
+    results: list[tuple[str, int, ErrorCode]],
+) -> TxnOffsetCommitResponse:
     """The answer once the offsets are durable; a failed fsync fails every partition."""
     try:
         for fut in flushes:
@@ -123,18 +135,25 @@ async def _after_flush(flushes: tuple[concurrent.futures.Future[None], ...],
 
 
 def _offsets_partition(deps: TxnOffsetCommitDeps, group_id: str) -> TopicPartition:
-    return TopicPartition(OFFSETS_TOPIC_NAME, partition_for(
-        group_id, deps.transactions.coordinator.config.offsets_topic_num_partitions))
+    return TopicPartition(
+        OFFSETS_TOPIC_NAME,
+        partition_for(group_id, deps.transactions.coordinator.config.offsets_topic_num_partitions),
+    )
 
 
-def _add_implicitly(deps: TxnOffsetCommitDeps, request: TxnOffsetCommitRequest
-                    ) -> tuple[ErrorCode, tuple[concurrent.futures.Future[None], ...]]:
+def _add_implicitly(
+    deps: TxnOffsetCommitDeps, request: TxnOffsetCommitRequest
+) -> tuple[ErrorCode, tuple[concurrent.futures.Future[None], ...]]:
     """v5+ (transaction version 2): the group's partition joins the transaction here, as
     the AddOffsetsToTxn the client no longer sends would have added it."""
     txns = deps.transactions
     req = AddPartitionsToTxnRequest(
-        request.transactional_id, request.producer_id, request.producer_epoch,
-        frozenset({_offsets_partition(deps, request.group_id)}), transaction_version=TV_2)
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        frozenset({_offsets_partition(deps, request.group_id)}),
+        transaction_version=TV_2,
+    )
     try:
         executed = txns.execute(lambda now: txns.coordinator.add_partitions_to_txn(req, now))
     except RiverbedError as exc:
@@ -143,12 +162,12 @@ def _add_implicitly(deps: TxnOffsetCommitDeps, request: TxnOffsetCommitRequest
     return (min(codes) if codes else ErrorCode.NONE), executed.flushes
 
 
-def _check(deps: TxnOffsetCommitDeps, version: int, request: TxnOffsetCommitRequest
-           ) -> ErrorCode:
+def _check(deps: TxnOffsetCommitDeps, version: int, request: TxnOffsetCommitRequest) -> ErrorCode:
     """One code for the whole request (Kafka's validation order)."""
     try:
         meta = deps.transactions.query(
-            lambda: deps.transactions.coordinator.transaction(request.transactional_id))
+            lambda: deps.transactions.coordinator.transaction(request.transactional_id)
+        )
     except Exception:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if meta is None or meta.producer_id != request.producer_id:
@@ -171,10 +190,13 @@ def _check_member(deps: TxnOffsetCommitDeps, request: TxnOffsetCommitRequest) ->
         return ErrorCode.NONE
     if member and member not in group.members:
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if isinstance(group, ClassicGroup) and generation >= 0 \
-            and generation != group.generation_id:
+    if isinstance(group, ClassicGroup) and generation >= 0 and generation != group.generation_id:
         return ErrorCode.ILLEGAL_GENERATION
-    if isinstance(group, ConsumerGroup) and member and generation >= 0 \
-            and generation != group.members[member].member_epoch:
+    if (
+        isinstance(group, ConsumerGroup)
+        and member
+        and generation >= 0
+        and generation != group.members[member].member_epoch
+    ):
         return ErrorCode.STALE_MEMBER_EPOCH
     return ErrorCode.NONE

@@ -63,9 +63,13 @@ class AclStore:
         acls = (self._acls - frozenset(removed)) | frozenset(added)
         if acls == self._acls:
             return
-        write_json_atomic(self._path, {
-            "version": FORMAT_VERSION, "acls": [_encode(a) for a in sorted(acls)],
-        })
+        write_json_atomic(
+            self._path,
+            {
+                "version": FORMAT_VERSION,
+                "acls": [_encode(a) for a in sorted(acls)],
+            },
+        )
         self._acls = acls
 
 

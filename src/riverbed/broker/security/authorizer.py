@@ -124,8 +124,13 @@ class AclPermissionType(enum.IntEnum):
 
 _IMPLIED_BY: Mapping[AclOperation, frozenset[AclOperation]] = {
     AclOperation.DESCRIBE: frozenset(
-        {AclOperation.DESCRIBE, AclOperation.READ, AclOperation.WRITE,
-         AclOperation.DELETE, AclOperation.ALTER}
+        {
+            AclOperation.DESCRIBE,
+            AclOperation.READ,
+            AclOperation.WRITE,
+            AclOperation.DELETE,
+            AclOperation.ALTER,
+        }
     ),
     AclOperation.DESCRIBE_CONFIGS: frozenset(
         {AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS}
@@ -288,11 +293,13 @@ class Authorizer:
         if principal in self.super_users:
             return True
         applying = [
-            a for a in self._source.acls()
+            a
+            for a in self._source.acls()
             if a.resource_type is resource_type and _applies(a, principal, host)
         ]
         denies = [
-            a for a in applying
+            a
+            for a in applying
             if a.permission_type is AclPermissionType.DENY
             and a.operation in (operation, AclOperation.ALL)
         ]
@@ -373,14 +380,23 @@ def wire_enum(cls: type[E], value: int) -> E:
 
 
 def binding_filter(
-    resource_type: int, resource_name: str | None, pattern_type: int,
-    principal: str | None, host: str | None, operation: int, permission_type: int,
+    resource_type: int,
+    resource_name: str | None,
+    pattern_type: int,
+    principal: str | None,
+    host: str | None,
+    operation: int,
+    permission_type: int,
 ) -> AclBindingFilter:
     """A DescribeAcls/DeleteAcls filter from its wire fields."""
     return AclBindingFilter(
-        wire_enum(ResourceType, resource_type), resource_name,
-        wire_enum(PatternType, pattern_type), principal, host,
-        wire_enum(AclOperation, operation), wire_enum(AclPermissionType, permission_type),
+        wire_enum(ResourceType, resource_type),
+        resource_name,
+        wire_enum(PatternType, pattern_type),
+        principal,
+        host,
+        wire_enum(AclOperation, operation),
+        wire_enum(AclPermissionType, permission_type),
     )
 
 

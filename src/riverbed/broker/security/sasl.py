@@ -246,7 +246,9 @@ class SaslSession:
             return AuthenticateResult(
                 ErrorCode.ILLEGAL_SASL_STATE,
                 "SaslAuthenticate request received without a SaslHandshake",
-                b"", 0, True,
+                b"",
+                0,
+                True,
             )
         try:
             challenge = exchange.evaluate(auth_bytes)
@@ -256,8 +258,10 @@ class SaslSession:
             return AuthenticateResult(ErrorCode.NONE, None, challenge, 0, False)
         principal = f"User:{exchange.username}"
         if self.state is SaslState.REAUTHENTICATE and principal != self.principal:
-            return self._fail("Cannot change principals during re-authentication from "
-                              f"{self.principal} to {principal}")
+            return self._fail(
+                "Cannot change principals during re-authentication from "
+                f"{self.principal} to {principal}"
+            )
         self.principal = principal
         self.authentications += 1
         self.state = SaslState.COMPLETE
@@ -271,6 +275,8 @@ class SaslSession:
         self.state = SaslState.FAILED
         self._exchange = None
         if self.mechanism and self.mechanism.startswith("SCRAM") and "credentials" in reason:
-            reason = ("Authentication failed during authentication due to invalid credentials "
-                      f"with SASL mechanism {self.mechanism}")
+            reason = (
+                "Authentication failed during authentication due to invalid credentials "
+                f"with SASL mechanism {self.mechanism}"
+            )
         return AuthenticateResult(ErrorCode.SASL_AUTHENTICATION_FAILED, reason, b"", 0, True)

@@ -175,8 +175,9 @@ class ScramServerExchange:
         flag, sep1, rest = text.partition(",")
         authzid, sep2, bare = rest.partition(",")
         if not (sep1 and sep2) or flag not in ("n", "y"):
-            raise SaslAuthenticationError("invalid SCRAM client-first message (channel binding "
-                                          "is not supported)")
+            raise SaslAuthenticationError(
+                "invalid SCRAM client-first message (channel binding is not supported)"
+            )
         attrs = _attributes(bare)
         if "n" not in attrs or "r" not in attrs or not attrs["r"]:
             raise SaslAuthenticationError("SCRAM client-first message lacks n= or r=")
@@ -194,9 +195,7 @@ class ScramServerExchange:
         else:
             salt, iterations = credential.salt, credential.iterations
         self._nonce = attrs["r"] + secrets.token_urlsafe(24)
-        self._server_first = (
-            f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"
-        )
+        self._server_first = f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"
         return self._server_first.encode()
 
     def _client_final(self, text: str) -> bytes:

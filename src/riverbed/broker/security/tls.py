@@ -91,8 +91,10 @@ def server_context(props: Mapping[str, str], listener: str) -> ssl.SSLContext:
 
 
 def _load_keystore(context: ssl.SSLContext, get: Any) -> None:
-    location, chain, key = get("ssl.keystore.location"), get("ssl.keystore.certificate.chain"), get(
-        "ssl.keystore.key"
+    location, chain, key = (
+        get("ssl.keystore.location"),
+        get("ssl.keystore.certificate.chain"),
+        get("ssl.keystore.key"),
     )
     password = get("ssl.key.password")
     if location is None and chain is None:
@@ -104,11 +106,14 @@ def _load_keystore(context: ssl.SSLContext, get: Any) -> None:
         try:
             context.load_cert_chain(location, password=password)
         except ssl.SSLError as exc:  # an OSError too: catch it first
-            raise ConfigError(f"setting 'ssl.keystore.location': {location!r} does not hold a "
-                              f"PEM certificate and its key ({exc.reason})") from None
+            raise ConfigError(
+                f"setting 'ssl.keystore.location': {location!r} does not hold a "
+                f"PEM certificate and its key ({exc.reason})"
+            ) from None
         except OSError as exc:
-            raise ConfigError(f"setting 'ssl.keystore.location': cannot read {location!r}: "
-                              f"{exc.strerror or exc}") from None
+            raise ConfigError(
+                f"setting 'ssl.keystore.location': cannot read {location!r}: {exc.strerror or exc}"
+            ) from None
         return
     if key is None:
         raise ConfigError("setting 'ssl.keystore.certificate.chain' needs ssl.keystore.key")
@@ -119,8 +124,10 @@ def _load_keystore(context: ssl.SSLContext, get: Any) -> None:
             f.write(f"{key.strip()}\n{chain.strip()}\n")
         context.load_cert_chain(path, password=password)
     except ssl.SSLError as exc:
-        raise ConfigError(f"setting 'ssl.keystore.key': not a PEM key matching "
-                          f"ssl.keystore.certificate.chain ({exc.reason})") from None
+        raise ConfigError(
+            f"setting 'ssl.keystore.key': not a PEM key matching "
+            f"ssl.keystore.certificate.chain ({exc.reason})"
+        ) from None
     finally:
         os.unlink(path)
 
@@ -136,8 +143,9 @@ def _load_truststore(context: ssl.SSLContext, get: Any) -> None:
         key = "ssl.truststore.location" if location else "ssl.truststore.certificates"
         raise ConfigError(f"setting {key!r}: no PEM certificates ({exc.reason})") from None
     except OSError as exc:
-        raise ConfigError(f"setting 'ssl.truststore.location': cannot read {location!r}: "
-                          f"{exc.strerror or exc}") from None
+        raise ConfigError(
+            f"setting 'ssl.truststore.location': cannot read {location!r}: {exc.strerror or exc}"
+        ) from None
 
 
 def _escape(value: str) -> str:

@@ -102,9 +102,12 @@ class PostgresConfig:
 def _columns(conn: Any, table: TableInfo) -> list[tuple[str, int]]:
     """``(name, type oid)`` of the table's live columns, in order."""
     with conn.cursor() as cur:
-        cur.execute("SELECT a.attname::text, a.atttypid::int8 FROM pg_attribute a "
-                    "WHERE a.attrelid = %s::regclass AND a.attnum > 0 "
-                    "AND NOT a.attisdropped ORDER BY a.attnum", (table.quoted(),))
+        cur.execute(
+            "SELECT a.attname::text, a.atttypid::int8 FROM pg_attribute a "
+            "WHERE a.attrelid = %s::regclass AND a.attnum > 0 "
+            "AND NOT a.attisdropped ORDER BY a.attnum",
+            (table.quoted(),),
+        )
         return [(str(name), int(oid)) for name, oid in cur.fetchall()]
 
 
@@ -129,11 +132,11 @@ class PostgresConnector:
         self.types = TypeInfo()
         self.db = ""
         self._offset_key = b""
-        self._conn: Any = None       # replication connection
+        self._conn: Any = None  # replication connection
         self._cursor: Any = None
         self._relations: dict[int, pgoutput.Relation] = {}
         self._schemas: dict[str, TableSchema] = {}  # qualified table -> its Connect schema
-        self._last_end_lsn = 0       # end LSN of the last completed transaction
+        self._last_end_lsn = 0  # end LSN of the last completed transaction
         self._tx: pgoutput.Begin | None = None
         self._confirmed = 0
         self._last_feedback = 0.0
@@ -162,8 +165,9 @@ class PostgresConnector:
         cfg = self.config
         conn = connect(cfg.dsn)
         try:
-            tables = check_source(conn, list(cfg.tables), cfg.slot, cfg.publication,
-                                  cfg.signal_table)
+            tables = check_source(
+                conn, list(cfg.tables), cfg.slot, cfg.publication, cfg.signal_table
+            )
             published = list(tables)
             if cfg.signal_table is not None:
                 self._inc = IncrementalSnapshot(tables.pop(), cfg.incremental_chunk_rows)
@@ -173,16 +177,21 @@ class PostgresConnector:
                 cur.execute("SELECT current_database()")
                 self.db = str(cur.fetchone()[0])
             state = self._wait_slot_inactive(conn)
-            self._offset_key = offset_key(cfg.topic_prefix, {"server": cfg.topic_prefix,
-                                                             "db": self.db, "slot": cfg.slot})
+            self._offset_key = offset_key(
+                cfg.topic_prefix, {"server": cfg.topic_prefix, "db": self.db, "slot": cfg.slot}
+            )
             position = self.offsets.load(self._offset_key)
             if state is not None and position is None:
-                raise CdcError(f"replication slot {cfg.slot!r} exists but {self.offsets.topic!r} "
-                               "holds no position for it: drop the slot "
-                               f"(SELECT pg_drop_replication_slot('{cfg.slot}')) or choose "
-                               "another --slot")
-            self.sink.ensure_topics([self.offsets.topic] + [
-                topic_name(cfg.topic_prefix, t.schema, t.table) for t in tables])
+                raise CdcError(
+                    f"replication slot {cfg.slot!r} exists but {self.offsets.topic!r} "
+                    "holds no position for it: drop the slot "
+                    f"(SELECT pg_drop_replication_slot('{cfg.slot}')) or choose "
+                    "another --slot"
+                )
+            self.sink.ensure_topics(
+                [self.offsets.topic]
+                + [topic_name(cfg.topic_prefix, t.schema, t.table) for t in tables]
+            )
             self._ensure_publication(conn, published)
             snapshot_done = bool(position and position.get("snapshot_completed"))
             if state is not None and not snapshot_done:
@@ -214,14 +223,17 @@ class PostgresConnector:
             if state is None or not state[0]:
                 return state
             if time.monotonic() > deadline:
-                raise CdcError(f"replication slot {self.config.slot!r} is in use by another "
-                               "connection: stop that connector or choose another --slot")
+                raise CdcError(
+                    f"replication slot {self.config.slot!r} is in use by another "
+                    "connection: stop that connector or choose another --slot"
+                )
             time.sleep(0.1)  # polling a condition with a deadline
 
     def _ensure_publication(self, conn: Any, tables: list[TableInfo]) -> None:
         with conn.cursor() as cur:
-            cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s",
-                        (self.config.publication,))
+            cur.execute(
+                "SELECT 1 FROM pg_publication WHERE pubname = %s", (self.config.publication,)
+            )
             if cur.fetchone() is None:
                 names = ", ".join(t.quoted() for t in tables)
                 cur.execute(f'CREATE PUBLICATION "{self.config.publication}" FOR TABLE {names}')
@@ -233,8 +245,9 @@ class PostgresConnector:
             rcur.execute(f'CREATE_REPLICATION_SLOT "{cfg.slot}" LOGICAL pgoutput EXPORT_SNAPSHOT')
             _name, consistent_point, snapshot_name, _plugin = rcur.fetchone()
         except Exception as exc:
-            raise CdcError(f"cannot create replication slot {cfg.slot!r}: {one_line(exc)}"
-                           ) from None
+            raise CdcError(
+                f"cannot create replication slot {cfg.slot!r}: {one_line(exc)}"
+            ) from None
         lsn = _parse_lsn(consistent_point)
         try:
             return self._snapshot(conn, lsn, snapshot_name)
@@ -260,8 +273,7 @@ class PostgresConnector:
         now_ms = int(time.time() * 1000)
         tables = list(self.tables.values())
         for index, table in enumerate(tables):
-            if not self._snapshot_table(conn, table, lsn, now_ms,
-                                        last=index == len(tables) - 1):
+            if not self._snapshot_table(conn, table, lsn, now_ms, last=index == len(tables) - 1):
                 conn.rollback()
                 return None
         conn.rollback()
@@ -272,39 +284,49 @@ class PostgresConnector:
         self._last_end_lsn = lsn
         return lsn
 
-    def _snapshot_table(self, conn: Any, table: TableInfo, lsn: int, now_ms: int,
-                        last: bool) -> bool:
+    def _snapshot_table(
+        self, conn: Any, table: TableInfo, lsn: int, now_ms: int, last: bool
+    ) -> bool:
         """Send every row of ``table`` as ``r``; False when a stop was requested."""
         topic = topic_name(self.config.topic_prefix, table.schema, table.table)
         columns = _columns(conn, table)
         self._set_schema(table, columns)
-        select_list = ", ".join('"' + name.replace('"', '""') + '"::text'
-                                for name, _ in columns)
+        select_list = ", ".join('"' + name.replace('"', '""') + '"::text' for name, _ in columns)
         named = conn.cursor(name=f"riverbed_snapshot_{abs(hash(table.qualified))}")
         named.itersize = SNAPSHOT_FETCH_ROWS
         named.execute(f"SELECT {select_list} FROM {table.quoted()}")
         pending: tuple[Any, ...] | None = None
         for count, row in enumerate(named):
-            if count % SNAPSHOT_FETCH_ROWS == 0 and self._stop is not None \
-                    and self._stop.is_set():
+            if count % SNAPSHOT_FETCH_ROWS == 0 and self._stop is not None and self._stop.is_set():
                 named.close()
                 return False
             if pending is not None:
                 self._snapshot_row(topic, table, columns, pending, lsn, now_ms, "true")
             pending = row
         if pending is not None:
-            self._snapshot_row(topic, table, columns, pending, lsn, now_ms,
-                               "last" if last else "true")
+            self._snapshot_row(
+                topic, table, columns, pending, lsn, now_ms, "last" if last else "true"
+            )
         named.close()
         return True
 
-    def _snapshot_row(self, topic: str, table: TableInfo, columns: list[tuple[str, int]],
-                      row: tuple[Any, ...], lsn: int, now_ms: int, snapshot: str) -> None:
+    def _snapshot_row(
+        self,
+        topic: str,
+        table: TableInfo,
+        columns: list[tuple[str, int]],
+        row: tuple[Any, ...],
+        lsn: int,
+        now_ms: int,
+        snapshot: str,
+    ) -> None:
         if not self._snapshot_started:  # Debezium's markers: first, true..., last
             self._snapshot_started = True
             snapshot = "first" if snapshot == "true" else snapshot
-        after = {name: render(oid, text, self.types) for (name, oid), text in zip(
-            columns, row, strict=True)}
+        after = {
+            name: render(oid, text, self.types)
+            for (name, oid), text in zip(columns, row, strict=True)
+        }
         source = self._source(table, now_ms, snapshot, None, lsn)
         self._send(topic, table, "r", None, after, source, position=0)
         self.sink.poll(0)
@@ -315,11 +337,15 @@ class PostgresConnector:
         self._cursor = self._conn.cursor()
         try:
             self._cursor.start_replication(
-                slot_name=self.config.slot, decode=False, start_lsn=start_lsn,
-                options={"proto_version": "1", "publication_names": self.config.publication})
+                slot_name=self.config.slot,
+                decode=False,
+                start_lsn=start_lsn,
+                options={"proto_version": "1", "publication_names": self.config.publication},
+            )
         except Exception as exc:
-            raise CdcError(f"cannot stream from slot {self.config.slot!r}: {one_line(exc)}"
-                           ) from None
+            raise CdcError(
+                f"cannot stream from slot {self.config.slot!r}: {one_line(exc)}"
+            ) from None
         self._confirmed = max(self._confirmed, start_lsn)
         self._last_end_lsn = max(self._last_end_lsn, start_lsn)
 
@@ -343,8 +369,12 @@ class PostgresConnector:
                 moved = True
             self.sink.poll(0)
             self._confirm(force=False)  # send_feedback may be what finds the session gone
-        except (psycopg2.ProgrammingError, psycopg2.IntegrityError, psycopg2.DataError,
-                psycopg2.NotSupportedError) as exc:  # not a lost session: a bug or the schema
+        except (
+            psycopg2.ProgrammingError,
+            psycopg2.IntegrityError,
+            psycopg2.DataError,
+            psycopg2.NotSupportedError,
+        ) as exc:  # not a lost session: a bug or the schema
             raise CdcError(f"PostgreSQL refused: {one_line(exc)}") from None
         except (psycopg2.Error, ValueError) as exc:  # ValueError: select on a closed socket
             self._reconnect(exc)
@@ -376,8 +406,11 @@ class PostgresConnector:
         databases is not kept for this slot (Debezium's heartbeat, without the writes).
         At most once per FEEDBACK_INTERVAL_S."""
         now = time.monotonic()
-        if self._tx is not None or self.sink.in_flight() or \
-                now - self._last_idle_advance < FEEDBACK_INTERVAL_S:
+        if (
+            self._tx is not None
+            or self.sink.in_flight()
+            or now - self._last_idle_advance < FEEDBACK_INTERVAL_S
+        ):
             return
         self._last_idle_advance = now
         wal_end = int(self._cursor.wal_end or 0)
@@ -385,8 +418,9 @@ class PostgresConnector:
             self._last_end_lsn = wal_end
             self.sink.send(self.offsets.topic, [], position=wal_end)
 
-    def _on_signal(self, relation: pgoutput.Relation,
-                   values: tuple[pgoutput.TupleValue, ...]) -> None:
+    def _on_signal(
+        self, relation: pgoutput.Relation, values: tuple[pgoutput.TupleValue, ...]
+    ) -> None:
         """A row inserted into the signal table: a request or one of our watermarks."""
         assert self._inc is not None
         row = {c.name: v for c, v in zip(relation.columns, values, strict=False)}
@@ -398,8 +432,11 @@ class PostgresConnector:
             except (ValueError, AttributeError):
                 log.warning("ignored signal %r: data is not a JSON object", signal_id)
                 return
-            wanted = [self.tables[n if "." in n else f"public.{n}"] for n in names
-                      if (n if "." in n else f"public.{n}") in self.tables]
+            wanted = [
+                self.tables[n if "." in n else f"public.{n}"]
+                for n in names
+                if (n if "." in n else f"public.{n}") in self.tables
+            ]
             log.warning("incremental snapshot of %s requested", [t.qualified for t in wanted])
             self._inc.request(wanted)
         elif chunk is not None and signal_id == f"{chunk.id}-open":
@@ -407,11 +444,17 @@ class PostgresConnector:
         elif chunk is not None and signal_id == f"{chunk.id}-close":
             self._inc.chunk = None  # before sending: the sends below overtake nothing
             topic = topic_name(self.config.topic_prefix, chunk.table.schema, chunk.table.table)
-            source = self._source(chunk.table, self._commit_ms(), "incremental",
-                                  self._tx.xid if self._tx else None, self._last_end_lsn)
+            source = self._source(
+                chunk.table,
+                self._commit_ms(),
+                "incremental",
+                self._tx.xid if self._tx else None,
+                self._last_end_lsn,
+            )
             for after in chunk.rows.values():
-                self._send(topic, chunk.table, "r", None, after, source,
-                           position=self._last_end_lsn)
+                self._send(
+                    topic, chunk.table, "r", None, after, source, position=self._last_end_lsn
+                )
 
     def _next_chunk(self) -> None:
         """Read the next incremental snapshot chunk between its watermarks."""
@@ -422,8 +465,9 @@ class PostgresConnector:
         columns = _columns(self._sql, head)
 
         def render_row(cols: list[tuple[str, int]], row: tuple[Any, ...]) -> dict[str, Any]:
-            return {n: render(oid, text, self.types)
-                    for (n, oid), text in zip(cols, row, strict=True)}
+            return {
+                n: render(oid, text, self.types) for (n, oid), text in zip(cols, row, strict=True)
+            }
 
         self._inc.next_chunk(self._sql, columns, render_row)
 
@@ -434,8 +478,12 @@ class PostgresConnector:
         table = self.tables.get(f"{relation.schema}.{relation.table}")
         return None if table is None else (relation, table)
 
-    def _row(self, relation: pgoutput.Relation, values: tuple[pgoutput.TupleValue, ...],
-             previous: tuple[pgoutput.TupleValue, ...] | None) -> dict[str, Any]:
+    def _row(
+        self,
+        relation: pgoutput.Relation,
+        values: tuple[pgoutput.TupleValue, ...],
+        previous: tuple[pgoutput.TupleValue, ...] | None,
+    ) -> dict[str, Any]:
         row: dict[str, Any] = {}
         for index, (column, value) in enumerate(zip(relation.columns, values, strict=False)):
             if value is None or isinstance(value, str):
@@ -444,16 +492,22 @@ class PostgresConnector:
                 row[column.name] = value.decode("utf-8", "replace")
             else:  # unchanged TOAST: the old image's value when sent (REPLICA IDENTITY FULL)
                 old = previous[index] if previous is not None else None
-                row[column.name] = (render(column.type_oid, old, self.types)
-                                    if isinstance(old, str) else UNAVAILABLE)
+                row[column.name] = (
+                    render(column.type_oid, old, self.types)
+                    if isinstance(old, str)
+                    else UNAVAILABLE
+                )
         return row
 
-    def _row_change(self, lsn: int,
-                    message: pgoutput.Insert | pgoutput.Update | pgoutput.Delete) -> None:
+    def _row_change(
+        self, lsn: int, message: pgoutput.Insert | pgoutput.Update | pgoutput.Delete
+    ) -> None:
         if self._inc is not None:
             signal = self._relations.get(message.relid)
-            if signal is not None and \
-                    f"{signal.schema}.{signal.table}" == self._inc.signal.qualified:
+            if (
+                signal is not None
+                and f"{signal.schema}.{signal.table}" == self._inc.signal.qualified
+            ):
                 if isinstance(message, pgoutput.Insert):
                     self._on_signal(signal, message.new)
                 return
@@ -462,8 +516,9 @@ class PostgresConnector:
             return
         relation, table = found
         topic = topic_name(self.config.topic_prefix, table.schema, table.table)
-        source = self._source(table, self._commit_ms(), "false",
-                              self._tx.xid if self._tx else None, lsn)
+        source = self._source(
+            table, self._commit_ms(), "false", self._tx.xid if self._tx else None, lsn
+        )
         op: Op
         if isinstance(message, pgoutput.Insert):
             op, before, after = "c", None, self._row(relation, message.new, None)
@@ -480,33 +535,57 @@ class PostgresConnector:
             return
         _relation, table = found
         topic = topic_name(self.config.topic_prefix, table.schema, table.table)
-        source = self._source(table, self._commit_ms(), "false",
-                              self._tx.xid if self._tx else None, lsn)
+        source = self._source(
+            table, self._commit_ms(), "false", self._tx.xid if self._tx else None, lsn
+        )
         event = ChangeEvent("t", None, None, None, source, int(time.time() * 1000))
-        records = [(TRUNCATE_KEY, value) for _key, value in
-                   records_for(event, self._schemas.get(table.qualified))]
+        records = [
+            (TRUNCATE_KEY, value)
+            for _key, value in records_for(event, self._schemas.get(table.qualified))
+        ]
         self.sink.send(topic, records, position=self._last_end_lsn)
 
     def _commit_ms(self) -> int:
         return self._tx.commit_ts_us // 1000 if self._tx else int(time.time() * 1000)
 
-    def _source(self, table: TableInfo, ts_ms: int, snapshot: str, xid: int | None,
-                lsn: int) -> Source:
-        sequence = json.dumps([str(self._last_end_lsn) if self._last_end_lsn else None,
-                               str(lsn)], separators=(",", ":"))
-        return Source(CONNECTOR, self.config.topic_prefix, self.db, table.schema, table.table,
-                      ts_ms, snapshot, sequence, {"txId": xid, "lsn": lsn, "xmin": None})
+    def _source(
+        self, table: TableInfo, ts_ms: int, snapshot: str, xid: int | None, lsn: int
+    ) -> Source:
+        sequence = json.dumps(
+            [str(self._last_end_lsn) if self._last_end_lsn else None, str(lsn)],
+            separators=(",", ":"),
+        )
+        return Source(
+            CONNECTOR,
+            self.config.topic_prefix,
+            self.db,
+            table.schema,
+            table.table,
+            ts_ms,
+            snapshot,
+            sequence,
+            {"txId": xid, "lsn": lsn, "xmin": None},
+        )
 
-    def _send(self, topic: str, table: TableInfo, op: Op, before: dict[str, Any] | None,
-              after: dict[str, Any] | None, source: Source, position: int) -> None:
+    def _send(
+        self,
+        topic: str,
+        table: TableInfo,
+        op: Op,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        source: Source,
+        position: int,
+    ) -> None:
         image = after if after is not None else before
         assert image is not None
         key = {name: image.get(name) for name in table.key}
         if self._inc is not None and op != "r":
             self._inc.overtaken(table, key)
         event = ChangeEvent(op, key, before, after, source, int(time.time() * 1000))
-        self.sink.send(topic, records_for(event, self._schemas.get(table.qualified)),
-                       position=position)
+        self.sink.send(
+            topic, records_for(event, self._schemas.get(table.qualified)), position=position
+        )
 
     def _set_schema(self, table: TableInfo, columns: list[tuple[str, int]]) -> None:
         """Record ``table``'s Connect schema (only with ``schemas_enable``)."""
@@ -515,18 +594,21 @@ class PostgresConnector:
         oids = dict(columns)
         self._schemas[table.qualified] = TableSchema(
             topic=topic_name(self.config.topic_prefix, table.schema, table.table),
-            key_fields=[connect_field(k, oids.get(k, 25), False, self.types)
-                        for k in table.key],
-            value_fields=[connect_field(n, oid, n not in table.key, self.types)
-                          for n, oid in columns],
-            source_name="io.debezium.connector.postgresql.Source")
+            key_fields=[connect_field(k, oids.get(k, 25), False, self.types) for k in table.key],
+            value_fields=[
+                connect_field(n, oid, n not in table.key, self.types) for n, oid in columns
+            ],
+            source_name="io.debezium.connector.postgresql.Source",
+        )
 
     # -- acknowledgements -----------------------------------------------------------------
 
     def _store_position(self, lsn: int, snapshot_completed: bool = True) -> None:
-        self.offsets.store(self.sink, self._offset_key,
-                           {"lsn": lsn, "lsn_text": _lsn_text(lsn),
-                            "snapshot_completed": snapshot_completed})
+        self.offsets.store(
+            self.sink,
+            self._offset_key,
+            {"lsn": lsn, "lsn_text": _lsn_text(lsn), "snapshot_completed": snapshot_completed},
+        )
 
     def _flush_all(self, what: str, timeout_s: float = 120.0) -> None:
         """Wait until the broker acknowledged every send (CdcError after ``timeout_s``)."""
@@ -590,9 +672,11 @@ class PostgresConnector:
                 with contextlib.suppress(Exception):
                     self._conn.close()
                 if time.monotonic() > deadline:
-                    raise CdcError(f"lost the replication connection ({one_line(cause)}) and "
-                                   f"could not reconnect within "
-                                   f"{self.config.reconnect_timeout_s:.0f} s") from None
+                    raise CdcError(
+                        f"lost the replication connection ({one_line(cause)}) and "
+                        f"could not reconnect within "
+                        f"{self.config.reconnect_timeout_s:.0f} s"
+                    ) from None
                 time.sleep(0.5)  # retry interval while PostgreSQL restarts
 
     def close(self, timeout_s: float) -> None:
@@ -605,8 +689,7 @@ class PostgresConnector:
                 try:
                     self._confirm(force=True)
                 except psycopg2.Error as exc:  # the slot keeps its older LSN: re-sent later
-                    log.warning("could not confirm the last LSN to PostgreSQL: %s",
-                                one_line(exc))
+                    log.warning("could not confirm the last LSN to PostgreSQL: %s", one_line(exc))
         finally:
             for session in (self._conn, self._sql):
                 if session is not None:

@@ -70,8 +70,9 @@ class IncrementalSnapshot:
     def active(self) -> bool:
         return bool(self.queue) or self.chunk is not None
 
-    def next_chunk(self, conn: Any, columns: list[tuple[str, int]],
-                   render_row: Any) -> Chunk | None:
+    def next_chunk(
+        self, conn: Any, columns: list[tuple[str, int]], render_row: Any
+    ) -> Chunk | None:
         """Write the open watermark, read the next chunk of the head table, write the
         close watermark (three autocommit transactions on ``conn``).  None when the queue
         is empty; a finished table is popped and the next one started."""
@@ -87,17 +88,20 @@ class IncrementalSnapshot:
                 where = f" WHERE ({key_cols}) > ({', '.join(['%s'] * len(table.key))})"
                 args = self.last_key
             with conn.cursor() as cur:
-                cur.execute(f"SELECT {select_list}, {key_cols} FROM {table.quoted()} AS t{where} "
-                            f"ORDER BY {key_cols} LIMIT {int(self.chunk_rows)}", args or None)
+                cur.execute(
+                    f"SELECT {select_list}, {key_cols} FROM {table.quoted()} AS t{where} "
+                    f"ORDER BY {key_cols} LIMIT {int(self.chunk_rows)}",
+                    args or None,
+                )
                 rows = cur.fetchall()
             if not rows:
                 self.queue.popleft()
                 self.last_key = None
                 continue
             for row in rows:
-                after = render_row(columns, row[:len(columns)])
+                after = render_row(columns, row[: len(columns)])
                 chunk.rows[key_text({k: after[k] for k in table.key})] = after
-            self.last_key = tuple(rows[-1][len(columns):])
+            self.last_key = tuple(rows[-1][len(columns) :])
             self._signal(conn, f"{chunk.id}-close", "snapshot-window-close", table)
             self.chunk = chunk
             return chunk
@@ -105,9 +109,10 @@ class IncrementalSnapshot:
 
     def _signal(self, conn: Any, signal_id: str, kind: str, table: TableInfo) -> None:
         with conn.cursor() as cur:
-            cur.execute(f"INSERT INTO {self.signal.quoted()} (id, type, data) "
-                        "VALUES (%s, %s, %s)",
-                        (signal_id, kind, json.dumps({"data-collection": table.qualified})))
+            cur.execute(
+                f"INSERT INTO {self.signal.quoted()} (id, type, data) VALUES (%s, %s, %s)",
+                (signal_id, kind, json.dumps({"data-collection": table.qualified})),
+            )
 
     def abandon_chunk(self) -> None:
         """The session broke mid-chunk (its watermarks may never arrive): read it again."""

@@ -27,8 +27,20 @@ from dataclasses import dataclass
 
 from riverbed.errors import RiverbedError
 
-__all__ = ["UNCHANGED_TOAST", "Begin", "Column", "Commit", "Delete", "Insert", "Message",
-           "PgOutputError", "Relation", "Truncate", "Update", "decode"]
+__all__ = [
+    "UNCHANGED_TOAST",
+    "Begin",
+    "Column",
+    "Commit",
+    "Delete",
+    "Insert",
+    "Message",
+    "PgOutputError",
+    "Relation",
+    "Truncate",
+    "Update",
+    "decode",
+]
 
 
 class PgOutputError(RiverbedError):
@@ -143,14 +155,14 @@ class _Reader:
         end = self.buf.find(b"\0", self.pos)
         if end < 0:
             raise PgOutputError("pgoutput string without its NUL terminator")
-        text = self.buf[self.pos:end].decode()
+        text = self.buf[self.pos : end].decode()
         self.pos = end + 1
         return text
 
     def raw(self, size: int) -> bytes:
         if self.pos + size > len(self.buf):
             raise PgOutputError(f"pgoutput value truncated at byte {self.pos}")
-        data = self.buf[self.pos:self.pos + size]
+        data = self.buf[self.pos : self.pos + size]
         self.pos += size
         return data
 

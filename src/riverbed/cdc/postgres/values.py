@@ -46,8 +46,13 @@ __all__ = ["ARRAY_ELEMENT", "TypeInfo", "connect_field", "render", "session_opti
 UNAVAILABLE = "__debezium_unavailable_value"
 """Debezium's placeholder for a TOASTed value an update did not send and we never saw."""
 
-SESSION_SETTINGS = {"DateStyle": "ISO", "IntervalStyle": "iso_8601", "TimeZone": "UTC",
-                    "bytea_output": "hex", "extra_float_digits": "3"}
+SESSION_SETTINGS = {
+    "DateStyle": "ISO",
+    "IntervalStyle": "iso_8601",
+    "TimeZone": "UTC",
+    "bytea_output": "hex",
+    "extra_float_digits": "3",
+}
 
 
 def session_options() -> str:
@@ -56,9 +61,27 @@ def session_options() -> str:
 
 
 # built-in array type oid -> element type oid (the catalog fills in others: TypeInfo)
-ARRAY_ELEMENT = {1000: 16, 1001: 17, 1005: 21, 1007: 23, 1016: 20, 1009: 25, 1015: 1043,
-                 1014: 1042, 1021: 700, 1022: 701, 1231: 1700, 2951: 2950, 199: 114,
-                 3807: 3802, 1115: 1114, 1185: 1184, 1182: 1082, 1183: 1083, 1028: 26}
+ARRAY_ELEMENT = {
+    1000: 16,
+    1001: 17,
+    1005: 21,
+    1007: 23,
+    1016: 20,
+    1009: 25,
+    1015: 1043,
+    1014: 1042,
+    1021: 700,
+    1022: 701,
+    1231: 1700,
+    2951: 2950,
+    199: 114,
+    3807: 3802,
+    1115: 1114,
+    1185: 1184,
+    1182: 1082,
+    1183: 1083,
+    1028: 26,
+}
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -138,8 +161,10 @@ def _timetz(text: str) -> str:
     return text_out + "Z"
 
 
-_INTERVAL = re.compile(r"P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)W)?(?:(-?\d+)D)?"
-                       r"(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?[\d.]+)S)?)?")
+_INTERVAL = re.compile(
+    r"P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)W)?(?:(-?\d+)D)?"
+    r"(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?[\d.]+)S)?)?"
+)
 _US_PER_DAY = 86_400 * 1_000_000
 _US_PER_MONTH = int(30.4375 * _US_PER_DAY)
 
@@ -153,8 +178,12 @@ def _interval(text: str) -> int | str:
     negative = seconds.startswith("-")
     whole, _, fraction = seconds.lstrip("-").partition(".")
     sec_us = int(whole) * 1_000_000 + (int((fraction + "000000")[:6]) if fraction else 0)
-    return ((years * 12 + months) * _US_PER_MONTH + (weeks * 7 + days) * _US_PER_DAY
-            + (hours * 60 + minutes) * 60_000_000 + (-sec_us if negative else sec_us))
+    return (
+        (years * 12 + months) * _US_PER_MONTH
+        + (weeks * 7 + days) * _US_PER_DAY
+        + (hours * 60 + minutes) * 60_000_000
+        + (-sec_us if negative else sec_us)
+    )
 
 
 def _bytea(text: str) -> str:
@@ -167,9 +196,20 @@ def _text(text: str) -> str:
 
 
 _SCALAR: dict[int, Callable[[str], Any]] = {
-    20: _int, 21: _int, 23: _int, 26: _int, 700: _float, 701: _float, 16: _bool,
-    1082: _date, 1083: _time_us, 1114: _timestamp, 1184: _timestamptz, 1266: _timetz,
-    1186: _interval, 17: _bytea,
+    20: _int,
+    21: _int,
+    23: _int,
+    26: _int,
+    700: _float,
+    701: _float,
+    16: _bool,
+    1082: _date,
+    1083: _time_us,
+    1114: _timestamp,
+    1184: _timestamptz,
+    1266: _timetz,
+    1186: _interval,
+    17: _bytea,
 }
 
 
@@ -177,7 +217,7 @@ def parse_array(text: str) -> list[Any]:
     """Split a PostgreSQL array literal (``{1,NULL,"a b"}``, nested) into lists of
     ``str | None`` (elements still in their text form)."""
     if text.startswith("["):  # explicit bounds: [0:1]={...}
-        text = text[text.index("=") + 1:]
+        text = text[text.index("=") + 1 :]
     pos = 0
 
     def parse() -> list[Any]:
@@ -229,8 +269,12 @@ def render(type_oid: int, text: str | None, types: TypeInfo | None = None) -> An
 
 
 def _render_nested(element: int, items: list[Any], types: TypeInfo | None) -> list[Any]:
-    return [_render_nested(element, item, types) if isinstance(item, list)
-            else render(element, item, types) for item in items]
+    return [
+        _render_nested(element, item, types)
+        if isinstance(item, list)
+        else render(element, item, types)
+        for item in items
+    ]
 
 
 _DEFAULT_TYPES = TypeInfo()
@@ -238,24 +282,32 @@ _DEFAULT_TYPES = TypeInfo()
 
 # type oid -> (Connect type, Debezium logical name) for schemas.enable output
 _CONNECT: dict[int, tuple[str, str | None]] = {
-    16: ("boolean", None), 21: ("int16", None), 23: ("int32", None), 20: ("int64", None),
-    26: ("int64", None), 700: ("float32", None), 701: ("float64", None), 17: ("bytes", None),
-    1082: ("int32", "io.debezium.time.Date"), 1083: ("int64", "io.debezium.time.MicroTime"),
+    16: ("boolean", None),
+    21: ("int16", None),
+    23: ("int32", None),
+    20: ("int64", None),
+    26: ("int64", None),
+    700: ("float32", None),
+    701: ("float64", None),
+    17: ("bytes", None),
+    1082: ("int32", "io.debezium.time.Date"),
+    1083: ("int64", "io.debezium.time.MicroTime"),
     1114: ("int64", "io.debezium.time.MicroTimestamp"),
     1184: ("string", "io.debezium.time.ZonedTimestamp"),
     1266: ("string", "io.debezium.time.ZonedTime"),
     1186: ("int64", "io.debezium.time.MicroDuration"),
-    114: ("string", "io.debezium.data.Json"), 3802: ("string", "io.debezium.data.Json"),
+    114: ("string", "io.debezium.data.Json"),
+    3802: ("string", "io.debezium.data.Json"),
     2950: ("string", "io.debezium.data.Uuid"),
 }
 
 
-def connect_field(name: str, type_oid: int, optional: bool,
-                  types: TypeInfo | None = None) -> Field:
+def connect_field(name: str, type_oid: int, optional: bool, types: TypeInfo | None = None) -> Field:
     """Kafka Connect's schema of one column as :func:`render` renders it."""
     element = (types or _DEFAULT_TYPES).array_element.get(type_oid)
     if element is not None:
-        return Field(name, "array", optional=optional,
-                     items=connect_field("", element, True, types))
+        return Field(
+            name, "array", optional=optional, items=connect_field("", element, True, types)
+        )
     connect_type, logical = _CONNECT.get(type_oid, ("string", None))
     return Field(name, connect_type, optional=optional, name=logical)

@@ -71,9 +71,13 @@ def open_database(path: Path) -> sqlite3.Connection:
     if not path.is_file():
         raise CdcError(f"{str(path)!r} is not a file, so not a SQLite database")
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True,
-                               isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
-                               check_same_thread=False)
+        conn = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=rw",
+            uri=True,
+            isolation_level=None,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            check_same_thread=False,
+        )
         conn.execute("PRAGMA schema_version").fetchone()
     except sqlite3.Error as exc:
         raise CdcError(f"cannot open {str(path)!r} as a SQLite database: {exc}") from None
@@ -102,9 +106,15 @@ class SqliteConnector:
     Call :meth:`start` once, then drive it with :func:`~riverbed.cdc.runner.run`.
     """
 
-    def __init__(self, path: Path | str, client_config: Mapping[str, Any], *,
-                 topic_prefix: str = "riverbed", tables: Sequence[str] = (),
-                 schemas_enable: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        client_config: Mapping[str, Any],
+        *,
+        topic_prefix: str = "riverbed",
+        tables: Sequence[str] = (),
+        schemas_enable: bool = False,
+    ) -> None:
         self.path = Path(path)
         self.topic_prefix = topic_prefix
         self._client_config = dict(client_config)
@@ -114,16 +124,17 @@ class SqliteConnector:
         self._lock_fd = -1
         self._sink: ChangeSink[int] | None = None
         self._offsets = OffsetStore(self._client_config, offsets_topic(topic_prefix))
-        self._offset_key = offset_key(topic_prefix, {"server": topic_prefix,
-                                                     "db": str(self.path.resolve())})
+        self._offset_key = offset_key(
+            topic_prefix, {"server": topic_prefix, "db": str(self.path.resolve())}
+        )
         self._install_id = ""
         self._tables: dict[str, TableInfo] = {}
         self._keys: dict[str, tuple[str, ...]] = {}
         self._schemas: dict[str, TableSchema | None] = {}
         self._schema_version = -1
-        self._sent = 0            # highest seq handed to the sink
-        self._released = 0        # highest seq deleted from the change table
-        self._skip_through = 0    # seqs already acknowledged before this start
+        self._sent = 0  # highest seq handed to the sink
+        self._released = 0  # highest seq deleted from the change table
+        self._skip_through = 0  # seqs already acknowledged before this start
         self._snapshot: tuple[int, int] | None = None
         self._last_release = 0.0
         self.snapshot_rows = 0
@@ -178,8 +189,9 @@ class SqliteConnector:
 
     @staticmethod
     def _recorded_keys(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
-        exists = conn.execute("SELECT 1 FROM sqlite_schema WHERE name = ?",
-                              (triggers.TABLES,)).fetchone()
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_schema WHERE name = ?", (triggers.TABLES,)
+        ).fetchone()
         return triggers.recorded_keys(conn) if exists else {}
 
     @staticmethod
@@ -201,32 +213,51 @@ class SqliteConnector:
         try:
             rows = conn.execute(
                 f"SELECT seq, tbl, op, before, after, ts_ms FROM {CHANGES} WHERE seq > ? "
-                f"ORDER BY seq LIMIT {BATCH_ROWS}", (self._sent,)).fetchall()
+                f"ORDER BY seq LIMIT {BATCH_ROWS}",
+                (self._sent,),
+            ).fetchall()
         except sqlite3.OperationalError as exc:  # locked past the busy timeout
             log.warning("reading changes failed (%s); retrying", exc)
             return False
         now_ms = int(time.time() * 1000)
         for seq, table, op, before, after, ts_ms in rows:
             if seq > self._skip_through:
-                self._send_change(sink, int(seq), str(table), str(op), before, after,
-                                  int(ts_ms), now_ms)
+                self._send_change(
+                    sink, int(seq), str(table), str(op), before, after, int(ts_ms), now_ms
+                )
             else:
                 sink.send(self._offsets.topic, [], int(seq))  # acknowledged before: release
             self._sent = int(seq)
         self._release(sink.poll(0))
         return bool(rows)
 
-    def _send_change(self, sink: ChangeSink[int], seq: int, table: str, op: str,
-                     before_json: str | None, after_json: str | None, ts_ms: int,
-                     now_ms: int) -> None:
+    def _send_change(
+        self,
+        sink: ChangeSink[int],
+        seq: int,
+        table: str,
+        op: str,
+        before_json: str | None,
+        after_json: str | None,
+        ts_ms: int,
+        now_ms: int,
+    ) -> None:
         before = triggers.decode_row(before_json)
         after = triggers.decode_row(after_json)
         key_columns = self._keys.get(table) or self._refresh_keys(table)
         image = after if after is not None else before
         assert image is not None
         key = {name: image.get(name) for name in key_columns}
-        source = Source(CONNECTOR, self.topic_prefix, self.path.name, SCHEMA, table, ts_ms,
-                        snapshot=self._snapshot_marker(seq, op), extra={"seq": seq})
+        source = Source(
+            CONNECTOR,
+            self.topic_prefix,
+            self.path.name,
+            SCHEMA,
+            table,
+            ts_ms,
+            snapshot=self._snapshot_marker(seq, op),
+            extra={"seq": seq},
+        )
         event = ChangeEvent(op, key, before, after, source, now_ms)  # type: ignore[arg-type]
         topic = topic_name(self.topic_prefix, SCHEMA, table)
         sink.send(topic, records_for(event, self._schemas.get(table)), seq)
@@ -257,8 +288,9 @@ class SqliteConnector:
         if not force and now - self._last_release < RELEASE_INTERVAL_S:
             return
         conn, sink = self._require()
-        self._offsets.store(sink, self._offset_key,
-                            {"install_id": self._install_id, "seq": acknowledged})
+        self._offsets.store(
+            sink, self._offset_key, {"install_id": self._install_id, "seq": acknowledged}
+        )
         try:
             conn.execute(f"DELETE FROM {CHANGES} WHERE seq <= ?", (acknowledged,))
         except sqlite3.OperationalError as exc:  # busy: the rows stay, try next time
@@ -302,8 +334,10 @@ class SqliteConnector:
             sink.ensure_topics([topic_name(self.topic_prefix, SCHEMA, t) for t in new])
         installed = self._install(conn, current)
         if installed.snapshot_rows or new or set(installed.tables) != set(self._tables):
-            log.info("capture triggers re-installed after a schema change (%d rows "
-                     "snapshotted)", installed.snapshot_rows)
+            log.info(
+                "capture triggers re-installed after a schema change (%d rows snapshotted)",
+                installed.snapshot_rows,
+            )
         self._tables = dict(installed.tables)
         self._keys = triggers.recorded_keys(conn)
         self._schemas = {n: self._table_schema(i) for n, i in self._tables.items()}
@@ -313,16 +347,20 @@ class SqliteConnector:
     def _table_schema(self, info: TableInfo) -> TableSchema | None:
         if not self._schemas_enable:
             return None
+
         def field(column: triggers.Column, optional: bool) -> Field:
             connect_type = triggers.CONNECT_TYPE_OF_AFFINITY[
-                triggers.affinity(column.declared_type)]
+                triggers.affinity(column.declared_type)
+            ]
             return Field(column.name, connect_type, optional=optional)
+
         by_name = {c.name: c for c in info.columns}
         return TableSchema(
             topic=topic_name(self.topic_prefix, SCHEMA, info.name),
             key_fields=[field(by_name[k], False) for k in info.key],
             value_fields=[field(c, not c.pk) for c in info.columns],
-            source_name=SOURCE_STRUCT)
+            source_name=SOURCE_STRUCT,
+        )
 
     # -- end --------------------------------------------------------------------------
 

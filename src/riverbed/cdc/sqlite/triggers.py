@@ -106,15 +106,19 @@ def table_info(conn: sqlite3.Connection, table: str) -> TableInfo | None:
 
 
 def _value_sql(ref: str) -> str:
-    return (f"CASE typeof({ref}) WHEN 'blob' THEN json_array('b', hex({ref})) "
-            f"WHEN 'real' THEN json_array('f', printf('%!.17g', {ref})) ELSE {ref} END")
+    return (
+        f"CASE typeof({ref}) WHEN 'blob' THEN json_array('b', hex({ref})) "
+        f"WHEN 'real' THEN json_array('f', printf('%!.17g', {ref})) ELSE {ref} END"
+    )
 
 
 def row_json_sql(info: TableInfo, alias: str) -> str:
     """SQL for the JSON image of row ``alias`` (``NEW``, ``OLD`` or a table alias)."""
-    parts = [f"{quote_text(c.name)}, {_value_sql(f'{alias}.{quote_ident(c.name)}')}"
-             for c in info.columns]
-    chunks = [parts[i:i + COLUMNS_PER_OBJECT] for i in range(0, len(parts), COLUMNS_PER_OBJECT)]
+    parts = [
+        f"{quote_text(c.name)}, {_value_sql(f'{alias}.{quote_ident(c.name)}')}"
+        for c in info.columns
+    ]
+    chunks = [parts[i : i + COLUMNS_PER_OBJECT] for i in range(0, len(parts), COLUMNS_PER_OBJECT)]
     objects = ["json_object(" + ", ".join(chunk) + ")" for chunk in chunks]
     return objects[0] if len(objects) == 1 else "json_array(" + ", ".join(objects) + ")"
 
@@ -133,7 +137,8 @@ def create_triggers_sql(info: TableInfo) -> list[str]:
             f"CREATE TRIGGER {quote_ident(trigger_name(info.name, kind))} "
             f"AFTER {event} ON {quote_ident(info.name)} BEGIN "
             f"INSERT INTO {CHANGES} (tbl, op, before, after, ts_ms) VALUES "
-            f"({quote_text(info.name)}, '{op}', {before}, {after}, {NOW_MS_SQL}); END")
+            f"({quote_text(info.name)}, '{op}', {before}, {after}, {NOW_MS_SQL}); END"
+        )
     return statements
 
 
@@ -142,7 +147,9 @@ def has_triggers(conn: sqlite3.Connection, table: str) -> bool:
     names = [trigger_name(table, kind) for kind in TRIGGER_OPS]
     found = conn.execute(
         "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = ? "
-        f"AND name IN ({', '.join('?' * len(names))})", (table, *names)).fetchone()[0]
+        f"AND name IN ({', '.join('?' * len(names))})",
+        (table, *names),
+    ).fetchone()[0]
     return int(found) == len(names)
 
 
@@ -169,18 +176,24 @@ def install(conn: sqlite3.Connection, wanted: Sequence[TableInfo]) -> Installed:
     tables no longer wanted (their pending changes are still delivered)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {CHANGES} (seq INTEGER PRIMARY KEY "
-                     "AUTOINCREMENT, tbl TEXT NOT NULL, op TEXT NOT NULL, before TEXT, "
-                     "after TEXT, ts_ms INTEGER NOT NULL)")
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLES} (tbl TEXT PRIMARY KEY, "
-                     "columns TEXT NOT NULL, key TEXT NOT NULL, active INTEGER NOT NULL)")
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {CHANGES} (seq INTEGER PRIMARY KEY "
+            "AUTOINCREMENT, tbl TEXT NOT NULL, op TEXT NOT NULL, before TEXT, "
+            "after TEXT, ts_ms INTEGER NOT NULL)"
+        )
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {TABLES} (tbl TEXT PRIMARY KEY, "
+            "columns TEXT NOT NULL, key TEXT NOT NULL, active INTEGER NOT NULL)"
+        )
         conn.execute(f"CREATE TABLE IF NOT EXISTS {STATE} (name TEXT PRIMARY KEY, value TEXT)")
-        conn.execute(f"INSERT OR IGNORE INTO {STATE} VALUES ('install_id', ?)",
-                     (uuid.uuid4().hex,))
-        install_id = str(conn.execute(
-            f"SELECT value FROM {STATE} WHERE name = 'install_id'").fetchone()[0])
-        recorded = {str(r[0]): (str(r[1]), int(r[2])) for r in
-                    conn.execute(f"SELECT tbl, columns, active FROM {TABLES}")}
+        conn.execute(f"INSERT OR IGNORE INTO {STATE} VALUES ('install_id', ?)", (uuid.uuid4().hex,))
+        install_id = str(
+            conn.execute(f"SELECT value FROM {STATE} WHERE name = 'install_id'").fetchone()[0]
+        )
+        recorded = {
+            str(r[0]): (str(r[1]), int(r[2]))
+            for r in conn.execute(f"SELECT tbl, columns, active FROM {TABLES}")
+        }
         wanted_names = {info.name for info in wanted}
         snapshot_rows = 0
         first_seq = last_seq = None
@@ -191,14 +204,17 @@ def install(conn: sqlite3.Connection, wanted: Sequence[TableInfo]) -> Installed:
             drop_triggers(conn, info.name)
             for statement in create_triggers_sql(info):
                 conn.execute(statement)
-            conn.execute(f"INSERT OR REPLACE INTO {TABLES} VALUES (?, ?, ?, 1)",
-                         (info.name, info.signature(), json.dumps(list(info.key))))
+            conn.execute(
+                f"INSERT OR REPLACE INTO {TABLES} VALUES (?, ?, ?, 1)",
+                (info.name, info.signature(), json.dumps(list(info.key))),
+            )
             # new table: the initial snapshot; a schema change: a re-snapshot, so that every
             # key's latest event carries the new columns
             cursor = conn.execute(
                 f"INSERT INTO {CHANGES} (tbl, op, before, after, ts_ms) SELECT "
                 f"{quote_text(info.name)}, 'r', NULL, {row_json_sql(info, 't')}, {NOW_MS_SQL} "
-                f"FROM main.{quote_ident(info.name)} AS t")
+                f"FROM main.{quote_ident(info.name)} AS t"
+            )
             if cursor.rowcount > 0:
                 snapshot_rows += cursor.rowcount
                 last_seq = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
@@ -209,9 +225,10 @@ def install(conn: sqlite3.Connection, wanted: Sequence[TableInfo]) -> Installed:
                 drop_triggers(conn, name)
                 conn.execute(f"UPDATE {TABLES} SET active = 0 WHERE tbl = ?", (name,))
         if first_seq is not None:
-            conn.executemany(f"INSERT OR REPLACE INTO {STATE} VALUES (?, ?)",
-                             [("snapshot_first_seq", str(first_seq)),
-                              ("snapshot_last_seq", str(last_seq))])
+            conn.executemany(
+                f"INSERT OR REPLACE INTO {STATE} VALUES (?, ?)",
+                [("snapshot_first_seq", str(first_seq)), ("snapshot_last_seq", str(last_seq))],
+            )
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -221,14 +238,16 @@ def install(conn: sqlite3.Connection, wanted: Sequence[TableInfo]) -> Installed:
 
 def recorded_keys(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
     """Primary-key columns of every table ever captured (active or not)."""
-    return {str(r[0]): tuple(json.loads(r[1]))
-            for r in conn.execute(f"SELECT tbl, key FROM {TABLES}")}
+    return {
+        str(r[0]): tuple(json.loads(r[1])) for r in conn.execute(f"SELECT tbl, key FROM {TABLES}")
+    }
 
 
 def snapshot_bounds(conn: sqlite3.Connection) -> tuple[int, int] | None:
     """``(first_seq, last_seq)`` of the latest snapshot, if one was taken."""
-    rows = dict(conn.execute(f"SELECT name, value FROM {STATE} WHERE name LIKE 'snapshot_%'")
-                .fetchall())
+    rows = dict(
+        conn.execute(f"SELECT name, value FROM {STATE} WHERE name LIKE 'snapshot_%'").fetchall()
+    )
     if "snapshot_first_seq" not in rows:
         return None
     return int(rows["snapshot_first_seq"]), int(rows["snapshot_last_seq"])
@@ -274,8 +293,13 @@ def affinity(declared_type: str) -> str:
     return "NUMERIC"
 
 
-CONNECT_TYPE_OF_AFFINITY = {"INTEGER": "int64", "TEXT": "string", "BLOB": "bytes",
-                            "REAL": "float64", "NUMERIC": "float64"}
+CONNECT_TYPE_OF_AFFINITY = {
+    "INTEGER": "int64",
+    "TEXT": "string",
+    "BLOB": "bytes",
+    "REAL": "float64",
+    "NUMERIC": "float64",
+}
 
 
 def require_key(info: TableInfo) -> None:
@@ -284,4 +308,5 @@ def require_key(info: TableInfo) -> None:
         raise CdcError(
             f"table {info.name!r} has no primary key, so its change events would have no "
             f"key; add one (e.g. an 'id INTEGER PRIMARY KEY' column) or leave the table out "
-            f"with --table")
+            f"with --table"
+        )

@@ -37,35 +37,54 @@ E = ErrorCode
 S = TransactionState
 
 
-def add_partitions(ctx: TransactionContext, req: AddPartitionsToTxnRequest, now_ms: int
-                   ) -> TxnReply[AddPartitionsToTxnResult]:
+def add_partitions(
+    ctx: TransactionContext, req: AddPartitionsToTxnRequest, now_ms: int
+) -> TxnReply[AddPartitionsToTxnResult]:
     if req.verify_only:
         return TxnReply(AddPartitionsToTxnResult(req.transactional_id, _verify(ctx, req)))
     records: tuple[TransactionRecord, ...] = ()
     try:
-        records = _add(ctx, req.transactional_id, req.producer_id, req.producer_epoch,
-                       req.partitions, req.transaction_version, now_ms)
+        records = _add(
+            ctx,
+            req.transactional_id,
+            req.producer_id,
+            req.producer_epoch,
+            req.partitions,
+            req.transaction_version,
+            now_ms,
+        )
         code = E.NONE
     except TransactionCoordinatorError as e:
         code = e.error_code
-    return TxnReply(AddPartitionsToTxnResult(req.transactional_id,
-                                             dict.fromkeys(req.partitions, code)), records)
+    return TxnReply(
+        AddPartitionsToTxnResult(req.transactional_id, dict.fromkeys(req.partitions, code)), records
+    )
 
 
-def add_offsets(ctx: TransactionContext, req: AddOffsetsToTxnRequest, now_ms: int
-                ) -> TxnReply[AddOffsetsToTxnResponse]:
-    tp = TopicPartition(OFFSETS_TOPIC_NAME,
-                        partition_for(req.group_id, ctx.config.offsets_topic_num_partitions))
+def add_offsets(
+    ctx: TransactionContext, req: AddOffsetsToTxnRequest, now_ms: int
+) -> TxnReply[AddOffsetsToTxnResponse]:
+    tp = TopicPartition(
+        OFFSETS_TOPIC_NAME, partition_for(req.group_id, ctx.config.offsets_topic_num_partitions)
+    )
     try:
-        records = _add(ctx, req.transactional_id, req.producer_id, req.producer_epoch,
-                       frozenset((tp,)), None, now_ms)
+        records = _add(
+            ctx,
+            req.transactional_id,
+            req.producer_id,
+            req.producer_epoch,
+            frozenset((tp,)),
+            None,
+            now_ms,
+        )
     except TransactionCoordinatorError as e:
         return TxnReply(AddOffsetsToTxnResponse(e.error_code))
     return TxnReply(AddOffsetsToTxnResponse(E.NONE), records)
 
 
-def _current(ctx: TransactionContext, transactional_id: str, producer_id: int,
-             producer_epoch: int) -> TransactionMetadata:
+def _current(
+    ctx: TransactionContext, transactional_id: str, producer_id: int, producer_epoch: int
+) -> TransactionMetadata:
     """The id's metadata if this producer id and epoch are its current ones, else raise."""
     if not transactional_id:
         raise TransactionCoordinatorError(E.INVALID_REQUEST)
@@ -79,9 +98,15 @@ def _current(ctx: TransactionContext, transactional_id: str, producer_id: int,
     return meta
 
 
-def _add(ctx: TransactionContext, transactional_id: str, producer_id: int,
-         producer_epoch: int, partitions: Iterable[TopicPartition],
-         client_tv: int | None, now_ms: int) -> tuple[TransactionRecord, ...]:
+def _add(
+    ctx: TransactionContext,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    partitions: Iterable[TopicPartition],
+    client_tv: int | None,
+    now_ms: int,
+) -> tuple[TransactionRecord, ...]:
     meta = _current(ctx, transactional_id, producer_id, producer_epoch)
     added = frozenset(partitions)
     if meta.state is S.ONGOING and added <= meta.partitions:
@@ -96,11 +121,13 @@ def _add(ctx: TransactionContext, transactional_id: str, producer_id: int,
     return (ctx.record(meta),)
 
 
-def _verify(ctx: TransactionContext, req: AddPartitionsToTxnRequest
-            ) -> dict[TopicPartition, ErrorCode]:
+def _verify(
+    ctx: TransactionContext, req: AddPartitionsToTxnRequest
+) -> dict[TopicPartition, ErrorCode]:
     try:
         meta = _current(ctx, req.transactional_id, req.producer_id, req.producer_epoch)
     except TransactionCoordinatorError as e:
         return dict.fromkeys(req.partitions, e.error_code)
-    return {tp: E.NONE if tp in meta.partitions else E.TRANSACTION_ABORTABLE
-            for tp in req.partitions}
+    return {
+        tp: E.NONE if tp in meta.partitions else E.TRANSACTION_ABORTABLE for tp in req.partitions
+    }

@@ -30,8 +30,9 @@ from riverbed.protocol.topic_partition import TopicPartition
 E = ErrorCode
 
 
-def describe(ctx: TransactionContext, transactional_ids: Iterable[str]
-             ) -> list[DescribedTransaction]:
+def describe(
+    ctx: TransactionContext, transactional_ids: Iterable[str]
+) -> list[DescribedTransaction]:
     out = []
     for transactional_id in transactional_ids:
         meta = ctx.txns.get(transactional_id)
@@ -40,10 +41,18 @@ def describe(ctx: TransactionContext, transactional_ids: Iterable[str]
         elif meta is None or meta.state is TransactionState.DEAD:
             out.append(DescribedTransaction(transactional_id, E.TRANSACTIONAL_ID_NOT_FOUND))
         else:
-            out.append(DescribedTransaction(
-                transactional_id, E.NONE, meta.state.wire_name, meta.timeout_ms,
-                meta.start_ms, meta.producer_id, meta.producer_epoch,
-                _topics(ctx.awaiting.get(transactional_id, meta.partitions))))
+            out.append(
+                DescribedTransaction(
+                    transactional_id,
+                    E.NONE,
+                    meta.state.wire_name,
+                    meta.timeout_ms,
+                    meta.start_ms,
+                    meta.producer_id,
+                    meta.producer_epoch,
+                    _topics(ctx.awaiting.get(transactional_id, meta.partitions)),
+                )
+            )
     return out
 
 
@@ -54,8 +63,9 @@ def _topics(partitions: Iterable[TopicPartition]) -> tuple[tuple[str, tuple[int,
     return tuple((t, tuple(p)) for t, p in by_topic.items())
 
 
-def list_transactions(ctx: TransactionContext, req: ListTransactionsRequest, now_ms: int
-                      ) -> ListTransactionsResponse:
+def list_transactions(
+    ctx: TransactionContext, req: ListTransactionsRequest, now_ms: int
+) -> ListTransactionsResponse:
     states = {TransactionState.from_wire(n) for n in req.state_filters} - {None}
     unknown = tuple(n for n in req.state_filters if TransactionState.from_wire(n) is None)
     pattern = None
@@ -75,6 +85,5 @@ def list_transactions(ctx: TransactionContext, req: ListTransactionsRequest, now
             continue
         if pattern is not None and not pattern.fullmatch(transactional_id):
             continue
-        listed.append(ListedTransaction(transactional_id, meta.producer_id,
-                                        meta.state.wire_name))
+        listed.append(ListedTransaction(transactional_id, meta.producer_id, meta.state.wire_name))
     return ListTransactionsResponse(E.NONE, unknown, tuple(listed))

@@ -43,8 +43,9 @@ S = TransactionState
 Outcome = tuple[list[TransactionRecord], tuple[MarkerRequest, ...]]
 
 
-def end_transaction(ctx: TransactionContext, req: EndTxnRequest, now_ms: int
-                    ) -> TxnReply[EndTxnResponse]:
+def end_transaction(
+    ctx: TransactionContext, req: EndTxnRequest, now_ms: int
+) -> TxnReply[EndTxnResponse]:
     """Handle EndTxn: commit or abort the producer's transaction."""
     try:
         if not req.transactional_id:
@@ -60,33 +61,47 @@ def end_transaction(ctx: TransactionContext, req: EndTxnRequest, now_ms: int
         return TxnReply(EndTxnResponse(e.error_code))
 
 
-def _end_tv1(ctx: TransactionContext, meta: TransactionMetadata, req: EndTxnRequest,
-             result: TransactionResult, now_ms: int) -> TxnReply[EndTxnResponse]:
+def _end_tv1(
+    ctx: TransactionContext,
+    meta: TransactionMetadata,
+    req: EndTxnRequest,
+    result: TransactionResult,
+    now_ms: int,
+) -> TxnReply[EndTxnResponse]:
     if meta.producer_id != req.producer_id:
         raise TransactionCoordinatorError(E.INVALID_PRODUCER_ID_MAPPING)
     if req.producer_epoch != meta.producer_epoch:
         raise TransactionCoordinatorError(E.PRODUCER_FENCED)
     if meta.state is S.ONGOING:
-        records, markers = _prepare(ctx, meta, _prepare_state(result), req.transaction_version,
-                                    now_ms, bump=False)
+        records, markers = _prepare(
+            ctx, meta, _prepare_state(result), req.transaction_version, now_ms, bump=False
+        )
         return TxnReply(EndTxnResponse(E.NONE), tuple(records), markers)
     _already(meta, result, is_retry=True)
     return TxnReply(EndTxnResponse(E.NONE))
 
 
-def _end_tv2(ctx: TransactionContext, meta: TransactionMetadata, req: EndTxnRequest,
-             result: TransactionResult, now_ms: int) -> TxnReply[EndTxnResponse]:
-    retry_on_overflow = (meta.previous_producer_id == req.producer_id
-                         and req.producer_epoch == MAX_PRODUCER_EPOCH - 1
-                         and meta.producer_epoch == 0)
+def _end_tv2(
+    ctx: TransactionContext,
+    meta: TransactionMetadata,
+    req: EndTxnRequest,
+    result: TransactionResult,
+    now_ms: int,
+) -> TxnReply[EndTxnResponse]:
+    retry_on_overflow = (
+        meta.previous_producer_id == req.producer_id
+        and req.producer_epoch == MAX_PRODUCER_EPOCH - 1
+        and meta.producer_epoch == 0
+    )
     retry_on_bump = meta.producer_epoch == req.producer_epoch + 1
     if meta.state in (S.ONGOING, S.EMPTY):
         valid_epoch = req.producer_epoch == meta.producer_epoch
     elif meta.state.is_prepare:
         valid_epoch = retry_on_bump
     else:
-        valid_epoch = retry_on_bump or retry_on_overflow \
-            or req.producer_epoch == meta.producer_epoch
+        valid_epoch = (
+            retry_on_bump or retry_on_overflow or req.producer_epoch == meta.producer_epoch
+        )
     if meta.producer_id != req.producer_id and not retry_on_overflow:
         raise TransactionCoordinatorError(E.INVALID_PRODUCER_ID_MAPPING)
     if not valid_epoch:
@@ -94,11 +109,11 @@ def _end_tv2(ctx: TransactionContext, meta: TransactionMetadata, req: EndTxnRequ
     is_retry = retry_on_bump or retry_on_overflow
     if meta.state is S.ONGOING:
         records, markers = _prepare(ctx, meta, _prepare_state(result), TV_2, now_ms, bump=True)
-    elif meta.state.is_complete_or_empty and result is TransactionResult.ABORT \
-            and not is_retry:
+    elif meta.state.is_complete_or_empty and result is TransactionResult.ABORT and not is_retry:
         # KIP-890: a client unsure of the state may always abort (nothing to abort here)
-        records, markers = _prepare(ctx, meta, S.PREPARE_ABORT, TV_2, now_ms, bump=True,
-                                    no_partition_added=True)
+        records, markers = _prepare(
+            ctx, meta, S.PREPARE_ABORT, TV_2, now_ms, bump=True, no_partition_added=True
+        )
     else:
         _already(meta, result, is_retry)
         return TxnReply(EndTxnResponse(E.NONE, meta.producer_id, meta.producer_epoch))
@@ -116,8 +131,9 @@ def _already(meta: TransactionMetadata, result: TransactionResult, is_retry: boo
     if meta.state is doing:
         raise TransactionCoordinatorError(E.CONCURRENT_TRANSACTIONS)
     raise TransactionCoordinatorError(
-        E.INVALID_TXN_STATE, f"{meta.transactional_id} is {meta.state.wire_name}, "
-        f"asked to {result.name.lower()}")
+        E.INVALID_TXN_STATE,
+        f"{meta.transactional_id} is {meta.state.wire_name}, asked to {result.name.lower()}",
+    )
 
 
 def _prepare_state(result: TransactionResult) -> TransactionState:
@@ -132,9 +148,17 @@ def _next_handle(meta: TransactionMetadata) -> tuple[int, int]:
     return meta.producer_id, meta.producer_epoch
 
 
-def _prepare(ctx: TransactionContext, meta: TransactionMetadata, target: TransactionState,
-             client_tv: int, now_ms: int, *, bump: bool, no_partition_added: bool = False,
-             rotate: bool | None = None) -> Outcome:
+def _prepare(
+    ctx: TransactionContext,
+    meta: TransactionMetadata,
+    target: TransactionState,
+    client_tv: int,
+    now_ms: int,
+    *,
+    bump: bool,
+    no_partition_added: bool = False,
+    rotate: bool | None = None,
+) -> Outcome:
     """Kafka's ``prepareAbortOrCommit``: move to ``target`` (bumping the epoch for TV2) and
     return the PrepareX record plus the markers (or the CompleteX record, if none)."""
     meta.transition(target)
@@ -151,8 +175,7 @@ def _prepare(ctx: TransactionContext, meta: TransactionMetadata, target: Transac
     return records, ctx.start_markers(meta, records, now_ms)
 
 
-def fence_and_abort(ctx: TransactionContext, meta: TransactionMetadata, now_ms: int
-                    ) -> Outcome:
+def fence_and_abort(ctx: TransactionContext, meta: TransactionMetadata, now_ms: int) -> Outcome:
     """Abort ``meta``'s Ongoing transaction with the epoch bumped once, fencing its producer
     (InitProducerId from a new instance, or the transaction timed out).
 

@@ -42,8 +42,9 @@ E = ErrorCode
 S = TransactionState
 
 
-def init_producer_id(ctx: TransactionContext, req: InitProducerIdRequest, now_ms: int
-                     ) -> TxnReply[InitProducerIdResponse]:
+def init_producer_id(
+    ctx: TransactionContext, req: InitProducerIdRequest, now_ms: int
+) -> TxnReply[InitProducerIdResponse]:
     if req.transactional_id is None:
         return TxnReply(InitProducerIdResponse(E.NONE, ctx.new_producer_id(), 0))
     try:
@@ -58,7 +59,8 @@ def validate_timeout(ctx: TransactionContext, timeout_ms: int) -> None:
         raise TransactionCoordinatorError(
             E.INVALID_TRANSACTION_TIMEOUT,
             f"transaction.timeout.ms {timeout_ms} is not in "
-            f"(0, {ctx.config.transaction_max_timeout_ms}]")
+            f"(0, {ctx.config.transaction_max_timeout_ms}]",
+        )
 
 
 def _expected(req: InitProducerIdRequest) -> tuple[int, int] | None:
@@ -70,8 +72,9 @@ def _expected(req: InitProducerIdRequest) -> tuple[int, int] | None:
     return req.producer_id, req.producer_epoch
 
 
-def _init(ctx: TransactionContext, req: InitProducerIdRequest, transactional_id: str,
-          now_ms: int) -> TxnReply[InitProducerIdResponse]:
+def _init(
+    ctx: TransactionContext, req: InitProducerIdRequest, transactional_id: str, now_ms: int
+) -> TxnReply[InitProducerIdResponse]:
     if not transactional_id:
         raise TransactionCoordinatorError(E.INVALID_REQUEST)
     validate_timeout(ctx, req.transaction_timeout_ms)
@@ -79,8 +82,14 @@ def _init(ctx: TransactionContext, req: InitProducerIdRequest, transactional_id:
     meta = ctx.txns.get(transactional_id)
     if meta is None:
         # held only in memory until the Empty record below is appended
-        meta = TransactionMetadata(transactional_id, ctx.new_producer_id(), NO_PRODUCER_EPOCH,
-                                   req.transaction_timeout_ms, S.EMPTY, last_update_ms=now_ms)
+        meta = TransactionMetadata(
+            transactional_id,
+            ctx.new_producer_id(),
+            NO_PRODUCER_EPOCH,
+            req.transaction_timeout_ms,
+            S.EMPTY,
+            last_update_ms=now_ms,
+        )
         ctx.txns[transactional_id] = meta
     if expected is not None and not _is_valid_producer_id(meta, *expected):
         raise TransactionCoordinatorError(E.PRODUCER_FENCED)
@@ -88,14 +97,12 @@ def _init(ctx: TransactionContext, req: InitProducerIdRequest, transactional_id:
         raise TransactionCoordinatorError(E.CONCURRENT_TRANSACTIONS)
     if meta.state is S.ONGOING:
         records, markers = fence_and_abort(ctx, meta, now_ms)
-        return TxnReply(InitProducerIdResponse(E.CONCURRENT_TRANSACTIONS), tuple(records),
-                        markers)
+        return TxnReply(InitProducerIdResponse(E.CONCURRENT_TRANSACTIONS), tuple(records), markers)
     expected_epoch = None if expected is None else expected[1]
     if meta.is_epoch_exhausted and expected_epoch in (None, meta.producer_epoch):
         # prepareProducerIdRotation
         meta.previous_producer_id = meta.producer_id
-        meta.last_producer_epoch = NO_PRODUCER_EPOCH if expected is None \
-            else meta.producer_epoch
+        meta.last_producer_epoch = NO_PRODUCER_EPOCH if expected is None else meta.producer_epoch
         meta.producer_id, meta.producer_epoch = ctx.new_producer_id(), 0
     else:
         _increment_epoch(meta, expected_epoch)
@@ -104,15 +111,19 @@ def _init(ctx: TransactionContext, req: InitProducerIdRequest, transactional_id:
     meta.partitions = frozenset()
     meta.start_ms = -1
     meta.last_update_ms = now_ms
-    return TxnReply(InitProducerIdResponse(E.NONE, meta.producer_id, meta.producer_epoch),
-                    (ctx.record(meta),))
+    return TxnReply(
+        InitProducerIdResponse(E.NONE, meta.producer_id, meta.producer_epoch), (ctx.record(meta),)
+    )
 
 
 def _is_valid_producer_id(meta: TransactionMetadata, producer_id: int, epoch: int) -> bool:
     """Kafka's ``isValidProducerId``: a new id (epoch -1), the current producer id, or the
     previous one with an exhausted epoch (a retry of the rotation the client never saw)."""
-    return (meta.producer_epoch == NO_PRODUCER_EPOCH or producer_id == meta.producer_id
-            or (producer_id == meta.previous_producer_id and is_epoch_exhausted(epoch)))
+    return (
+        meta.producer_epoch == NO_PRODUCER_EPOCH
+        or producer_id == meta.producer_id
+        or (producer_id == meta.previous_producer_id and is_epoch_exhausted(epoch))
+    )
 
 
 def _increment_epoch(meta: TransactionMetadata, expected_epoch: int | None) -> None:
@@ -120,9 +131,9 @@ def _increment_epoch(meta: TransactionMetadata, expected_epoch: int | None) -> N
     if expected_epoch is None or meta.producer_epoch in (NO_PRODUCER_EPOCH, expected_epoch):
         if meta.is_epoch_exhausted:  # only with an expected epoch that is not the current
             raise TransactionCoordinatorError(E.PRODUCER_FENCED)
-        meta.last_producer_epoch = (NO_PRODUCER_EPOCH if expected_epoch is None
-                                    else meta.producer_epoch)
+        meta.last_producer_epoch = (
+            NO_PRODUCER_EPOCH if expected_epoch is None else meta.producer_epoch
+        )
         meta.producer_epoch += 1
     elif expected_epoch != meta.last_producer_epoch:
         raise TransactionCoordinatorError(E.PRODUCER_FENCED)
-

@@ -55,7 +55,8 @@ def transaction_config_from_props(props: Mapping[str, str]) -> TransactionCoordi
             number = int(str(raw_value).strip())
         except ValueError:
             raise CoordinatorConfigError(
-                f"setting {key!r}: {raw_value!r} is not an integer") from None
+                f"setting {key!r}: {raw_value!r} is not an integer"
+            ) from None
         if number <= 0:
             raise CoordinatorConfigError(f"setting {key!r}: {number} is out of range")
         values[_KEYS[key]] = number

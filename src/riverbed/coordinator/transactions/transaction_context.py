@@ -50,8 +50,9 @@ class TxnReply(Generic[R]):
 class TransactionContext:
     """Shared mutable state of one transaction coordinator.  Not thread-safe."""
 
-    def __init__(self, config: TransactionCoordinatorConfig,
-                 new_producer_id: Callable[[], int]) -> None:
+    def __init__(
+        self, config: TransactionCoordinatorConfig, new_producer_id: Callable[[], int]
+    ) -> None:
         self.config = config
         self.new_producer_id = new_producer_id
         self.txns: dict[str, TransactionMetadata] = {}
@@ -63,8 +64,9 @@ class TransactionContext:
         """The record persisting ``meta`` as it is now."""
         return metadata_record(meta, value_version_for(self.config.transaction_version))
 
-    def start_markers(self, meta: TransactionMetadata, records: list[TransactionRecord],
-                      now_ms: int) -> tuple[MarkerRequest, ...]:
+    def start_markers(
+        self, meta: TransactionMetadata, records: list[TransactionRecord], now_ms: int
+    ) -> tuple[MarkerRequest, ...]:
         """``meta`` just entered PrepareCommit/PrepareAbort: the markers to write, or -- no
         partitions (Kafka's ``maybeWriteTxnCompletion``) -- complete it at once."""
         if not meta.partitions:
@@ -75,18 +77,29 @@ class TransactionContext:
         return (self.marker_request(meta),)
 
     def marker_request(self, meta: TransactionMetadata) -> MarkerRequest:
-        result = (TransactionResult.COMMIT if meta.state is TransactionState.PREPARE_COMMIT
-                  else TransactionResult.ABORT)
-        return MarkerRequest(meta.transactional_id, meta.producer_id, meta.producer_epoch,
-                             result, meta.partitions, self.config.coordinator_epoch,
-                             meta.client_transaction_version)
+        result = (
+            TransactionResult.COMMIT
+            if meta.state is TransactionState.PREPARE_COMMIT
+            else TransactionResult.ABORT
+        )
+        return MarkerRequest(
+            meta.transactional_id,
+            meta.producer_id,
+            meta.producer_epoch,
+            result,
+            meta.partitions,
+            self.config.coordinator_epoch,
+            meta.client_transaction_version,
+        )
 
     def complete(self, meta: TransactionMetadata, now_ms: int) -> None:
         """Every marker is written: PrepareX -> CompleteX (Kafka's ``prepareComplete``).
         A pending producer-id rotation (transaction version 2) takes effect here."""
-        target = (TransactionState.COMPLETE_COMMIT
-                  if meta.state is TransactionState.PREPARE_COMMIT
-                  else TransactionState.COMPLETE_ABORT)
+        target = (
+            TransactionState.COMPLETE_COMMIT
+            if meta.state is TransactionState.PREPARE_COMMIT
+            else TransactionState.COMPLETE_ABORT
+        )
         meta.transition(target)
         if meta.next_producer_id != -1:
             meta.previous_producer_id = meta.producer_id

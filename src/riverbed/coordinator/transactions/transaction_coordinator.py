@@ -68,23 +68,27 @@ from riverbed.protocol.topic_partition import TopicPartition
 class TransactionCoordinator:
     """Kafka transactions (KIP-98, KIP-447, KIP-890) of one broker."""
 
-    def __init__(self, new_producer_id: Callable[[], int],
-                 config: TransactionCoordinatorConfig | None = None) -> None:
+    def __init__(
+        self, new_producer_id: Callable[[], int], config: TransactionCoordinatorConfig | None = None
+    ) -> None:
         self.config = config or TransactionCoordinatorConfig()
         self._ctx = TransactionContext(self.config, new_producer_id)
 
     # -- producer APIs -------------------------------------------------------------------
 
-    def init_producer_id(self, req: InitProducerIdRequest, now_ms: int
-                         ) -> TxnReply[InitProducerIdResponse]:
+    def init_producer_id(
+        self, req: InitProducerIdRequest, now_ms: int
+    ) -> TxnReply[InitProducerIdResponse]:
         return init_producer_id(self._ctx, req, now_ms)
 
-    def add_partitions_to_txn(self, req: AddPartitionsToTxnRequest, now_ms: int
-                              ) -> TxnReply[AddPartitionsToTxnResult]:
+    def add_partitions_to_txn(
+        self, req: AddPartitionsToTxnRequest, now_ms: int
+    ) -> TxnReply[AddPartitionsToTxnResult]:
         return _add.add_partitions(self._ctx, req, now_ms)
 
-    def add_partitions_to_txn_batch(self, reqs: Iterable[AddPartitionsToTxnRequest],
-                                    now_ms: int) -> TxnReply[list[AddPartitionsToTxnResult]]:
+    def add_partitions_to_txn_batch(
+        self, reqs: Iterable[AddPartitionsToTxnRequest], now_ms: int
+    ) -> TxnReply[list[AddPartitionsToTxnResult]]:
         """AddPartitionsToTxn v4+: several transactions, one answer each."""
         results: list[AddPartitionsToTxnResult] = []
         records: list[TransactionRecord] = []
@@ -94,8 +98,9 @@ class TransactionCoordinator:
             records += reply.records
         return TxnReply(results, tuple(records))
 
-    def add_offsets_to_txn(self, req: AddOffsetsToTxnRequest, now_ms: int
-                           ) -> TxnReply[AddOffsetsToTxnResponse]:
+    def add_offsets_to_txn(
+        self, req: AddOffsetsToTxnRequest, now_ms: int
+    ) -> TxnReply[AddOffsetsToTxnResponse]:
         return _add.add_offsets(self._ctx, req, now_ms)
 
     def end_txn(self, req: EndTxnRequest, now_ms: int) -> TxnReply[EndTxnResponse]:
@@ -103,17 +108,26 @@ class TransactionCoordinator:
 
     # -- markers -------------------------------------------------------------------------
 
-    def markers_written(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                        partitions: Iterable[TopicPartition], now_ms: int
-                        ) -> tuple[TransactionRecord, ...]:
+    def markers_written(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+        now_ms: int,
+    ) -> tuple[TransactionRecord, ...]:
         """The broker wrote (durably) the markers of a :class:`MarkerRequest` in
         ``partitions`` (all of them, or some: report the rest later).  When none is left,
         the transaction completes: returns its CompleteCommit/CompleteAbort record.  A
         report for a transaction that has moved on (another producer id or epoch, or no
         longer PrepareX) is ignored: returns ()."""
         meta = self._ctx.txns.get(transactional_id)
-        if meta is None or not meta.state.is_prepare or meta.producer_id != producer_id \
-                or meta.producer_epoch != producer_epoch:
+        if (
+            meta is None
+            or not meta.state.is_prepare
+            or meta.producer_id != producer_id
+            or meta.producer_epoch != producer_epoch
+        ):
             return ()
         left = self._ctx.awaiting.setdefault(transactional_id, set(meta.partitions))
         left.difference_update(partitions)
@@ -129,26 +143,32 @@ class TransactionCoordinator:
         for transactional_id, left in sorted(self._ctx.awaiting.items()):
             meta = self._ctx.txns[transactional_id]
             request = self._ctx.marker_request(meta)
-            out.append(MarkerRequest(request.transactional_id, request.producer_id,
-                                     request.producer_epoch, request.result,
-                                     frozenset(left), request.coordinator_epoch,
-                                     request.transaction_version))
+            out.append(
+                MarkerRequest(
+                    request.transactional_id,
+                    request.producer_id,
+                    request.producer_epoch,
+                    request.result,
+                    frozenset(left),
+                    request.coordinator_epoch,
+                    request.transaction_version,
+                )
+            )
         return out
 
     # -- administration ------------------------------------------------------------------
 
-    def describe_transactions(self, transactional_ids: Iterable[str]
-                              ) -> list[DescribedTransaction]:
+    def describe_transactions(self, transactional_ids: Iterable[str]) -> list[DescribedTransaction]:
         return _admin.describe(self._ctx, transactional_ids)
 
-    def list_transactions(self, req: ListTransactionsRequest, now_ms: int
-                          ) -> ListTransactionsResponse:
+    def list_transactions(
+        self, req: ListTransactionsRequest, now_ms: int
+    ) -> ListTransactionsResponse:
         return _admin.list_transactions(self._ctx, req, now_ms)
 
     def partition_for(self, transactional_id: str) -> int:
         """The ``__transaction_state`` partition of ``transactional_id`` (FindCoordinator)."""
-        return partition_for(transactional_id,
-                             self.config.transaction_state_log_num_partitions)
+        return partition_for(transactional_id, self.config.transaction_state_log_num_partitions)
 
     # -- time ----------------------------------------------------------------------------
 

@@ -66,30 +66,66 @@ class TransactionDriver:
 
     # -- the APIs, with the driver's clock ----------------------------------------------
 
-    def init(self, transactional_id: str | None, timeout_ms: int = 60_000,
-             producer_id: int = -1, producer_epoch: int = -1) -> InitProducerIdResponse:
-        return self.take(self.coordinator.init_producer_id(
-            InitProducerIdRequest(transactional_id, timeout_ms, producer_id, producer_epoch),
-            self.now))
+    def init(
+        self,
+        transactional_id: str | None,
+        timeout_ms: int = 60_000,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> InitProducerIdResponse:
+        return self.take(
+            self.coordinator.init_producer_id(
+                InitProducerIdRequest(transactional_id, timeout_ms, producer_id, producer_epoch),
+                self.now,
+            )
+        )
 
-    def add(self, transactional_id: str, producer_id: int, producer_epoch: int,
-            *partitions: TopicPartition, tv: int = 0, verify_only: bool = False
-            ) -> AddPartitionsToTxnResult:
-        return self.take(self.coordinator.add_partitions_to_txn(
-            AddPartitionsToTxnRequest(transactional_id, producer_id, producer_epoch,
-                                      frozenset(partitions), verify_only, tv), self.now))
+    def add(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        *partitions: TopicPartition,
+        tv: int = 0,
+        verify_only: bool = False,
+    ) -> AddPartitionsToTxnResult:
+        return self.take(
+            self.coordinator.add_partitions_to_txn(
+                AddPartitionsToTxnRequest(
+                    transactional_id,
+                    producer_id,
+                    producer_epoch,
+                    frozenset(partitions),
+                    verify_only,
+                    tv,
+                ),
+                self.now,
+            )
+        )
 
-    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                    group_id: str) -> AddOffsetsToTxnResponse:
-        return self.take(self.coordinator.add_offsets_to_txn(
-            AddOffsetsToTxnRequest(transactional_id, producer_id, producer_epoch, group_id),
-            self.now))
+    def add_offsets(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> AddOffsetsToTxnResponse:
+        return self.take(
+            self.coordinator.add_offsets_to_txn(
+                AddOffsetsToTxnRequest(transactional_id, producer_id, producer_epoch, group_id),
+                self.now,
+            )
+        )
 
-    def end(self, transactional_id: str, producer_id: int, producer_epoch: int,
-            commit: bool, tv: int = 0) -> EndTxnResponse:
-        return self.take(self.coordinator.end_txn(
-            EndTxnRequest(transactional_id, producer_id, producer_epoch, commit, tv),
-            self.now))
+    def end(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        tv: int = 0,
+    ) -> EndTxnResponse:
+        return self.take(
+            self.coordinator.end_txn(
+                EndTxnRequest(transactional_id, producer_id, producer_epoch, commit, tv), self.now
+            )
+        )
 
     def tick(self) -> None:
         self.take(self.coordinator.tick(self.now))
@@ -106,7 +142,8 @@ class TransactionDriver:
             self.markers.remove(m)
             self.markers_written.append(m)
             self.log += self.coordinator.markers_written(
-                m.transactional_id, m.producer_id, m.producer_epoch, m.partitions, self.now)
+                m.transactional_id, m.producer_id, m.producer_epoch, m.partitions, self.now
+            )
 
     def restart(self) -> None:
         """A crash and restart: a new coordinator rebuilt from the log; queued markers are

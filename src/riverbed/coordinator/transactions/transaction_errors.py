@@ -22,6 +22,8 @@ class TransactionCoordinatorError(RiverbedError):
     def __init__(self, error_code: ErrorCode, message: str = "") -> None:
         super().__init__(message or error_code.name)
         self.error_code = error_code
-        self.retriable = error_code in (ErrorCode.CONCURRENT_TRANSACTIONS,
-                                        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                                        ErrorCode.NOT_COORDINATOR)
+        self.retriable = error_code in (
+            ErrorCode.CONCURRENT_TRANSACTIONS,
+            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+            ErrorCode.NOT_COORDINATOR,
+        )

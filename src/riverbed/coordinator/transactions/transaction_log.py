@@ -76,8 +76,10 @@ def encode_value(meta: TransactionMetadata, version: int = 1) -> bytes:
         by_topic: dict[str, list[int]] = {}
         for tp in sorted(meta.partitions):
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        partitions = [gen.TransactionLogValue.PartitionsSchema(topic=t, partition_ids=p)
-                      for t, p in by_topic.items()]
+        partitions = [
+            gen.TransactionLogValue.PartitionsSchema(topic=t, partition_ids=p)
+            for t, p in by_topic.items()
+        ]
     value = gen.TransactionLogValue(
         producer_id=meta.producer_id,
         producer_epoch=meta.producer_epoch,
@@ -113,20 +115,28 @@ def decode_value(transactional_id: str, value: bytes) -> TransactionMetadata:
         raise DecodeError(str(e)) from None
     partitions: frozenset[TopicPartition] = frozenset()
     if state is not TransactionState.EMPTY and v.transaction_partitions:
-        partitions = frozenset(TopicPartition(p.topic, i)
-                               for p in v.transaction_partitions for i in p.partition_ids)
+        partitions = frozenset(
+            TopicPartition(p.topic, i) for p in v.transaction_partitions for i in p.partition_ids
+        )
     return TransactionMetadata(
-        transactional_id=transactional_id, producer_id=v.producer_id,
-        producer_epoch=v.producer_epoch, timeout_ms=v.transaction_timeout_ms, state=state,
-        partitions=partitions, start_ms=v.transaction_start_timestamp_ms,
+        transactional_id=transactional_id,
+        producer_id=v.producer_id,
+        producer_epoch=v.producer_epoch,
+        timeout_ms=v.transaction_timeout_ms,
+        state=state,
+        partitions=partitions,
+        start_ms=v.transaction_start_timestamp_ms,
         last_update_ms=v.transaction_last_update_timestamp_ms,
-        previous_producer_id=v.previous_producer_id, next_producer_id=v.next_producer_id,
-        client_transaction_version=v.client_transaction_version)
+        previous_producer_id=v.previous_producer_id,
+        next_producer_id=v.next_producer_id,
+        client_transaction_version=v.client_transaction_version,
+    )
 
 
 def metadata_record(meta: TransactionMetadata, version: int) -> TransactionRecord:
-    return TransactionRecord(meta.transactional_id, encode_key(meta.transactional_id),
-                             encode_value(meta, version))
+    return TransactionRecord(
+        meta.transactional_id, encode_key(meta.transactional_id), encode_value(meta, version)
+    )
 
 
 def tombstone(transactional_id: str) -> TransactionRecord:

@@ -65,7 +65,15 @@ class TransactionMetadata:
 
     def persisted(self) -> tuple[object, ...]:
         """What a ``__transaction_state`` value stores (replay reproduces exactly this)."""
-        return (self.producer_id, self.producer_epoch, self.timeout_ms, self.state,
-                tuple(sorted(self.partitions)), self.start_ms, self.last_update_ms,
-                self.previous_producer_id, self.next_producer_id,
-                self.client_transaction_version)
+        return (
+            self.producer_id,
+            self.producer_epoch,
+            self.timeout_ms,
+            self.state,
+            tuple(sorted(self.partitions)),
+            self.start_ms,
+            self.last_update_ms,
+            self.previous_producer_id,
+            self.next_producer_id,
+            self.client_transaction_version,
+        )

@@ -67,8 +67,11 @@ class TransactionState(Enum):
     @property
     def is_complete_or_empty(self) -> bool:
         """No transaction in progress: a new one may start, the id may expire."""
-        return self in (TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT,
-                        TransactionState.COMPLETE_ABORT)
+        return self in (
+            TransactionState.EMPTY,
+            TransactionState.COMPLETE_COMMIT,
+            TransactionState.COMPLETE_ABORT,
+        )
 
     @classmethod
     def from_id(cls, state_id: int) -> TransactionState:

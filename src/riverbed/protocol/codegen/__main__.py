@@ -21,10 +21,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m riverbed.protocol.codegen")
     parser.add_argument("--schemas", type=Path, default=None, help="folder of *.json schemas")
     parser.add_argument("--out", type=Path, default=GENERATED_DIR, help="output folder")
-    parser.add_argument("--records", type=Path, default=None,
-                        help="folder of <owner>/*.json internal record schemas")
-    parser.add_argument("--records-out", type=Path, default=RECORDS_GENERATED_DIR,
-                        help="output folder of the internal record classes")
+    parser.add_argument(
+        "--records",
+        type=Path,
+        default=None,
+        help="folder of <owner>/*.json internal record schemas",
+    )
+    parser.add_argument(
+        "--records-out",
+        type=Path,
+        default=RECORDS_GENERATED_DIR,
+        help="output folder of the internal record classes",
+    )
     args = parser.parse_args(argv)
     schemas: Path | None = args.schemas or default_schema_dir()
     records: Path | None = args.records or default_records_dir()

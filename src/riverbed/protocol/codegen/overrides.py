@@ -39,20 +39,32 @@ LEGACY_FIELDS: dict[str, tuple[LegacyField, ...]] = {
     # versions we extend downward (MIN_VERSION_OVERRIDES) need them back, as Kafka 4.3's
     # schemas declared them.
     "ListOffsetsRequest": (
-        (("Topics", "Partitions"), "Timestamp",
-         {"name": "MaxNumOffsets", "type": "int32", "versions": "0", "default": "1"}),
+        (
+            ("Topics", "Partitions"),
+            "Timestamp",
+            {"name": "MaxNumOffsets", "type": "int32", "versions": "0", "default": "1"},
+        ),
     ),
     "ListOffsetsResponse": (
-        (("Topics", "Partitions"), "ErrorCode",
-         {"name": "OldStyleOffsets", "type": "[]int64", "versions": "0"}),
+        (
+            ("Topics", "Partitions"),
+            "ErrorCode",
+            {"name": "OldStyleOffsets", "type": "[]int64", "versions": "0"},
+        ),
     ),
     "OffsetCommitRequest": (
-        (("Topics", "Partitions"), "CommittedLeaderEpoch",
-         {"name": "CommitTimestamp", "type": "int64", "versions": "1", "default": "-1"}),
+        (
+            ("Topics", "Partitions"),
+            "CommittedLeaderEpoch",
+            {"name": "CommitTimestamp", "type": "int64", "versions": "1", "default": "-1"},
+        ),
     ),
     "DescribeConfigsResponse": (
-        (("Results", "Configs"), "ConfigSource",
-         {"name": "IsDefault", "type": "bool", "versions": "0"}),
+        (
+            ("Results", "Configs"),
+            "ConfigSource",
+            {"name": "IsDefault", "type": "bool", "versions": "0"},
+        ),
     ),
 }
 """Schema name -> fields to put back into it before generating."""

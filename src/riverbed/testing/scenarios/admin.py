@@ -103,10 +103,14 @@ def confluent_admin_lifecycle(bootstrap: str, topic: str) -> dict[str, Any]:
     out["create_existing"] = _ck_error(admin.create_topics([NewTopic(topic, 3, 1)])[topic])
     out["invalid_name"] = _ck_error(admin.create_topics([NewTopic("bad name!", 1, 1)])["bad name!"])
     out["describe"] = describe()
-    incremental = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
-        ConfigEntry("max.message.bytes", "2048", incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
-    ])
+    incremental = ConfigResource(
+        ResourceType.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry("max.message.bytes", "2048", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+        ],
+    )
     [fut] = admin.incremental_alter_configs([incremental]).values()
     fut.result(30)
     out["after_incremental"] = _settled(describe, out["describe"])
@@ -139,6 +143,7 @@ def kafka_python_admin_lifecycle(bootstrap: str, topic: str) -> dict[str, Any]:
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="riverbed-compat-kp-admin")
     try:
+
         def first_error(result: Any) -> str | None:
             for t in result["topics"]:
                 if t["error_code"]:
@@ -173,13 +178,30 @@ def kafka_python_admin_lifecycle(bootstrap: str, topic: str) -> dict[str, Any]:
         out["invalid_name"] = create("bad name!", 1, {})
         _wait(lambda: topic in admin.list_topics())
         out["describe"] = describe()
-        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={
-            "max.message.bytes": "2048", "retention.ms": ("DELETE", None),
-        })], incremental=True)
+        admin.alter_configs(
+            [
+                ConfigResource(
+                    ConfigResourceType.TOPIC,
+                    topic,
+                    configs={
+                        "max.message.bytes": "2048",
+                        "retention.ms": ("DELETE", None),
+                    },
+                )
+            ],
+            incremental=True,
+        )
         out["after_incremental"] = _settled(describe, out["describe"])
-        admin.alter_configs([ConfigResource(
-            ConfigResourceType.TOPIC, topic, configs={"retention.ms": "7200000"},
-        )], incremental=False)
+        admin.alter_configs(
+            [
+                ConfigResource(
+                    ConfigResourceType.TOPIC,
+                    topic,
+                    configs={"retention.ms": "7200000"},
+                )
+            ],
+            incremental=False,
+        )
         out["after_alter"] = _settled(describe, out["after_incremental"])
         out["create_partitions"] = topic_errors(
             admin.create_partitions({topic: 5}, raise_errors=False)
@@ -212,7 +234,10 @@ def _delete_error(admin: Any, topic: str) -> str | None:
 
 
 def create_topic(
-    bootstrap: str, topic: str, partitions: int = 3, configs: dict[str, str] | None = None,
+    bootstrap: str,
+    topic: str,
+    partitions: int = 3,
+    configs: dict[str, str] | None = None,
     timeout_s: float = 20.0,
 ) -> None:
     """Create ``topic`` (confluent-kafka admin) and wait until every partition has a leader."""
@@ -224,8 +249,12 @@ def create_topic(
 
     def ready() -> bool:
         md = admin.list_topics(topic, timeout=5).topics.get(topic)
-        return bool(md and not md.error and len(md.partitions) == partitions
-                    and all(p.leader >= 0 for p in md.partitions.values()))
+        return bool(
+            md
+            and not md.error
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
+        )
 
     if not _wait(ready, timeout_s):
         raise TimeoutError(f"topic {topic} not ready after {timeout_s}s")

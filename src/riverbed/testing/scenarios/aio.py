@@ -21,14 +21,23 @@ async def _produce(
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, client_id=CLIENT_ID, acks="all", linger_ms=5,
+        bootstrap_servers=bootstrap,
+        client_id=CLIENT_ID,
+        acks="all",
+        linger_ms=5,
         compression_type=None if codec == "none" else codec,
     )
     await producer.start()
     try:
         futures = [
-            await producer.send(topic, value=r.value, key=r.key, partition=r.partition,
-                                timestamp_ms=r.timestamp_ms, headers=list(r.headers))
+            await producer.send(
+                topic,
+                value=r.value,
+                key=r.key,
+                partition=r.partition,
+                timestamp_ms=r.timestamp_ms,
+                headers=list(r.headers),
+            )
             for r in records
         ]
         metas = await asyncio.gather(*futures)
@@ -43,7 +52,9 @@ async def _consume_all(
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, client_id=CLIENT_ID, enable_auto_commit=False,
+        bootstrap_servers=bootstrap,
+        client_id=CLIENT_ID,
+        enable_auto_commit=False,
         auto_offset_reset="earliest",
     )
     await consumer.start()
@@ -62,8 +73,16 @@ async def _consume_all(
             batches = await consumer.getmany(*tps, timeout_ms=500)
             for tp, msgs in batches.items():
                 for m in msgs:
-                    out.append(ConsumedRecord(tp.partition, m.offset, m.key, m.value,
-                                              tuple(m.headers or ()), m.timestamp))
+                    out.append(
+                        ConsumedRecord(
+                            tp.partition,
+                            m.offset,
+                            m.key,
+                            m.value,
+                            tuple(m.headers or ()),
+                            m.timestamp,
+                        )
+                    )
                     position[tp] = m.offset + 1
         return tuple(sorted(out, key=lambda r: (r.partition, r.offset)))
     finally:

@@ -13,10 +13,21 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-VOLATILE_KEYS: frozenset[str] = frozenset({
-    "cluster_id", "node_id", "broker_id", "controller_id", "leader_id", "port", "host",
-    "topic_id", "throttle_time_ms", "bootstrap", "notes",
-})
+VOLATILE_KEYS: frozenset[str] = frozenset(
+    {
+        "cluster_id",
+        "node_id",
+        "broker_id",
+        "controller_id",
+        "leader_id",
+        "port",
+        "host",
+        "topic_id",
+        "throttle_time_ms",
+        "bootstrap",
+        "notes",
+    }
+)
 _ADDRESS = re.compile(r"127\.0\.0\.1:\d+")
 
 
@@ -26,8 +37,9 @@ def normalise(data: Any, drop: Iterable[str] = (), drop_timestamps: bool = False
     if dataclasses.is_dataclass(data) and not isinstance(data, type):
         data = {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}
     if isinstance(data, dict):
-        return {k: normalise(v, drop, drop_timestamps) for k, v in data.items()
-                if str(k) not in skip}
+        return {
+            k: normalise(v, drop, drop_timestamps) for k, v in data.items() if str(k) not in skip
+        }
     if isinstance(data, (list, tuple)):
         return [normalise(v, drop, drop_timestamps) for v in data]
     if isinstance(data, str):
@@ -56,8 +68,11 @@ def diff(a: Any, b: Any, path: str = "$") -> list[str]:
 
 
 def compare(
-    scenario: Callable[[str], Any], bootstrap_a: str, bootstrap_b: str,
-    drop: Iterable[str] = (), drop_timestamps: bool = False,
+    scenario: Callable[[str], Any],
+    bootstrap_a: str,
+    bootstrap_b: str,
+    drop: Iterable[str] = (),
+    drop_timestamps: bool = False,
 ) -> list[str]:
     """Run ``scenario(bootstrap)`` against A then B; the normalised differences."""
     drop = tuple(drop)

@@ -32,8 +32,12 @@ def error_name(err: Any) -> str:
 
 
 def produce(
-    bootstrap: str, topic: str, records: Sequence[Record], codec: str = "none",
-    extra: Mapping[str, Any] | None = None, timeout_s: float = 30.0,
+    bootstrap: str,
+    topic: str,
+    records: Sequence[Record],
+    codec: str = "none",
+    extra: Mapping[str, Any] | None = None,
+    timeout_s: float = 30.0,
 ) -> list[tuple[int, int] | str]:
     """Produce ``records`` in order; per record the (partition, offset) or the error name."""
     from confluent_kafka import Producer
@@ -46,6 +50,7 @@ def produce(
     def on_delivery(index: int) -> Any:
         def report(err: Any, msg: Any) -> None:
             results[index] = error_name(err) if err else (msg.partition(), msg.offset())
+
         return report
 
     for i, rec in enumerate(records):
@@ -66,13 +71,19 @@ def consume_all(
     """Assign every partition at offset 0 and read up to the high watermark."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({
-        **_common(bootstrap), "group.id": "riverbed-compat", "enable.auto.commit": False,
-        "auto.offset.reset": "earliest", "enable.partition.eof": False,
-    })
+    consumer = Consumer(
+        {
+            **_common(bootstrap),
+            "group.id": "riverbed-compat",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+        }
+    )
     try:
-        high = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
-                for p in partitions}
+        high = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1] for p in partitions
+        }
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         out: list[ConsumedRecord] = []
         position = dict.fromkeys(partitions, 0)
@@ -87,10 +98,16 @@ def consume_all(
                 raise RuntimeError(f"consume error: {msg.error()}")
             partition, offset = int(msg.partition() or 0), int(msg.offset() or 0)
             headers: Any = msg.headers() or ()
-            out.append(ConsumedRecord(
-                partition, offset, _opt_bytes(msg.key()), _opt_bytes(msg.value()),
-                tuple((str(k), _opt_bytes(v)) for k, v in headers), msg.timestamp()[1],
-            ))
+            out.append(
+                ConsumedRecord(
+                    partition,
+                    offset,
+                    _opt_bytes(msg.key()),
+                    _opt_bytes(msg.value()),
+                    tuple((str(k), _opt_bytes(v)) for k, v in headers),
+                    msg.timestamp()[1],
+                )
+            )
             position[partition] = offset + 1
         return tuple(sorted(out, key=lambda r: (r.partition, r.offset)))
     finally:
@@ -134,10 +151,14 @@ def consume_out_of_range(bootstrap: str, topic: str, partition: int, offset: int
     """Fetch at ``offset`` with ``auto.offset.reset=error``; the error the consumer reports."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({
-        **_common(bootstrap), "group.id": "riverbed-compat", "auto.offset.reset": "error",
-        "enable.auto.commit": False,
-    })
+    consumer = Consumer(
+        {
+            **_common(bootstrap),
+            "group.id": "riverbed-compat",
+            "auto.offset.reset": "error",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         consumer.assign([TopicPartition(topic, partition, offset)])
         deadline = time.monotonic() + 20
@@ -165,8 +186,11 @@ def list_offsets_specs(bootstrap: str, topic: str, partition: int) -> dict[str, 
 
     admin = AdminClient(_common(bootstrap))
     spec: Any = OffsetSpec  # untyped in confluent-kafka
-    specs = {"earliest": spec.earliest(), "latest": spec.latest(),
-             "max_timestamp": spec.max_timestamp()}
+    specs = {
+        "earliest": spec.earliest(),
+        "latest": spec.latest(),
+        "max_timestamp": spec.max_timestamp(),
+    }
     out: dict[str, Any] = {}
     for name, wanted in specs.items():
         tp = TopicPartition(topic, partition)

@@ -52,8 +52,12 @@ class JavaClient:
             tmp = classes.with_name(digest + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
-            subprocess.run([javac, "-d", str(tmp), "-cp", str(libs / "*"), str(source)],
-                           check=True, capture_output=True, timeout=300)
+            subprocess.run(
+                [javac, "-d", str(tmp), "-cp", str(libs / "*"), str(source)],
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
             shutil.rmtree(classes, ignore_errors=True)
             tmp.rename(classes)
         return cls(classes, libs)
@@ -63,7 +67,9 @@ class JavaClient:
         classpath = f"{self.classes}:{self.libs / '*'}"
         proc = subprocess.run(
             ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath, MAIN_CLASS],
-            input=json.dumps(scenario).encode(), capture_output=True, timeout=timeout_s,
+            input=json.dumps(scenario).encode(),
+            capture_output=True,
+            timeout=timeout_s,
             check=False,
         )
         if proc.returncode != 0:
@@ -73,28 +79,53 @@ class JavaClient:
     def roundtrip(
         self, bootstrap: str, topic: str, codec: str, records: Sequence[Record]
     ) -> RoundTrip:
-        lines = self.run({
-            "op": "roundtrip", "bootstrap": bootstrap, "topic": topic, "codec": codec,
-            "records": [{
-                "partition": r.partition, "key": _b64(r.key), "value": _b64(r.value),
-                "timestamp": r.timestamp_ms,
-                "headers": [[name, _b64(value)] for name, value in r.headers],
-            } for r in records],
-        })
+        lines = self.run(
+            {
+                "op": "roundtrip",
+                "bootstrap": bootstrap,
+                "topic": topic,
+                "codec": codec,
+                "records": [
+                    {
+                        "partition": r.partition,
+                        "key": _b64(r.key),
+                        "value": _b64(r.value),
+                        "timestamp": r.timestamp_ms,
+                        "headers": [[name, _b64(value)] for name, value in r.headers],
+                    }
+                    for r in records
+                ],
+            }
+        )
         delivered = tuple((d["delivered"][0], d["delivered"][1]) for d in lines if "delivered" in d)
-        consumed = tuple(sorted((
-            ConsumedRecord(
-                c["partition"], c["offset"], _unb64(c["key"]), _unb64(c["value"]),
-                tuple((h[0], _unb64(h[1])) for h in c["headers"]), c["timestamp"],
-            ) for c in (line["consumed"] for line in lines if "consumed" in line)
-        ), key=lambda r: (r.partition, r.offset)))
+        consumed = tuple(
+            sorted(
+                (
+                    ConsumedRecord(
+                        c["partition"],
+                        c["offset"],
+                        _unb64(c["key"]),
+                        _unb64(c["value"]),
+                        tuple((h[0], _unb64(h[1])) for h in c["headers"]),
+                        c["timestamp"],
+                    )
+                    for c in (line["consumed"] for line in lines if "consumed" in line)
+                ),
+                key=lambda r: (r.partition, r.offset),
+            )
+        )
         return RoundTrip(delivered, consumed)
 
     def offsets_for_times(
         self, bootstrap: str, topic: str, partition: int, timestamps: Sequence[int]
     ) -> dict[int, int | None]:
-        lines = self.run({
-            "op": "offsets_for_times", "bootstrap": bootstrap, "topic": topic,
-            "partition": partition, "timestamps": list(timestamps),
-        })
+        lines = self.run(
+            {
+                "op": "offsets_for_times",
+                "bootstrap": bootstrap,
+                "topic": topic,
+                "partition": partition,
+                "timestamps": list(timestamps),
+            }
+        )
         return {line["timestamp"]: line["offset"] for line in lines}

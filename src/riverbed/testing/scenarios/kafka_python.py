@@ -18,19 +18,31 @@ CLIENT_ID = "riverbed-compat-kafka-python"
 
 
 def produce(
-    bootstrap: str, topic: str, records: Sequence[Record], codec: str = "none",
+    bootstrap: str,
+    topic: str,
+    records: Sequence[Record],
+    codec: str = "none",
     timeout_s: float = 30.0,
 ) -> list[tuple[int, int]]:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(
-        bootstrap_servers=bootstrap, client_id=CLIENT_ID, acks="all", linger_ms=5,
+        bootstrap_servers=bootstrap,
+        client_id=CLIENT_ID,
+        acks="all",
+        linger_ms=5,
         compression_type=None if codec == "none" else codec,
     )
     try:
         futures = [
-            producer.send(topic, key=r.key, value=r.value, partition=r.partition,
-                          headers=list(r.headers), timestamp_ms=r.timestamp_ms)
+            producer.send(
+                topic,
+                key=r.key,
+                value=r.value,
+                partition=r.partition,
+                headers=list(r.headers),
+                timestamp_ms=r.timestamp_ms,
+            )
             for r in records
         ]
         producer.flush(timeout_s)
@@ -44,8 +56,11 @@ def _consumer(bootstrap: str, **extra: Any) -> Any:
     from kafka import KafkaConsumer
 
     return KafkaConsumer(
-        bootstrap_servers=bootstrap, client_id=CLIENT_ID, group_id=None,
-        enable_auto_commit=False, **extra,
+        bootstrap_servers=bootstrap,
+        client_id=CLIENT_ID,
+        group_id=None,
+        enable_auto_commit=False,
+        **extra,
     )
 
 
@@ -68,8 +83,9 @@ def consume_all(
                 raise TimeoutError(f"consumed {len(out)} of {high}")
             for tp, msgs in consumer.poll(timeout_ms=500).items():
                 out.extend(
-                    ConsumedRecord(tp.partition, m.offset, m.key, m.value,
-                                   tuple(m.headers or ()), m.timestamp)
+                    ConsumedRecord(
+                        tp.partition, m.offset, m.key, m.value, tuple(m.headers or ()), m.timestamp
+                    )
                     for m in msgs
                 )
         return tuple(sorted(out, key=lambda r: (r.partition, r.offset)))

@@ -27,7 +27,10 @@ def available() -> bool:
 def _kcat(args: list[str], stdin: bytes | None = None, timeout_s: float = 60.0) -> bytes:
     proc = subprocess.run(
         ["kcat", "-X", "client.id=riverbed-compat-kcat", *args],
-        input=stdin, capture_output=True, timeout=timeout_s, check=False,
+        input=stdin,
+        capture_output=True,
+        timeout=timeout_s,
+        check=False,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"kcat {args} failed: {proc.stderr.decode(errors='replace')}")
@@ -44,10 +47,25 @@ def produce(bootstrap: str, topic: str, records: Sequence[Record], codec: str = 
             r.key is None or r.value is None for r in recs
         ):
             raise ValueError("kcat needs equal headers and non-null keys/values per partition")
-        lines = b"".join(r.key + KEY_DELIMITER.encode() + r.value + b"\n"  # type: ignore[operator]
-                         for r in recs)
-        args = ["-P", "-b", bootstrap, "-t", topic, "-p", str(partition),
-                "-K", KEY_DELIMITER, "-z", codec, "-X", "acks=all"]
+        lines = b"".join(
+            r.key + KEY_DELIMITER.encode() + r.value + b"\n"  # type: ignore[operator]
+            for r in recs
+        )
+        args = [
+            "-P",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-p",
+            str(partition),
+            "-K",
+            KEY_DELIMITER,
+            "-z",
+            codec,
+            "-X",
+            "acks=all",
+        ]
         for name, value in headers:
             args += ["-H", f"{name}={(value or b'').decode()}"]
         _kcat(args, stdin=lines)
@@ -58,8 +76,22 @@ def consume_all(
 ) -> tuple[ConsumedRecord, ...]:
     out: list[ConsumedRecord] = []
     for partition in partitions:
-        raw = _kcat(["-C", "-b", bootstrap, "-t", topic, "-p", str(partition),
-                     "-o", "beginning", "-e", "-J", "-q"])
+        raw = _kcat(
+            [
+                "-C",
+                "-b",
+                bootstrap,
+                "-t",
+                topic,
+                "-p",
+                str(partition),
+                "-o",
+                "beginning",
+                "-e",
+                "-J",
+                "-q",
+            ]
+        )
         for line in raw.splitlines():
             if not line.strip():
                 continue
@@ -69,10 +101,16 @@ def consume_all(
                 (hdrs[i], None if hdrs[i + 1] is None else hdrs[i + 1].encode())
                 for i in range(0, len(hdrs), 2)
             )
-            out.append(ConsumedRecord(
-                msg["partition"], msg["offset"], _field(msg, "key"), _field(msg, "payload"),
-                headers, msg["ts"],
-            ))
+            out.append(
+                ConsumedRecord(
+                    msg["partition"],
+                    msg["offset"],
+                    _field(msg, "key"),
+                    _field(msg, "payload"),
+                    headers,
+                    msg["ts"],
+                )
+            )
     return tuple(sorted(out, key=lambda r: (r.partition, r.offset)))
 
 

@@ -71,8 +71,13 @@ def record_batch(value: bytes = b"v", key: bytes | None = b"k", timestamp_ms: in
 
 
 def produce_error(
-    bootstrap: str, topic: str, partition: int, *, acks: int = -1,
-    records: bytes | None = None, version: int = 9,
+    bootstrap: str,
+    topic: str,
+    partition: int,
+    *,
+    acks: int = -1,
+    records: bytes | None = None,
+    version: int = 9,
 ) -> str:
     """Produce one batch and return the partition's error name (``"NONE"`` on success).
 
@@ -96,11 +101,21 @@ def _produce_once(
     from kafka.protocol.producer import ProduceRequest
 
     data = ProduceRequest.TopicProduceData
-    req = ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[data(
-        name=topic, partition_data=[data.PartitionProduceData(
-            index=partition, records=records if records is not None else record_batch(),
-        )],
-    )])
+    req = ProduceRequest(
+        acks=acks,
+        timeout_ms=5000,
+        topic_data=[
+            data(
+                name=topic,
+                partition_data=[
+                    data.PartitionProduceData(
+                        index=partition,
+                        records=records if records is not None else record_batch(),
+                    )
+                ],
+            )
+        ],
+    )
     with RawConnection(bootstrap) as conn:
         resp = conn.request(req, version)
     [topic_resp] = resp.responses
@@ -114,13 +129,29 @@ def fetch_error(bootstrap: str, topic: str, partition: int, offset: int, version
 
     ftopic = FetchRequest.FetchTopic
     req = FetchRequest(
-        replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
-        session_id=0, session_epoch=-1, topics=[ftopic(
-            topic=topic, partitions=[ftopic.FetchPartition(
-                partition=partition, current_leader_epoch=-1, fetch_offset=offset,
-                log_start_offset=-1, partition_max_bytes=1 << 20,
-            )],
-        )], forgotten_topics_data=[], rack_id="",
+        replica_id=-1,
+        max_wait_ms=100,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            ftopic(
+                topic=topic,
+                partitions=[
+                    ftopic.FetchPartition(
+                        partition=partition,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    )
+                ],
+            )
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
     )
     with RawConnection(bootstrap) as conn:
         resp = conn.request(req, version)
@@ -137,13 +168,29 @@ def fetch_codecs(bootstrap: str, topic: str, partition: int, version: int = 11) 
 
     ftopic = FetchRequest.FetchTopic
     req = FetchRequest(
-        replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=8 << 20, isolation_level=0,
-        session_id=0, session_epoch=-1, topics=[ftopic(
-            topic=topic, partitions=[ftopic.FetchPartition(
-                partition=partition, current_leader_epoch=-1, fetch_offset=0,
-                log_start_offset=-1, partition_max_bytes=8 << 20,
-            )],
-        )], forgotten_topics_data=[], rack_id="",
+        replica_id=-1,
+        max_wait_ms=100,
+        min_bytes=1,
+        max_bytes=8 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            ftopic(
+                topic=topic,
+                partitions=[
+                    ftopic.FetchPartition(
+                        partition=partition,
+                        current_leader_epoch=-1,
+                        fetch_offset=0,
+                        log_start_offset=-1,
+                        partition_max_bytes=8 << 20,
+                    )
+                ],
+            )
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
     )
     with RawConnection(bootstrap) as conn:
         resp = conn.request(req, version)
@@ -156,7 +203,10 @@ def fetch_codecs(bootstrap: str, topic: str, partition: int, version: int = 11) 
 
 
 def metadata_errors(
-    bootstrap: str, topics: list[str], *, allow_auto_topic_creation: bool = False,
+    bootstrap: str,
+    topics: list[str],
+    *,
+    allow_auto_topic_creation: bool = False,
     version: int = 12,
 ) -> dict[str, str]:
     """Metadata for ``topics``: each topic's error name as the broker answered it."""
@@ -180,11 +230,22 @@ def list_offsets(
     from kafka.protocol.consumer import ListOffsetsRequest
 
     t = ListOffsetsRequest.ListOffsetsTopic
-    req = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[t(
-        name=topic, partitions=[t.ListOffsetsPartition(
-            partition_index=partition, current_leader_epoch=-1, timestamp=timestamp,
-        )],
-    )])
+    req = ListOffsetsRequest(
+        replica_id=-1,
+        isolation_level=0,
+        topics=[
+            t(
+                name=topic,
+                partitions=[
+                    t.ListOffsetsPartition(
+                        partition_index=partition,
+                        current_leader_epoch=-1,
+                        timestamp=timestamp,
+                    )
+                ],
+            )
+        ],
+    )
     with RawConnection(bootstrap) as conn:
         resp = conn.request(req, version)
     [topic_resp] = resp.topics

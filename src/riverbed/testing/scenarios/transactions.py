@@ -33,8 +33,9 @@ class TxnOutcome:
 def _producer(bootstrap: str, txn_id: str, **extra: Any) -> Any:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-                         "linger.ms": 5, **extra})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 5, **extra}
+    )
     producer.init_transactions(60)
     return producer
 
@@ -45,14 +46,21 @@ def _send(producer: Any, topic: str, values: list[bytes]) -> None:
     producer.flush(30)
 
 
-def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 2,
-             timeout_s: float = 30.0) -> tuple[tuple[int, int, bytes], ...]:
+def read_all(
+    bootstrap: str, topic: str, isolation: str, partitions: int = 2, timeout_s: float = 30.0
+) -> tuple[tuple[int, int, bytes], ...]:
     """Every record from offset 0 until each partition's end (of this isolation level)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "isolation.level": isolation,
-                         "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got: list[tuple[int, int, bytes]] = []
     eof: set[int] = set()
@@ -76,19 +84,23 @@ def read_all(bootstrap: str, topic: str, isolation: str, partitions: int = 2,
     return tuple(sorted(got))
 
 
-def end_offsets(bootstrap: str, topic: str, committed: bool, partitions: int = 2
-                ) -> tuple[int, ...]:
+def end_offsets(
+    bootstrap: str, topic: str, committed: bool, partitions: int = 2
+) -> tuple[int, ...]:
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
     futures = admin.list_offsets(
-        {TopicPartition(topic, p): OffsetSpec.latest()  # type: ignore[no-untyped-call]
-         for p in range(partitions)},
-        isolation_level=level, request_timeout=30)
-    return tuple(futures[TopicPartition(topic, p)].result(30).offset
-                 for p in range(partitions))
+        {
+            TopicPartition(topic, p): OffsetSpec.latest()  # type: ignore[no-untyped-call]
+            for p in range(partitions)
+        },
+        isolation_level=level,
+        request_timeout=30,
+    )
+    return tuple(futures[TopicPartition(topic, p)].result(30).offset for p in range(partitions))
 
 
 def commit_abort_fence(bootstrap: str, topic: str) -> TxnOutcome:
@@ -99,8 +111,7 @@ def commit_abort_fence(bootstrap: str, topic: str) -> TxnOutcome:
 
     txn = f"txn-{uuid.uuid4()}"
     producer = _producer(bootstrap, txn)
-    for values, commit in (([b"c1", b"c2", b"c3"], True), ([b"a1", b"a2"], False),
-                           ([b"c4"], True)):
+    for values, commit in (([b"c1", b"c2", b"c3"], True), ([b"a1", b"a2"], False), ([b"c4"], True)):
         producer.begin_transaction()
         _send(producer, topic, values)
         if commit:
@@ -130,6 +141,7 @@ def commit_abort_fence(bootstrap: str, topic: str) -> TxnOutcome:
             read_all(bootstrap, topic, "read_uncommitted"),
             end_offsets(bootstrap, topic, True),
             end_offsets(bootstrap, topic, False),
-            fenced)
+            fenced,
+        )
     finally:
         producer.abort_transaction(60)

@@ -82,8 +82,14 @@ class FakeLog:
     def last_stable_offset(self) -> int:
         return self.high_watermark  # no transactions in the fake
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
-             isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED) -> FetchResult:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one_batch: bool = True,
+        isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+    ) -> FetchResult:
         if self.read_error is not None:
             raise self.read_error
         if not self.log_start_offset <= offset <= self.high_watermark:
@@ -290,10 +296,10 @@ class FakeTransactions:
     unavailable: bool = False
     produce_code: ErrorCode = ErrorCode.NONE
     pending: list[tuple[int, str, PendingOffset]] = field(default_factory=list)
-    verified: list[tuple[str, int, int, list[TopicPartition], bool]] = field(
-        default_factory=list)
+    verified: list[tuple[str, int, int, list[TopicPartition], bool]] = field(default_factory=list)
     coordinator: TransactionCoordinator = field(
-        default_factory=lambda: TransactionCoordinator(iter(range(5000, 6000)).__next__))
+        default_factory=lambda: TransactionCoordinator(iter(range(5000, 6000)).__next__)
+    )
 
     async def ensure_topic(self) -> None:
         if self.unavailable:
@@ -308,21 +314,27 @@ class FakeTransactions:
     def query(self, fn: Callable[[], R]) -> R:
         return fn()
 
-    def add_pending_offsets(self, producer_id: int, producer_epoch: int, group_id: str,
-                            offsets: Iterable[PendingOffset]
-                            ) -> tuple[concurrent.futures.Future[None], ...]:
+    def add_pending_offsets(
+        self, producer_id: int, producer_epoch: int, group_id: str, offsets: Iterable[PendingOffset]
+    ) -> tuple[concurrent.futures.Future[None], ...]:
         self.pending.extend((producer_id, group_id, o) for o in offsets)
         return ()
 
     def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
-        return {TopicPartition(o.topic, o.partition) for _p, g, o in self.pending
-                if g == group_id}
+        return {TopicPartition(o.topic, o.partition) for _p, g, o in self.pending if g == group_id}
 
-    def verify_produce(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[TopicPartition], implicit_add: bool,
-                       produce_version: int) -> ProduceVerdict:
-        self.verified.append((transactional_id, producer_id, producer_epoch,
-                              sorted(partitions), implicit_add))
+    def verify_produce(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+        implicit_add: bool,
+        produce_version: int,
+    ) -> ProduceVerdict:
+        self.verified.append(
+            (transactional_id, producer_id, producer_epoch, sorted(partitions), implicit_add)
+        )
         return ProduceVerdict(dict.fromkeys(partitions, self.produce_code))
 
 

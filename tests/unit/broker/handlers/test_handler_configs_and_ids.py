@@ -17,19 +17,35 @@ from riverbed.protocol.messages import (
 )
 
 Op = IncrementalAlterConfigsRequest.AlterableConfig
-SET, DELETE, APPEND, SUBTRACT = (alter_configs.SET, alter_configs.DELETE, alter_configs.APPEND,
-                                 alter_configs.SUBTRACT)
+SET, DELETE, APPEND, SUBTRACT = (
+    alter_configs.SET,
+    alter_configs.DELETE,
+    alter_configs.APPEND,
+    alter_configs.SUBTRACT,
+)
 
 
-def _incremental(broker: FakeBroker, *ops: Op, name: str = "t", resource_type: int = TOPIC,
-                 validate_only: bool = False) -> tuple[int, str | None]:
+def _incremental(
+    broker: FakeBroker,
+    *ops: Op,
+    name: str = "t",
+    resource_type: int = TOPIC,
+    validate_only: bool = False,
+) -> tuple[int, str | None]:
     request = IncrementalAlterConfigsRequest(
-        resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
-            resource_type=resource_type, resource_name=name, configs=list(ops))],
+        resources=[
+            IncrementalAlterConfigsRequest.AlterConfigsResource(
+                resource_type=resource_type, resource_name=name, configs=list(ops)
+            )
+        ],
         validate_only=validate_only,
     )
-    response = answer(alter_configs.handle_incremental, broker,
-                      ctx(alter_configs.INCREMENTAL_ALTER_CONFIGS_KEY, 1), request)
+    response = answer(
+        alter_configs.handle_incremental,
+        broker,
+        ctx(alter_configs.INCREMENTAL_ALTER_CONFIGS_KEY, 1),
+        request,
+    )
     [result] = response.responses
     return result.error_code, result.error_message
 
@@ -61,8 +77,9 @@ def test_incremental_set_delete_append_subtract() -> None:
 
 def test_incremental_refusals_name_the_key_and_change_nothing() -> None:
     broker = _broker()
-    code, message = _incremental(broker, Op(name="retention.ms", config_operation=APPEND,
-                                            value="5"))
+    code, message = _incremental(
+        broker, Op(name="retention.ms", config_operation=APPEND, value="5")
+    )
     assert code == ErrorCode.INVALID_CONFIG and "retention.ms" in (message or "")
     code, message = _incremental(broker, Op(name="x", config_operation=SET, value=None))
     assert code == ErrorCode.INVALID_CONFIG and "SET needs a value" in (message or "")
@@ -77,19 +94,29 @@ def test_validate_only_and_the_resources_that_cannot_change() -> None:
     assert _incremental(broker, set_it, validate_only=True)[0] == ErrorCode.NONE
     assert _configs(broker)["retention.ms"] == "10"
     assert _incremental(broker, set_it, name="7", resource_type=BROKER)[0] == (
-        ErrorCode.INVALID_REQUEST)
+        ErrorCode.INVALID_REQUEST
+    )
     assert _incremental(broker, set_it, name="x", resource_type=99)[0] == ErrorCode.INVALID_REQUEST
     assert _incremental(broker, set_it, name="nope")[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_alter_configs_replaces_every_override() -> None:
     broker = _broker()
-    request = AlterConfigsRequest(resources=[AlterConfigsRequest.AlterConfigsResource(
-        resource_type=TOPIC, resource_name="t",
-        configs=[AlterConfigsRequest.AlterableConfig(name="segment.ms", value="1000"),
-                 AlterConfigsRequest.AlterableConfig(name="ignored", value=None)])])
-    response = answer(alter_configs.handle_alter, broker,
-                      ctx(alter_configs.ALTER_CONFIGS_KEY, 1), request)
+    request = AlterConfigsRequest(
+        resources=[
+            AlterConfigsRequest.AlterConfigsResource(
+                resource_type=TOPIC,
+                resource_name="t",
+                configs=[
+                    AlterConfigsRequest.AlterableConfig(name="segment.ms", value="1000"),
+                    AlterConfigsRequest.AlterableConfig(name="ignored", value=None),
+                ],
+            )
+        ]
+    )
+    response = answer(
+        alter_configs.handle_alter, broker, ctx(alter_configs.ALTER_CONFIGS_KEY, 1), request
+    )
     assert [r.error_code for r in response.responses] == [ErrorCode.NONE]
     assert _configs(broker) == {"segment.ms": "1000"}
 
@@ -113,8 +140,12 @@ class IdsDeps:
 
 
 def _init(deps: IdsDeps, version: int, **fields: Any) -> Any:
-    return answer(init_producer_id.handle, deps, ctx(init_producer_id.API_KEY, version),
-                  InitProducerIdRequest(**fields))
+    return answer(
+        init_producer_id.handle,
+        deps,
+        ctx(init_producer_id.API_KEY, version),
+        InitProducerIdRequest(**fields),
+    )
 
 
 def test_init_producer_id_new_and_bumped_epoch() -> None:
@@ -129,8 +160,7 @@ def test_init_producer_id_new_and_bumped_epoch() -> None:
 def test_transactional_ids_get_epochs_from_the_transaction_coordinator() -> None:
     deps = IdsDeps()
     first = _init(deps, 4, transactional_id="tx", transaction_timeout_ms=60_000)
-    assert (first.error_code, first.producer_id, first.producer_epoch) == (
-        ErrorCode.NONE, 5000, 0)
+    assert (first.error_code, first.producer_id, first.producer_epoch) == (ErrorCode.NONE, 5000, 0)
     again = _init(deps, 4, transactional_id="tx", transaction_timeout_ms=60_000)
     assert (again.producer_id, again.producer_epoch) == (5000, 1)
     assert deps.producer_ids.calls == []
@@ -139,8 +169,7 @@ def test_transactional_ids_get_epochs_from_the_transaction_coordinator() -> None
 def test_transactional_init_answers_coordinator_not_available_when_it_cannot_start() -> None:
     deps = IdsDeps(transactions=FakeTransactions(unavailable=True))
     refused = _init(deps, 4, transactional_id="tx", transaction_timeout_ms=60_000)
-    assert (refused.error_code, refused.producer_id) == (
-        ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    assert (refused.error_code, refused.producer_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
 
 
 def test_transactional_init_with_a_bad_timeout_is_refused() -> None:

@@ -43,27 +43,33 @@ def _commit_request() -> OffsetCommitRequest:
         generation_id_or_member_epoch=1,
         member_id="m",
         topics=[
-            CommitTopic(name="t", partitions=[
-                CommitPartition(partition_index=0, committed_offset=5),
-                CommitPartition(partition_index=9, committed_offset=1),
-            ]),
+            CommitTopic(
+                name="t",
+                partitions=[
+                    CommitPartition(partition_index=0, committed_offset=5),
+                    CommitPartition(partition_index=9, committed_offset=1),
+                ],
+            ),
             CommitTopic(name="gone", partitions=[CommitPartition(partition_index=0)]),
         ],
     )
 
 
 def _rows(response: Any) -> list[tuple[str, int, int]]:
-    return [(t.name, p.partition_index, p.error_code)
-            for t in response.topics for p in t.partitions]
+    return [
+        (t.name, p.partition_index, p.error_code) for t in response.topics for p in t.partitions
+    ]
 
 
 def test_offset_commit_rejects_unknown_partitions_before_the_coordinator() -> None:
     broker = FakeBroker()
     broker.topics.add("t", 1)
     broker.groups.coordinator.replies["offset_commit"] = Reply(
-        Committed((PartitionResult("t", 0, ErrorCode.NONE),)))
-    response = answer(offset_commit.handle, broker, ctx(offset_commit.API_KEY, 8),
-                      _commit_request())
+        Committed((PartitionResult("t", 0, ErrorCode.NONE),))
+    )
+    response = answer(
+        offset_commit.handle, broker, ctx(offset_commit.API_KEY, 8), _commit_request()
+    )
     assert sorted(_rows(response)) == [
         ("gone", 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
         ("t", 0, ErrorCode.NONE),
@@ -77,7 +83,8 @@ def test_offset_commit_answers_only_after_its_records_are_durable() -> None:
     broker = FakeBroker()
     broker.topics.add("t", 1)
     broker.groups.coordinator.replies["offset_commit"] = Reply(
-        Committed((PartitionResult("t", 0, ErrorCode.NONE),)))
+        Committed((PartitionResult("t", 0, ErrorCode.NONE),))
+    )
     flush: concurrent.futures.Future[None] = concurrent.futures.Future()
     broker.groups.flushes = (flush,)
 
@@ -97,8 +104,9 @@ def test_offset_commit_with_a_closing_coordinator_fails_every_partition() -> Non
     broker = FakeBroker()
     broker.topics.add("t", 1)
     broker.groups.closed = True
-    response = answer(offset_commit.handle, broker, ctx(offset_commit.API_KEY, 8),
-                      _commit_request())
+    response = answer(
+        offset_commit.handle, broker, ctx(offset_commit.API_KEY, 8), _commit_request()
+    )
     assert sorted(_rows(response)) == [
         ("gone", 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
         ("t", 0, ErrorCode.COORDINATOR_NOT_AVAILABLE),
@@ -109,15 +117,29 @@ def test_offset_commit_with_a_closing_coordinator_fails_every_partition() -> Non
 def test_join_group_reports_the_client_from_the_request_context_and_waits() -> None:
     broker = FakeBroker()
     broker.groups.coordinator.replies["join_group"] = Reply(Pending(42))
-    broker.groups.deferred[42] = Joined(ErrorCode.NONE, member_id="m-1", generation_id=1,
-                                        protocol_type="consumer", protocol_name="range",
-                                        leader="m-1")
-    request = JoinGroupRequest(group_id="g", session_timeout_ms=10_000, protocol_type="consumer",
-                               protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
-                                   name="range", metadata=b"x")])
+    broker.groups.deferred[42] = Joined(
+        ErrorCode.NONE,
+        member_id="m-1",
+        generation_id=1,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader="m-1",
+    )
+    request = JoinGroupRequest(
+        group_id="g",
+        session_timeout_ms=10_000,
+        protocol_type="consumer",
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"x")],
+    )
     response = answer(join_group.handle, broker, ctx(join_group.API_KEY, 7, "10.1.2.3"), request)
     assert (response.error_code, response.member_id, response.generation_id) == (
-        ErrorCode.NONE, "m-1", 1)
+        ErrorCode.NONE,
+        "m-1",
+        1,
+    )
     [(_, sent)] = broker.groups.coordinator.calls
     assert (sent.client_host, sent.client_id, sent.protocols) == (
-        "/10.1.2.3", "unit", (("range", b"x"),))
+        "/10.1.2.3",
+        "unit",
+        (("range", b"x"),),
+    )

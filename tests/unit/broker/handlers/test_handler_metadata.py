@@ -42,8 +42,10 @@ def test_null_topics_lists_every_topic_on_this_node() -> None:
     [node] = response.brokers
     assert (node.node_id, node.host, node.port) == (7, "broker.example", 19092)
     assert (response.cluster_id, response.controller_id) == ("cluster-under-test", 7)
-    leaders = {(p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes))
-               for p in response.topics[0].partitions}
+    leaders = {
+        (p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes))
+        for p in response.topics[0].partitions
+    }
     assert leaders == {(7, (7,), (7,))}
 
 
@@ -87,8 +89,12 @@ def test_a_failed_auto_creation_answers_its_error() -> None:
 def test_lookup_by_id_from_v12_and_null_names_before() -> None:
     broker = FakeBroker()
     topic = broker.topics.add("t")
-    by_id = MetadataRequest(topics=[Wanted(name=None, topic_id=topic.topic_id),
-                                    Wanted(name=None, topic_id=uuid.uuid4())])
+    by_id = MetadataRequest(
+        topics=[
+            Wanted(name=None, topic_id=topic.topic_id),
+            Wanted(name=None, topic_id=uuid.uuid4()),
+        ]
+    )
     assert _topics(_metadata(broker, 12, by_id)) == [
         ("t", ErrorCode.NONE, 1, False),
         (None, ErrorCode.UNKNOWN_TOPIC_ID, 0, False),
@@ -97,8 +103,12 @@ def test_lookup_by_id_from_v12_and_null_names_before() -> None:
 
 
 def test_describe_cluster_is_this_node() -> None:
-    response = answer(describe_cluster.handle, FakeBroker(), ctx(describe_cluster.API_KEY, 0),
-                      DescribeClusterRequest())
+    response = answer(
+        describe_cluster.handle,
+        FakeBroker(),
+        ctx(describe_cluster.API_KEY, 0),
+        DescribeClusterRequest(),
+    )
     [node] = response.brokers
     assert (response.cluster_id, response.controller_id) == ("cluster-under-test", 7)
     assert (node.broker_id, node.host, node.port) == (7, "broker.example", 19092)
@@ -106,12 +116,24 @@ def test_describe_cluster_is_this_node() -> None:
 
 def test_find_coordinator_answers_groups_only() -> None:
     broker = FakeBroker()
-    single = answer(find_coordinator.handle, broker, ctx(find_coordinator.API_KEY, 3),
-                    FindCoordinatorRequest(key="g", key_type=0))
+    single = answer(
+        find_coordinator.handle,
+        broker,
+        ctx(find_coordinator.API_KEY, 3),
+        FindCoordinatorRequest(key="g", key_type=0),
+    )
     assert (single.error_code, single.node_id, single.host, single.port) == (
-        ErrorCode.NONE, 7, "broker.example", 19092)
-    batched = answer(find_coordinator.handle, broker, ctx(find_coordinator.API_KEY, 4),
-                     FindCoordinatorRequest(key_type=2, coordinator_keys=["s1", "s2"]))
+        ErrorCode.NONE,
+        7,
+        "broker.example",
+        19092,
+    )
+    batched = answer(
+        find_coordinator.handle,
+        broker,
+        ctx(find_coordinator.API_KEY, 4),
+        FindCoordinatorRequest(key_type=2, coordinator_keys=["s1", "s2"]),
+    )
     assert [(c.key, c.error_code, c.node_id) for c in batched.coordinators] == [
         ("s1", ErrorCode.COORDINATOR_NOT_AVAILABLE, -1),
         ("s2", ErrorCode.COORDINATOR_NOT_AVAILABLE, -1),
@@ -120,8 +142,9 @@ def test_find_coordinator_answers_groups_only() -> None:
 
 def test_api_versions_lists_the_served_keys_the_codec_knows() -> None:
     broker = FakeBroker(api_keys=[0, 18, 32_000])  # 32000: served but not in the codec
-    response = answer(api_versions.handle, broker, ctx(api_versions.API_KEY, 3),
-                      ApiVersionsRequest())
+    response = answer(
+        api_versions.handle, broker, ctx(api_versions.API_KEY, 3), ApiVersionsRequest()
+    )
     assert response.error_code == ErrorCode.NONE
     assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [
         (k, API_BY_KEY[k].min_version, API_BY_KEY[k].max_version) for k in (0, 18)

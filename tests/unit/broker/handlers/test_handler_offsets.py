@@ -37,11 +37,7 @@ def _list(broker: FakeBroker, *wanted: tuple[str, int, int]) -> list[tuple[Any, 
         ]
     )
     response = answer(list_offsets.handle, broker, ctx(list_offsets.API_KEY, 7), request)
-    return [
-        (p.error_code, p.offset, p.timestamp)
-        for t in response.topics
-        for p in t.partitions
-    ]
+    return [(p.error_code, p.offset, p.timestamp) for t in response.topics for p in t.partitions]
 
 
 def test_special_timestamps() -> None:

@@ -110,7 +110,8 @@ def test_keyless_records_on_a_compacted_topic_are_named_in_record_errors() -> No
     [part] = response.responses[0].partition_responses
     assert part.error_code == ErrorCode.INVALID_RECORD
     assert [(e.batch_index, e.batch_index_error_message) for e in part.record_errors] == [
-        (0, "no key"), (2, "no key")
+        (0, "no key"),
+        (2, "no key"),
     ]
 
 

@@ -35,12 +35,19 @@ def test_create_topics_answers_each_topic_on_its_own() -> None:
     broker.topics.add("exists")
     response = _create(
         broker,
-        Creatable(name="new", num_partitions=3, replication_factor=1, configs=[
-            CreateTopicsRequest.CreatableTopicConfig(name="retention.ms", value="1000")
-        ]),
+        Creatable(
+            name="new",
+            num_partitions=3,
+            replication_factor=1,
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name="retention.ms", value="1000")],
+        ),
         Creatable(name="exists", num_partitions=1, replication_factor=1),
-        Creatable(name="manual", num_partitions=1, replication_factor=1,
-                  assignments=[CreateTopicsRequest.CreatableReplicaAssignment(broker_ids=[7])]),
+        Creatable(
+            name="manual",
+            num_partitions=1,
+            replication_factor=1,
+            assignments=[CreateTopicsRequest.CreatableReplicaAssignment(broker_ids=[7])],
+        ),
     )
     rows = [(t.name, t.error_code, t.num_partitions) for t in response.topics]
     assert rows == [
@@ -61,8 +68,12 @@ def test_create_topics_accepts_an_assignment_of_this_node_alone() -> None:
     Assign = CreateTopicsRequest.CreatableReplicaAssignment
 
     def manual(name: str, *lists: tuple[int, list[int]]) -> Creatable:
-        return Creatable(name=name, num_partitions=-1, replication_factor=-1, assignments=[
-            Assign(partition_index=i, broker_ids=ids) for i, ids in lists])
+        return Creatable(
+            name=name,
+            num_partitions=-1,
+            replication_factor=-1,
+            assignments=[Assign(partition_index=i, broker_ids=ids) for i, ids in lists],
+        )
 
     response = _create(
         broker,
@@ -84,10 +95,10 @@ def test_create_topics_accepts_an_assignment_of_this_node_alone() -> None:
 
 def test_create_topics_validate_only_creates_nothing() -> None:
     broker = FakeBroker()
-    response = _create(broker, Creatable(name="v", num_partitions=2, replication_factor=1),
-                       validate_only=True)
-    assert (response.topics[0].error_code, response.topics[0].num_partitions) == (
-        ErrorCode.NONE, 2)
+    response = _create(
+        broker, Creatable(name="v", num_partitions=2, replication_factor=1), validate_only=True
+    )
+    assert (response.topics[0].error_code, response.topics[0].num_partitions) == (ErrorCode.NONE, 2)
     assert broker.topics.get("v") is None
 
 
@@ -104,10 +115,12 @@ def test_delete_topics_by_name_and_by_id_wakes_fetches() -> None:
         ("a", ErrorCode.NONE),
         ("zz", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     ]
-    by_id = DeleteTopicsRequest(topics=[
-        DeleteTopicsRequest.DeleteTopicState(name=None, topic_id=b.topic_id),
-        DeleteTopicsRequest.DeleteTopicState(name=None, topic_id=uuid.uuid4()),
-    ])
+    by_id = DeleteTopicsRequest(
+        topics=[
+            DeleteTopicsRequest.DeleteTopicState(name=None, topic_id=b.topic_id),
+            DeleteTopicsRequest.DeleteTopicState(name=None, topic_id=uuid.uuid4()),
+        ]
+    )
     assert _delete(broker, 6, by_id) == [
         ("b", ErrorCode.NONE),
         (None, ErrorCode.UNKNOWN_TOPIC_ID),
@@ -132,13 +145,15 @@ def test_create_partitions_errors_and_growth() -> None:
     broker.topics.errors["small"] = InvalidPartitionsError("cannot shrink")
     Topic = CreatePartitionsRequest.CreatePartitionsTopic
     Assignment = CreatePartitionsRequest.CreatePartitionsAssignment
-    request = CreatePartitionsRequest(topics=[
-        Topic(name="t", count=4),
-        Topic(name="small", count=0),
-        Topic(name="t", count=9, assignments=[Assignment(broker_ids=[7])]),
-        Topic(name="t", count=5, assignments=[Assignment(broker_ids=[8])]),
-        Topic(name="t", count=6, assignments=[Assignment(broker_ids=[7])] * 2),
-    ])
+    request = CreatePartitionsRequest(
+        topics=[
+            Topic(name="t", count=4),
+            Topic(name="small", count=0),
+            Topic(name="t", count=9, assignments=[Assignment(broker_ids=[7])]),
+            Topic(name="t", count=5, assignments=[Assignment(broker_ids=[8])]),
+            Topic(name="t", count=6, assignments=[Assignment(broker_ids=[7])] * 2),
+        ]
+    )
     response = answer(create_partitions.handle, broker, ctx(create_partitions.API_KEY, 1), request)
     assert [(r.name, r.error_code) for r in response.results] == [
         ("t", ErrorCode.NONE),
@@ -157,20 +172,28 @@ def test_describe_configs_topic_broker_and_unknown() -> None:
     Res = DescribeConfigsRequest.DescribeConfigsResource
     request = DescribeConfigsRequest(
         resources=[
-            Res(resource_type=describe_configs.TOPIC, resource_name="t",
-                configuration_keys=["retention.ms"]),
-            Res(resource_type=describe_configs.TOPIC, resource_name="nope",
-                configuration_keys=None),
-            Res(resource_type=describe_configs.BROKER, resource_name="7",
-                configuration_keys=["node.id"]),
-            Res(resource_type=describe_configs.BROKER, resource_name="8",
-                configuration_keys=None),
+            Res(
+                resource_type=describe_configs.TOPIC,
+                resource_name="t",
+                configuration_keys=["retention.ms"],
+            ),
+            Res(
+                resource_type=describe_configs.TOPIC, resource_name="nope", configuration_keys=None
+            ),
+            Res(
+                resource_type=describe_configs.BROKER,
+                resource_name="7",
+                configuration_keys=["node.id"],
+            ),
+            Res(resource_type=describe_configs.BROKER, resource_name="8", configuration_keys=None),
         ],
         include_synonyms=False,
     )
     response = answer(describe_configs.handle, broker, ctx(describe_configs.API_KEY, 1), request)
-    rows = [(r.resource_name, r.error_code, [(c.name, c.value) for c in r.configs])
-            for r in response.results]
+    rows = [
+        (r.resource_name, r.error_code, [(c.name, c.value) for c in r.configs])
+        for r in response.results
+    ]
     assert rows == [
         ("t", ErrorCode.NONE, [("retention.ms", "5")]),
         ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []),

@@ -41,9 +41,14 @@ from riverbed.protocol.topic_partition import TopicPartition
 
 
 def _init(broker: FakeBroker, txn: str = "tx") -> tuple[int, int]:
-    r = answer(init_producer_id.handle, broker, ctx(init_producer_id.API_KEY, 4),
-               InitProducerIdRequest(transactional_id=txn, transaction_timeout_ms=60_000,
-                                     producer_id=-1, producer_epoch=-1))
+    r = answer(
+        init_producer_id.handle,
+        broker,
+        ctx(init_producer_id.API_KEY, 4),
+        InitProducerIdRequest(
+            transactional_id=txn, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1
+        ),
+    )
     assert r.error_code == ErrorCode.NONE
     return r.producer_id, r.producer_epoch
 
@@ -53,25 +58,44 @@ def _add(broker: FakeBroker, version: int, pid: int, epoch: int, *tps: tuple[str
     for name, p in tps:
         topics.setdefault(name, []).append(p)
     request = AddPartitionsToTxnRequest(
-        transactions=[], v3_and_below_transactional_id="tx", v3_and_below_producer_id=pid,
+        transactions=[],
+        v3_and_below_transactional_id="tx",
+        v3_and_below_producer_id=pid,
         v3_and_below_producer_epoch=epoch,
-        v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(
-            name=n, partitions=ps) for n, ps in topics.items()])
-    r = answer(add_partitions_to_txn.handle, broker, ctx(add_partitions_to_txn.API_KEY, version),
-               request)
-    return {(t.name, p.partition_index): p.partition_error_code
-            for t in r.results_by_topic_v3_and_below for p in t.results_by_partition}
+        v3_and_below_topics=[
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=n, partitions=ps)
+            for n, ps in topics.items()
+        ],
+    )
+    r = answer(
+        add_partitions_to_txn.handle, broker, ctx(add_partitions_to_txn.API_KEY, version), request
+    )
+    return {
+        (t.name, p.partition_index): p.partition_error_code
+        for t in r.results_by_topic_v3_and_below
+        for p in t.results_by_partition
+    }
 
 
 def test_find_coordinator_for_a_transaction_answers_this_node() -> None:
     broker = FakeBroker()
-    r = answer(find_coordinator.handle, broker, ctx(find_coordinator.API_KEY, 4),
-               FindCoordinatorRequest(key="", key_type=1, coordinator_keys=["a", "b"]))
+    r = answer(
+        find_coordinator.handle,
+        broker,
+        ctx(find_coordinator.API_KEY, 4),
+        FindCoordinatorRequest(key="", key_type=1, coordinator_keys=["a", "b"]),
+    )
     assert [(c.key, c.node_id, c.error_code) for c in r.coordinators] == [
-        ("a", 7, ErrorCode.NONE), ("b", 7, ErrorCode.NONE)]
+        ("a", 7, ErrorCode.NONE),
+        ("b", 7, ErrorCode.NONE),
+    ]
     broker.transactions.unavailable = True
-    r = answer(find_coordinator.handle, broker, ctx(find_coordinator.API_KEY, 3),
-               FindCoordinatorRequest(key="a", key_type=1))
+    r = answer(
+        find_coordinator.handle,
+        broker,
+        ctx(find_coordinator.API_KEY, 3),
+        FindCoordinatorRequest(key="a", key_type=1),
+    )
     assert (r.error_code, r.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
 
 
@@ -81,7 +105,8 @@ def test_add_partitions_unknown_topic_fails_the_request_without_the_coordinator(
     pid, epoch = _init(broker)
     assert _add(broker, 3, pid, epoch, ("t", 0), ("nope", 0)) == {
         ("t", 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
-        ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
     meta = broker.transactions.coordinator.transaction("tx")
     assert meta is not None and meta.partitions == frozenset()
     assert _add(broker, 3, pid, epoch, ("t", 0)) == {("t", 0): ErrorCode.NONE}
@@ -95,8 +120,14 @@ def test_fenced_epoch_is_invalid_producer_epoch_for_old_versions() -> None:
     assert _add(broker, 1, pid, epoch, ("t", 0)) == {("t", 0): ErrorCode.INVALID_PRODUCER_EPOCH}
     assert _add(broker, 3, pid, epoch, ("t", 0)) == {("t", 0): ErrorCode.PRODUCER_FENCED}
     for version, code in ((1, ErrorCode.INVALID_PRODUCER_EPOCH), (3, ErrorCode.PRODUCER_FENCED)):
-        r = answer(end_txn.handle, broker, ctx(end_txn.API_KEY, version), EndTxnRequest(
-            transactional_id="tx", producer_id=pid, producer_epoch=epoch, committed=True))
+        r = answer(
+            end_txn.handle,
+            broker,
+            ctx(end_txn.API_KEY, version),
+            EndTxnRequest(
+                transactional_id="tx", producer_id=pid, producer_epoch=epoch, committed=True
+            ),
+        )
         assert r.error_code == code
 
 
@@ -106,23 +137,46 @@ def test_offsets_are_held_for_the_transaction_and_checked() -> None:
     pid, epoch = _init(broker)
 
     def commit(version: int) -> int:
-        r = answer(txn_offset_commit.handle, broker, ctx(txn_offset_commit.API_KEY, version),
-                   TxnOffsetCommitRequest(
-                       transactional_id="tx", group_id="g", producer_id=pid,
-                       producer_epoch=epoch, generation_id_or_member_epoch=-1, member_id="",
-                       group_instance_id=None, topics=[
-                           TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
-                               name="t", topic_id=uuid.UUID(int=0), partitions=[
-                                   TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
-                                       partition_index=0, committed_offset=5,
-                                       committed_leader_epoch=-1, committed_metadata="m")])]))
+        r = answer(
+            txn_offset_commit.handle,
+            broker,
+            ctx(txn_offset_commit.API_KEY, version),
+            TxnOffsetCommitRequest(
+                transactional_id="tx",
+                group_id="g",
+                producer_id=pid,
+                producer_epoch=epoch,
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                        name="t",
+                        topic_id=uuid.UUID(int=0),
+                        partitions=[
+                            TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                                partition_index=0,
+                                committed_offset=5,
+                                committed_leader_epoch=-1,
+                                committed_metadata="m",
+                            )
+                        ],
+                    )
+                ],
+            ),
+        )
         return int(r.topics[0].partitions[0].error_code)
 
     broker.groups.coordinator.replies["group"] = None  # an unknown group: no member check
     assert commit(3) == ErrorCode.INVALID_TXN_STATE  # AddOffsetsToTxn not called yet
-    r = answer(add_offsets_to_txn.handle, broker, ctx(add_offsets_to_txn.API_KEY, 3),
-               AddOffsetsToTxnRequest(transactional_id="tx", producer_id=pid,
-                                      producer_epoch=epoch, group_id="g"))
+    r = answer(
+        add_offsets_to_txn.handle,
+        broker,
+        ctx(add_offsets_to_txn.API_KEY, 3),
+        AddOffsetsToTxnRequest(
+            transactional_id="tx", producer_id=pid, producer_epoch=epoch, group_id="g"
+        ),
+    )
     assert r.error_code == ErrorCode.NONE
     meta = broker.transactions.coordinator.transaction("tx")
     assert meta is not None and any(tp.topic == OFFSETS_TOPIC_NAME for tp in meta.partitions)
@@ -133,25 +187,51 @@ def test_offsets_are_held_for_the_transaction_and_checked() -> None:
 def test_describe_and_list_transactions() -> None:
     broker = FakeBroker()
     pid, _ = _init(broker, "tx-a")
-    r = answer(describe_transactions.handle, broker, ctx(describe_transactions.API_KEY, 0),
-               DescribeTransactionsRequest(transactional_ids=["tx-a", "missing"]))
-    assert [(s.transactional_id, s.error_code, s.transaction_state, s.producer_id)
-            for s in r.transaction_states] == [
+    r = answer(
+        describe_transactions.handle,
+        broker,
+        ctx(describe_transactions.API_KEY, 0),
+        DescribeTransactionsRequest(transactional_ids=["tx-a", "missing"]),
+    )
+    assert [
+        (s.transactional_id, s.error_code, s.transaction_state, s.producer_id)
+        for s in r.transaction_states
+    ] == [
         ("tx-a", ErrorCode.NONE, "Empty", pid),
-        ("missing", ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "", -1)]
-    r = answer(list_transactions.handle, broker, ctx(list_transactions.API_KEY, 1),
-               ListTransactionsRequest(state_filters=[], producer_id_filters=[],
-                                       duration_filter=-1, transactional_id_pattern=None))
+        ("missing", ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "", -1),
+    ]
+    r = answer(
+        list_transactions.handle,
+        broker,
+        ctx(list_transactions.API_KEY, 1),
+        ListTransactionsRequest(
+            state_filters=[],
+            producer_id_filters=[],
+            duration_filter=-1,
+            transactional_id_pattern=None,
+        ),
+    )
     assert [(t.transactional_id, t.transaction_state) for t in r.transaction_states] == [
-        ("tx-a", "Empty")]
+        ("tx-a", "Empty")
+    ]
 
 
 def _txn_produce(broker: FakeBroker, version: int) -> Any:
-    batch = build_batch([(None, b"v")], producer_id=9, producer_epoch=2, base_sequence=0,
-                        is_transactional=True)
-    request = ProduceRequest(transactional_id="tx", acks=1, timeout_ms=1000, topic_data=[
-        ProduceRequest.TopicProduceData(name="t", topic_id=uuid.UUID(int=0), partition_data=[
-            ProduceRequest.PartitionProduceData(index=0, records=batch)])])
+    batch = build_batch(
+        [(None, b"v")], producer_id=9, producer_epoch=2, base_sequence=0, is_transactional=True
+    )
+    request = ProduceRequest(
+        transactional_id="tx",
+        acks=1,
+        timeout_ms=1000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="t",
+                topic_id=uuid.UUID(int=0),
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)],
+            )
+        ],
+    )
     r = answer(produce.handle, broker, ctx(produce.API_KEY, version), request)
     return r.responses[0].partition_responses[0].error_code
 
@@ -172,15 +252,24 @@ def test_transactional_produce_is_verified_with_the_coordinator() -> None:
 def test_offset_fetch_require_stable_answers_unstable_for_pending_offsets() -> None:
     broker = FakeBroker()
     broker.topics.add("t", 2)
-    broker.groups.coordinator.replies["offset_fetch"] = Fetched(ErrorCode.NONE, (
-        OffsetFetchPartition("t", 0, 3, -1, ""), OffsetFetchPartition("t", 1, 4, -1, "")))
+    broker.groups.coordinator.replies["offset_fetch"] = Fetched(
+        ErrorCode.NONE,
+        (OffsetFetchPartition("t", 0, 3, -1, ""), OffsetFetchPartition("t", 1, 4, -1, "")),
+    )
     broker.transactions.pending.append((9, "g", PendingOffset("g", "t", 1, 8, -1, "")))
 
     def fetch(require_stable: bool) -> list[tuple[int, int, int]]:
-        r = answer(offset_fetch.handle, broker, ctx(offset_fetch.API_KEY, 7),
-                   OffsetFetchRequest(group_id="g", topics=None, require_stable=require_stable))
-        return [(p.partition_index, p.committed_offset, p.error_code)
-                for t in r.topics for p in t.partitions]
+        r = answer(
+            offset_fetch.handle,
+            broker,
+            ctx(offset_fetch.API_KEY, 7),
+            OffsetFetchRequest(group_id="g", topics=None, require_stable=require_stable),
+        )
+        return [
+            (p.partition_index, p.committed_offset, p.error_code)
+            for t in r.topics
+            for p in t.partitions
+        ]
 
     assert fetch(False) == [(0, 3, ErrorCode.NONE), (1, 4, ErrorCode.NONE)]
     assert fetch(True) == [(0, 3, ErrorCode.NONE), (1, -1, ErrorCode.UNSTABLE_OFFSET_COMMIT)]

@@ -44,14 +44,24 @@ def deps(tmp_path: Path, *, enabled: bool = True) -> Deps:
 
 def creation(principal: str = "User:alice", op: int = 3, name: str = "t") -> Any:
     return CreateAclsRequest.AclCreation(
-        resource_type=2, resource_name=name, resource_pattern_type=3, principal=principal,
-        host="*", operation=op, permission_type=3,
+        resource_type=2,
+        resource_name=name,
+        resource_pattern_type=3,
+        principal=principal,
+        host="*",
+        operation=op,
+        permission_type=3,
     )
 
 
 ANY_FILTER: dict[str, Any] = dict(
-    resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
-    principal_filter=None, host_filter=None, operation=1, permission_type=1,
+    resource_type_filter=1,
+    resource_name_filter=None,
+    pattern_type_filter=1,
+    principal_filter=None,
+    host_filter=None,
+    operation=1,
+    permission_type=1,
 )
 
 
@@ -60,28 +70,38 @@ def test_without_authorizer_security_disabled(tmp_path: Path) -> None:
     request = CreateAclsRequest(creations=[creation()])
     out = create_acls.handle(d, ctx(30, 3, "User:admin"), request)
     assert [r.error_code for r in out.results] == [ErrorCode.SECURITY_DISABLED]
-    described = describe_acls.handle(d, ctx(29, 3, "User:admin"),
-                                     DescribeAclsRequest(**ANY_FILTER))
+    described = describe_acls.handle(d, ctx(29, 3, "User:admin"), DescribeAclsRequest(**ANY_FILTER))
     assert described.error_code == ErrorCode.SECURITY_DISABLED
 
 
 def test_create_describe_delete(tmp_path: Path) -> None:
     d = deps(tmp_path)
-    denied = create_acls.handle(d, ctx(30, 3, "User:alice"),
-                                CreateAclsRequest(creations=[creation()]))
+    denied = create_acls.handle(
+        d, ctx(30, 3, "User:alice"), CreateAclsRequest(creations=[creation()])
+    )
     assert [r.error_code for r in denied.results] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
-    out = create_acls.handle(d, ctx(30, 3, "User:admin"), CreateAclsRequest(
-        creations=[creation(), creation(op=0), creation(name="u")]))
+    out = create_acls.handle(
+        d,
+        ctx(30, 3, "User:admin"),
+        CreateAclsRequest(creations=[creation(), creation(op=0), creation(name="u")]),
+    )
     assert [r.error_code for r in out.results] == [0, ErrorCode.INVALID_REQUEST, 0]
     assert len(AclStore(tmp_path).acls()) == 2
-    not_allowed = describe_acls.handle(d, ctx(29, 3, "User:alice"),
-                                       DescribeAclsRequest(**ANY_FILTER))
+    not_allowed = describe_acls.handle(
+        d, ctx(29, 3, "User:alice"), DescribeAclsRequest(**ANY_FILTER)
+    )
     assert not_allowed.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    described = describe_acls.handle(d, ctx(29, 3, "User:admin"),
-                                     DescribeAclsRequest(**ANY_FILTER))
+    described = describe_acls.handle(d, ctx(29, 3, "User:admin"), DescribeAclsRequest(**ANY_FILTER))
     assert [(r.resource_name, len(r.acls)) for r in described.resources] == [("t", 1), ("u", 1)]
-    removed = delete_acls.handle(d, ctx(31, 3, "User:admin"), DeleteAclsRequest(filters=[
-        DeleteAclsRequest.DeleteAclsFilter(**{**ANY_FILTER, "resource_name_filter": "t"})]))
+    removed = delete_acls.handle(
+        d,
+        ctx(31, 3, "User:admin"),
+        DeleteAclsRequest(
+            filters=[
+                DeleteAclsRequest.DeleteAclsFilter(**{**ANY_FILTER, "resource_name_filter": "t"})
+            ]
+        ),
+    )
     assert [m.resource_name for m in removed.filter_results[0].matching_acls] == ["t"]
     assert {a.resource_name for a in AclStore(tmp_path).acls()} == {"u"}
 
@@ -98,16 +118,25 @@ def test_gates(tmp_path: Path) -> None:
 
     routes = authorization.authorize_routes(d, {0: produce_route, 12: heartbeat_route, 99: 1})
     assert routes[99] == 1  # not gated
-    create_acls.handle(d, ctx(30, 3, "User:admin"), CreateAclsRequest(
-        creations=[creation(op=4, name="ok")]))
-    request = ProduceRequest(transactional_id=None, acks=1, timeout_ms=1000, topic_data=[
-        ProduceRequest.TopicProduceData(name=n, partition_data=[
-            ProduceRequest.PartitionProduceData(index=0, records=b"x")]) for n in ("ok", "no")
-    ])
+    create_acls.handle(
+        d, ctx(30, 3, "User:admin"), CreateAclsRequest(creations=[creation(op=4, name="ok")])
+    )
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout_ms=1000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=n, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"x")]
+            )
+            for n in ("ok", "no")
+        ],
+    )
     response = routes[0](ctx(0, 9, "User:alice"), request)
     assert d.calls == [["ok"]]
     assert [(t.name, t.partition_responses[0].error_code) for t in response.responses] == [
-        ("no", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+        ("no", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    ]
     hb = HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
     denied_hb = routes[12](ctx(12, 4, "User:alice"), hb)
     assert denied_hb.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -166,8 +195,10 @@ def test_every_denial_encodes_at_every_served_version(tmp_path: Path) -> None:
             if isinstance(result, Barrier):
                 result = result.awaitable
             if isinstance(result, Awaitable):
+
                 async def wait(awaitable: Awaitable[Any] = result) -> Any:
                     return await awaitable
+
                 result = asyncio.run(wait())
             if result is None:
                 continue  # Produce acks=0
@@ -185,26 +216,39 @@ def test_metadata_hides_and_refuses_auto_creation(tmp_path: Path) -> None:
 
     store = AclStore(tmp_path)
     d = Deps(store, Authorizer(store, super_users=["User:admin"]), Topics(), BrokerConfig())
-    create_acls.handle(d, ctx(30, 3, "User:admin"), CreateAclsRequest(creations=[
-        creation(op=8, name="seen"), creation(op=8, name="new")]))
+    create_acls.handle(
+        d,
+        ctx(30, 3, "User:admin"),
+        CreateAclsRequest(creations=[creation(op=8, name="seen"), creation(op=8, name="new")]),
+    )
     answered: list[list[str | None]] = []
 
     def route(context: RequestContext, request: Any) -> Any:
         names = ["seen", "hidden"] if request.topics is None else [t.name for t in request.topics]
         answered.append(names)
-        return MetadataResponse(brokers=[], topics=[
-            MetadataResponse.MetadataResponseTopic(name=n, partitions=[]) for n in names])
+        return MetadataResponse(
+            brokers=[],
+            topics=[MetadataResponse.MetadataResponseTopic(name=n, partitions=[]) for n in names],
+        )
 
     guarded = authorization.authorize_routes(d, {3: route})[3]
     everything = guarded(ctx(3, 12, "User:alice"), MetadataRequest(topics=None))
     assert [t.name for t in everything.topics] == ["seen"]
-    named = guarded(ctx(3, 12, "User:alice"), MetadataRequest(
-        topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in ("seen", "hidden", "new")],
-        allow_auto_topic_creation=True))
+    named = guarded(
+        ctx(3, 12, "User:alice"),
+        MetadataRequest(
+            topics=[
+                MetadataRequest.MetadataRequestTopic(name=n) for n in ("seen", "hidden", "new")
+            ],
+            allow_auto_topic_creation=True,
+        ),
+    )
     assert answered[-1] == ["seen"]  # "new" would be auto-created: alice lacks CREATE
     assert [(t.name, t.error_code) for t in named.topics] == [
-        ("seen", 0), ("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
-        ("new", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+        ("seen", 0),
+        ("hidden", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        ("new", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    ]
 
 
 def test_init_producer_id_idempotent_and_transactional(tmp_path: Path) -> None:
@@ -219,11 +263,23 @@ def test_init_producer_id_idempotent_and_transactional(tmp_path: Path) -> None:
     assert guarded(alice, idempotent).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     txn_denied = guarded(alice, transactional)
     assert txn_denied.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    create_acls.handle(d, ctx(30, 3, "User:admin"), CreateAclsRequest(creations=[
-        creation(op=4, name="any-topic"),  # WRITE on some topic: idempotence allowed
-        CreateAclsRequest.AclCreation(resource_type=5, resource_name="tx-",
-                                      resource_pattern_type=4, principal="User:alice",
-                                      host="*", operation=4, permission_type=3),
-    ]))
+    create_acls.handle(
+        d,
+        ctx(30, 3, "User:admin"),
+        CreateAclsRequest(
+            creations=[
+                creation(op=4, name="any-topic"),  # WRITE on some topic: idempotence allowed
+                CreateAclsRequest.AclCreation(
+                    resource_type=5,
+                    resource_name="tx-",
+                    resource_pattern_type=4,
+                    principal="User:alice",
+                    host="*",
+                    operation=4,
+                    permission_type=3,
+                ),
+            ]
+        ),
+    )
     assert guarded(alice, idempotent) == "ran"
     assert guarded(alice, transactional) == "ran"

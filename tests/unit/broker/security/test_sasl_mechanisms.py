@@ -77,9 +77,14 @@ def test_rfc7677_credential_vector() -> None:
     assert base64.b64encode(client.server_signature) == (
         b"6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
     )
-    assert credential.stored_key == hashlib.sha256(
-        hmac.new(salted_password(SHA256, "pencil", salt, 4096), b"Client Key", "sha256").digest()
-    ).digest()
+    assert (
+        credential.stored_key
+        == hashlib.sha256(
+            hmac.new(
+                salted_password(SHA256, "pencil", salt, 4096), b"Client Key", "sha256"
+            ).digest()
+        ).digest()
+    )
 
 
 @pytest.mark.parametrize("mechanism", [SHA256, SHA512])
@@ -192,7 +197,7 @@ def test_reauthentication_may_not_change_principal_or_mechanism() -> None:
 
 def test_jaas_options_and_settings() -> None:
     jaas = (
-        'org.apache.kafka.common.security.plain.PlainLoginModule required '
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
         'username="admin" password="a\\"b" user_admin="a\\"b" user_alice=alice-pw;'
     )
     assert parse_jaas_options(jaas)["user_admin"] == 'a"b'

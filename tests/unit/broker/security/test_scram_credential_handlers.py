@@ -32,7 +32,10 @@ def upsert(name: str, mechanism: int = 1, iterations: int = 4096) -> Alter.Scram
     salt = b"0123456789abcdef"
     m = ScramMechanism(mechanism) if mechanism in (1, 2) else ScramMechanism.SCRAM_SHA_256
     return Alter.ScramCredentialUpsertion(
-        name=name, mechanism=mechanism, iterations=iterations, salt=salt,
+        name=name,
+        mechanism=mechanism,
+        iterations=iterations,
+        salt=salt,
         salted_password=salted_password(m, "pw", salt, 4096),
     )
 
@@ -43,25 +46,50 @@ def codes(response: object) -> dict[str, int]:
 
 def test_alter_then_describe(tmp_path: Path) -> None:
     deps = Deps(ScramCredentialStore(tmp_path))
-    out = alter.handle(deps, CTX, Alter(deletions=[], upsertions=[
-        upsert("alice"), upsert("alice", 2, 8192), upsert("bob"),
-        upsert(""), upsert("carol", 3), upsert("dave", 1, 100), upsert("erin", 1, 20000),
-    ]))
+    out = alter.handle(
+        deps,
+        CTX,
+        Alter(
+            deletions=[],
+            upsertions=[
+                upsert("alice"),
+                upsert("alice", 2, 8192),
+                upsert("bob"),
+                upsert(""),
+                upsert("carol", 3),
+                upsert("dave", 1, 100),
+                upsert("erin", 1, 20000),
+            ],
+        ),
+    )
     assert codes(out) == {
-        "alice": 0, "bob": 0, "": ErrorCode.UNACCEPTABLE_CREDENTIAL,
+        "alice": 0,
+        "bob": 0,
+        "": ErrorCode.UNACCEPTABLE_CREDENTIAL,
         "carol": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-        "dave": ErrorCode.UNACCEPTABLE_CREDENTIAL, "erin": ErrorCode.UNACCEPTABLE_CREDENTIAL,
+        "dave": ErrorCode.UNACCEPTABLE_CREDENTIAL,
+        "erin": ErrorCode.UNACCEPTABLE_CREDENTIAL,
     }
     described = describe.handle(deps, CTX, Describe(users=None))
     assert [r.user for r in described.results] == ["alice", "bob"]
     infos = described.results[0].credential_infos
     assert [(i.mechanism, i.iterations) for i in infos] == [(1, 4096), (2, 8192)]
-    described = describe.handle(deps, CTX, Describe(users=[
-        Describe.UserName(name="bob"), Describe.UserName(name="zed"),
-        Describe.UserName(name="x"), Describe.UserName(name="x"),
-    ]))
+    described = describe.handle(
+        deps,
+        CTX,
+        Describe(
+            users=[
+                Describe.UserName(name="bob"),
+                Describe.UserName(name="zed"),
+                Describe.UserName(name="x"),
+                Describe.UserName(name="x"),
+            ]
+        ),
+    )
     assert codes(described) == {
-        "bob": 0, "zed": ErrorCode.RESOURCE_NOT_FOUND, "x": ErrorCode.DUPLICATE_RESOURCE
+        "bob": 0,
+        "zed": ErrorCode.RESOURCE_NOT_FOUND,
+        "x": ErrorCode.DUPLICATE_RESOURCE,
     }
     # Durable: a new store on the same directory sees the credentials.
     assert ScramCredentialStore(tmp_path).users() == ["alice", "bob"]
@@ -70,15 +98,21 @@ def test_alter_then_describe(tmp_path: Path) -> None:
 def test_delete_rules(tmp_path: Path) -> None:
     deps = Deps(ScramCredentialStore(tmp_path))
     alter.handle(deps, CTX, Alter(deletions=[], upsertions=[upsert("alice"), upsert("bob")]))
-    out = alter.handle(deps, CTX, Alter(
-        deletions=[
-            Alter.ScramCredentialDeletion(name="alice", mechanism=1),
-            Alter.ScramCredentialDeletion(name="bob", mechanism=1),
-            Alter.ScramCredentialDeletion(name="nobody", mechanism=1),
-        ],
-        upsertions=[upsert("bob")],
-    ))
+    out = alter.handle(
+        deps,
+        CTX,
+        Alter(
+            deletions=[
+                Alter.ScramCredentialDeletion(name="alice", mechanism=1),
+                Alter.ScramCredentialDeletion(name="bob", mechanism=1),
+                Alter.ScramCredentialDeletion(name="nobody", mechanism=1),
+            ],
+            upsertions=[upsert("bob")],
+        ),
+    )
     assert codes(out) == {
-        "alice": 0, "bob": ErrorCode.DUPLICATE_RESOURCE, "nobody": ErrorCode.RESOURCE_NOT_FOUND
+        "alice": 0,
+        "bob": ErrorCode.DUPLICATE_RESOURCE,
+        "nobody": ErrorCode.RESOURCE_NOT_FOUND,
     }
     assert deps.scram_credentials.users() == ["bob"]

@@ -35,9 +35,26 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("needs the openssl CLI")
     d = tmp_path_factory.mktemp("tls")
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-         "/CN=localhost", "-keyout", "k.pem", "-out", "c.pem"],
-        cwd=d, check=True, capture_output=True, timeout=60,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "k.pem",
+            "-out",
+            "c.pem",
+        ],
+        cwd=d,
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     (d / "bundle.pem").write_text((d / "c.pem").read_text() + (d / "k.pem").read_text())
     return d
@@ -98,7 +115,8 @@ def test_listeners_and_advertised_listeners() -> None:
         ("SECURE", SecurityProtocol.SASL_SSL, "127.0.0.1", 0),
     ]
     assert (listeners[1].advertised_host, listeners[1].advertised_port) == (
-        "kafka.example.com", 19094,
+        "kafka.example.com",
+        19094,
     )
     with pytest.raises(ConfigError, match="listed twice"):
         parse_listeners({"listeners": "PLAINTEXT://:1,PLAINTEXT://:2"})

@@ -19,8 +19,11 @@ def test_first_add_starts_the_transaction_and_more_partitions_extend_it() -> Non
     assert set(d.add("tx", r.producer_id, 0, A0, B0).errors.values()) == {E.NONE}
     meta = d.coordinator.transaction("tx")
     assert meta is not None
-    assert (meta.state, meta.partitions, meta.start_ms) == \
-        (TransactionState.ONGOING, frozenset({A0, B0}), start)
+    assert (meta.state, meta.partitions, meta.start_ms) == (
+        TransactionState.ONGOING,
+        frozenset({A0, B0}),
+        start,
+    )
     d.advance(5)
     d.add("tx", r.producer_id, 0, A1)
     assert meta.partitions == {A0, A1, B0} and meta.start_ms == start
@@ -71,13 +74,21 @@ def test_verify_only_checks_membership_without_writing() -> None:
 def test_batched_v4_answers_each_transaction() -> None:
     d = TransactionDriver()
     r1, r2 = d.init("t1"), d.init("t2")
-    reply = d.coordinator.add_partitions_to_txn_batch([
-        AddPartitionsToTxnRequest("t1", r1.producer_id, 0, frozenset({A0}), transaction_version=2),
-        AddPartitionsToTxnRequest("t2", r2.producer_id, 5, frozenset({B0})),
-        AddPartitionsToTxnRequest("t3", 1, 0, frozenset({A1})),
-    ], d.now)
+    reply = d.coordinator.add_partitions_to_txn_batch(
+        [
+            AddPartitionsToTxnRequest(
+                "t1", r1.producer_id, 0, frozenset({A0}), transaction_version=2
+            ),
+            AddPartitionsToTxnRequest("t2", r2.producer_id, 5, frozenset({B0})),
+            AddPartitionsToTxnRequest("t3", 1, 0, frozenset({A1})),
+        ],
+        d.now,
+    )
     assert [r.errors for r in reply.response] == [
-        {A0: E.NONE}, {B0: E.PRODUCER_FENCED}, {A1: E.INVALID_PRODUCER_ID_MAPPING}]
+        {A0: E.NONE},
+        {B0: E.PRODUCER_FENCED},
+        {A1: E.INVALID_PRODUCER_ID_MAPPING},
+    ]
     assert [rec.transactional_id for rec in reply.records] == ["t1"]
 
 

@@ -21,14 +21,22 @@ def _three() -> tuple[TransactionDriver, dict[str, int]]:
 def test_describe() -> None:
     d, pids = _three()
     ongoing, empty, missing, blank = d.coordinator.describe_transactions(
-        ["app-1", "app-2", "nope", ""])
+        ["app-1", "app-2", "nope", ""]
+    )
     assert ongoing.error_code is E.NONE
-    assert (ongoing.transaction_state, ongoing.producer_id, ongoing.producer_epoch,
-            ongoing.transaction_timeout_ms, ongoing.transaction_start_time_ms) == \
-        ("Ongoing", pids["app-1"], 0, 50_000, 1_000_000)
+    assert (
+        ongoing.transaction_state,
+        ongoing.producer_id,
+        ongoing.producer_epoch,
+        ongoing.transaction_timeout_ms,
+        ongoing.transaction_start_time_ms,
+    ) == ("Ongoing", pids["app-1"], 0, 50_000, 1_000_000)
     assert ongoing.topics == (("a", (0,)), ("b", (1, 2)))
-    assert (empty.transaction_state, empty.transaction_start_time_ms, empty.topics) == \
-        ("Empty", -1, ())
+    assert (empty.transaction_state, empty.transaction_start_time_ms, empty.topics) == (
+        "Empty",
+        -1,
+        (),
+    )
     assert missing.error_code is E.TRANSACTIONAL_ID_NOT_FOUND
     assert blank.error_code is E.INVALID_REQUEST
 
@@ -42,16 +50,15 @@ def _ids(d: TransactionDriver, req: ListTransactionsRequest) -> list[str]:
 def test_list_filters() -> None:
     d, pids = _three()
     assert _ids(d, ListTransactionsRequest()) == ["app-1", "app-2", "other"]
-    assert _ids(d, ListTransactionsRequest(("Ongoing", "PrepareCommit"))) == \
-        ["app-1", "other"]
+    assert _ids(d, ListTransactionsRequest(("Ongoing", "PrepareCommit"))) == ["app-1", "other"]
     assert _ids(d, ListTransactionsRequest(producer_id_filters=(pids["app-2"],))) == ["app-2"]
-    assert _ids(d, ListTransactionsRequest(transactional_id_pattern="app-.*")) == \
-        ["app-1", "app-2"]
+    assert _ids(d, ListTransactionsRequest(transactional_id_pattern="app-.*")) == ["app-1", "app-2"]
     assert _ids(d, ListTransactionsRequest(transactional_id_pattern="app")) == []  # whole id
     d.advance(1000)
     # running longer than 1050 ms: app-1 started 1100 ms ago, other 1000 ms ago
-    assert _ids(d, ListTransactionsRequest(("Ongoing", "PrepareCommit"),
-                                           duration_filter_ms=1050)) == ["app-1"]
+    assert _ids(
+        d, ListTransactionsRequest(("Ongoing", "PrepareCommit"), duration_filter_ms=1050)
+    ) == ["app-1"]
 
 
 def test_list_reports_unknown_state_filters_and_bad_patterns() -> None:
@@ -59,7 +66,8 @@ def test_list_reports_unknown_state_filters_and_bad_patterns() -> None:
     resp = d.coordinator.list_transactions(ListTransactionsRequest(("ongoing", "Bogus")), d.now)
     assert resp.unknown_state_filters == ("ongoing", "Bogus") and resp.transactions == ()
     bad = d.coordinator.list_transactions(
-        ListTransactionsRequest(transactional_id_pattern="(["), d.now)
+        ListTransactionsRequest(transactional_id_pattern="(["), d.now
+    )
     assert bad.error_code is E.INVALID_REQUEST
 
 

@@ -43,8 +43,11 @@ def test_tv1_end_prepares_then_markers_complete(commit: bool) -> None:
     assert (resp.error_code, resp.producer_id, resp.producer_epoch) == (E.NONE, -1, -1)
     assert _state(d) is (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT)
     [marker] = d.markers
-    assert (marker.producer_id, marker.producer_epoch, marker.partitions) == \
-        (pid, 0, frozenset({A0, B0}))
+    assert (marker.producer_id, marker.producer_epoch, marker.partitions) == (
+        pid,
+        0,
+        frozenset({A0, B0}),
+    )
     assert marker.result.name == ("COMMIT" if commit else "ABORT")
     # the same EndTxn while the markers are written: wait; the other result: invalid
     assert d.end("tx", pid, 0, commit=commit).error_code is E.CONCURRENT_TRANSACTIONS
@@ -103,22 +106,26 @@ def test_tv2_commit_bumps_the_epoch_and_returns_it() -> None:
     assert d.end("tx", pid, 1, commit=False, tv=2).producer_epoch == 2
 
 
-@pytest.mark.parametrize(("state", "commit", "retry", "expected"), [
-    (S.EMPTY, False, True, E.PRODUCER_FENCED),
-    (S.EMPTY, False, False, "EB"),
-    (S.EMPTY, True, True, E.PRODUCER_FENCED),
-    (S.EMPTY, True, False, E.INVALID_TXN_STATE),
-    (S.COMPLETE_ABORT, False, True, E.NONE),
-    (S.COMPLETE_ABORT, False, False, "EB"),
-    (S.COMPLETE_ABORT, True, True, E.INVALID_TXN_STATE),
-    (S.COMPLETE_ABORT, True, False, E.INVALID_TXN_STATE),
-    (S.COMPLETE_COMMIT, False, True, E.INVALID_TXN_STATE),
-    (S.COMPLETE_COMMIT, False, False, "EB"),
-    (S.COMPLETE_COMMIT, True, True, E.NONE),
-    (S.COMPLETE_COMMIT, True, False, E.INVALID_TXN_STATE),
-])
+@pytest.mark.parametrize(
+    ("state", "commit", "retry", "expected"),
+    [
+        (S.EMPTY, False, True, E.PRODUCER_FENCED),
+        (S.EMPTY, False, False, "EB"),
+        (S.EMPTY, True, True, E.PRODUCER_FENCED),
+        (S.EMPTY, True, False, E.INVALID_TXN_STATE),
+        (S.COMPLETE_ABORT, False, True, E.NONE),
+        (S.COMPLETE_ABORT, False, False, "EB"),
+        (S.COMPLETE_ABORT, True, True, E.INVALID_TXN_STATE),
+        (S.COMPLETE_ABORT, True, False, E.INVALID_TXN_STATE),
+        (S.COMPLETE_COMMIT, False, True, E.INVALID_TXN_STATE),
+        (S.COMPLETE_COMMIT, False, False, "EB"),
+        (S.COMPLETE_COMMIT, True, True, E.NONE),
+        (S.COMPLETE_COMMIT, True, False, E.INVALID_TXN_STATE),
+    ],
+)
 def test_tv2_table_for_states_without_a_transaction(
-        state: TransactionState, commit: bool, retry: bool, expected: object) -> None:
+    state: TransactionState, commit: bool, retry: bool, expected: object
+) -> None:
     d = TransactionDriver()
     r = d.init("tx")
     d.init("tx")  # epoch 1, so that "retry" (epoch 0) exists in Empty too
@@ -157,8 +164,7 @@ def test_tv2_exhausted_epoch_rotates_the_producer_id_at_completion() -> None:
     d.write_markers()
     meta = d.coordinator.transaction("tx")
     assert meta is not None
-    assert (meta.producer_id, meta.producer_epoch, meta.previous_producer_id) == \
-        (new_pid, 0, pid)
+    assert (meta.producer_id, meta.producer_epoch, meta.previous_producer_id) == (new_pid, 0, pid)
     # a retry with the old id and epoch is recognised (retry on overflow)
     retry = d.end("tx", pid, MAX_PRODUCER_EPOCH - 1, commit=True, tv=2)
     assert (retry.error_code, retry.producer_id, retry.producer_epoch) == (E.NONE, new_pid, 0)

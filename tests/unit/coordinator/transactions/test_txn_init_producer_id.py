@@ -47,8 +47,11 @@ def test_init_during_an_ongoing_transaction_aborts_it_first_tv1() -> None:
     assert meta.producer_epoch == 1  # fenced: epoch + 1, written with the abort
     assert len(d.log) == log_before + 1
     [marker] = d.markers
-    assert (marker.producer_epoch, marker.result.name, marker.partitions) == \
-        (1, "ABORT", frozenset({T0}))
+    assert (marker.producer_epoch, marker.result.name, marker.partitions) == (
+        1,
+        "ABORT",
+        frozenset({T0}),
+    )
     # while the markers are written the retry is told to wait again
     assert d.init("tx").error_code is E.CONCURRENT_TRANSACTIONS
     d.write_markers()

@@ -48,8 +48,9 @@ def kafka() -> Iterator[KafkaReference]:
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} not on PATH")
     # scan for timed-out transactions every 200 ms instead of 10 s
-    broker = KafkaReference(overrides={
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}).start()
+    broker = KafkaReference(
+        overrides={"transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}
+    ).start()
     try:
         yield broker
     finally:
@@ -57,10 +58,14 @@ def kafka() -> Iterator[KafkaReference]:
 
 
 def _transaction_log(bootstrap: str) -> list[tuple[bytes, bytes | None]]:
-    consumer = ck.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4()}",
-        "enable.auto.commit": False, "auto.offset.reset": "earliest",
-    })
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
         ends = []
         for p in range(TXN_PARTITIONS):
@@ -91,8 +96,13 @@ def test_kafka_transaction_log_records_match_ours(kafka: KafkaReference) -> None
     admin = admin_mod.AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([admin_mod.NewTopic(topic, 1, 1)])[topic].result(30)
     txn_id = f"txn-{uuid.uuid4().hex[:8]}"
-    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-                            "transaction.timeout.ms": 45_000})
+    producer = ck.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": txn_id,
+            "transaction.timeout.ms": 45_000,
+        }
+    )
     producer.init_transactions(30)
     for commit in (True, False):
         producer.begin_transaction()
@@ -129,8 +139,11 @@ def test_kafka_fences_a_zombie_as_we_do(kafka: KafkaReference) -> None:
     admin = admin_mod.AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([admin_mod.NewTopic(topic, 1, 1)])[topic].result(30)
     txn_id = f"zombie-{uuid.uuid4().hex[:8]}"
-    conf = {"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-            "transaction.timeout.ms": 45_000}
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "transactional.id": txn_id,
+        "transaction.timeout.ms": 45_000,
+    }
     zombie = ck.Producer(conf)
     zombie.init_transactions(30)
     zombie.begin_transaction()
@@ -142,8 +155,11 @@ def test_kafka_fences_a_zombie_as_we_do(kafka: KafkaReference) -> None:
     assert states[:2] == [TransactionState.EMPTY, TransactionState.ONGOING]
 
     # our coordinator at the transaction version Kafka's abort record shows
-    cluster_tv = next(m.client_transaction_version for m in kafka_metas
-                      if m.state is TransactionState.PREPARE_ABORT)
+    cluster_tv = next(
+        m.client_transaction_version
+        for m in kafka_metas
+        if m.state is TransactionState.PREPARE_ABORT
+    )
     d = TransactionDriver(TransactionCoordinatorConfig(transaction_version=max(cluster_tv, 1)))
     r = d.init(txn_id, timeout_ms=45_000)
     d.add(txn_id, r.producer_id, r.producer_epoch, TP(topic, 0))
@@ -167,8 +183,12 @@ def test_kafka_java_producer_tv2_matches_ours(kafka: KafkaReference) -> None:
         tmp = classes.with_name(classes.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        subprocess.run([javac, "-d", str(tmp), "-cp", str(libs / "*"), str(source)],
-                       check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [javac, "-d", str(tmp), "-cp", str(libs / "*"), str(source)],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
         shutil.rmtree(classes, ignore_errors=True)
         tmp.rename(classes)
     bootstrap = kafka.bootstrap_servers
@@ -177,9 +197,22 @@ def test_kafka_java_producer_tv2_matches_ours(kafka: KafkaReference) -> None:
     admin.create_topics([admin_mod.NewTopic(topic, 1, 1)])[topic].result(30)
     txn_id, group = f"java-{uuid.uuid4().hex[:8]}", f"group-{uuid.uuid4().hex[:8]}"
     proc = subprocess.run(
-        ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{libs / '*'}",
-         "TxnScenario", bootstrap, topic, txn_id, group],
-        capture_output=True, timeout=120, check=False)
+        [
+            "java",
+            "-Xmx256m",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            f"{classes}:{libs / '*'}",
+            "TxnScenario",
+            bootstrap,
+            topic,
+            txn_id,
+            group,
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr.decode()[-4000:]
     kafka_metas, _ = _kafka_records(bootstrap, txn_id)
 
@@ -202,8 +235,9 @@ def test_kafka_times_out_a_transaction_as_we_do(kafka: KafkaReference) -> None:
     admin = admin_mod.AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([admin_mod.NewTopic(topic, 1, 1)])[topic].result(30)
     txn_id = f"slow-{uuid.uuid4().hex[:8]}"
-    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-                            "transaction.timeout.ms": 1000})
+    producer = ck.Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "transaction.timeout.ms": 1000}
+    )
     producer.init_transactions(30)
     producer.begin_transaction()
     producer.produce(topic, b"v")
@@ -226,15 +260,22 @@ def test_kafka_times_out_a_transaction_as_we_do(kafka: KafkaReference) -> None:
 
 
 def test_kafka_refuses_a_timeout_above_the_maximum_and_writes_nothing(
-        kafka: KafkaReference) -> None:
+    kafka: KafkaReference,
+) -> None:
     txn_id = f"long-{uuid.uuid4().hex[:8]}"
-    producer = ck.Producer({"bootstrap.servers": kafka.bootstrap_servers,
-                            "transactional.id": txn_id, "transaction.timeout.ms": 900_001})
+    producer = ck.Producer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "transactional.id": txn_id,
+            "transaction.timeout.ms": 900_001,
+        }
+    )
     with pytest.raises(ck.KafkaException) as info:
         producer.init_transactions(30)
     assert info.value.args[0].code() == ck.KafkaError.INVALID_TRANSACTION_TIMEOUT
-    assert [k for k, _ in _transaction_log(kafka.bootstrap_servers)
-            if decode_key(k) == txn_id] == []
+    assert [
+        k for k, _ in _transaction_log(kafka.bootstrap_servers) if decode_key(k) == txn_id
+    ] == []
     d = TransactionDriver()
     assert d.init(txn_id, timeout_ms=900_001).error_code.name == "INVALID_TRANSACTION_TIMEOUT"
     assert d.log == []
@@ -268,6 +309,8 @@ def _ours(d: TransactionDriver, txn_id: str) -> list[TransactionMetadata]:
 
 def _shape(metas: list[TransactionMetadata]) -> list[str]:
     """One readable line per record: state, epoch, timeout, partitions, client TV."""
-    return [f"{m.state.wire_name} epoch={m.producer_epoch} timeout={m.timeout_ms} "
-            f"partitions={sorted(m.partitions)} tv={m.client_transaction_version}"
-            for m in metas]
+    return [
+        f"{m.state.wire_name} epoch={m.producer_epoch} timeout={m.timeout_ms} "
+        f"partitions={sorted(m.partitions)} tv={m.client_transaction_version}"
+        for m in metas
+    ]

@@ -34,10 +34,16 @@ S = TransactionState
 
 def _meta(**kw: object) -> TransactionMetadata:
     base: dict[str, object] = dict(
-        transactional_id="my-txn", producer_id=4000, producer_epoch=7, timeout_ms=60_000,
-        state=S.ONGOING, partitions=frozenset({TP("t", 1), TP("t", 0), TP("u", 3)}),
-        start_ms=1_700_000_000_000, last_update_ms=1_700_000_000_123,
-        client_transaction_version=2)
+        transactional_id="my-txn",
+        producer_id=4000,
+        producer_epoch=7,
+        timeout_ms=60_000,
+        state=S.ONGOING,
+        partitions=frozenset({TP("t", 1), TP("t", 0), TP("u", 3)}),
+        start_ms=1_700_000_000_000,
+        last_update_ms=1_700_000_000_123,
+        client_transaction_version=2,
+    )
     base.update(kw)
     return TransactionMetadata(**base)  # type: ignore[arg-type]
 
@@ -54,8 +60,14 @@ def test_value_v1_bytes_match_kafkas_layout() -> None:
         b"\x00\x01"
         + struct.pack(">qhib", 4000, 7, 60_000, 1)
         + b"\x03"  # 2 topics
-        + b"\x02t" + b"\x03" + struct.pack(">ii", 0, 1) + b"\x00"
-        + b"\x02u" + b"\x02" + struct.pack(">i", 3) + b"\x00"
+        + b"\x02t"
+        + b"\x03"
+        + struct.pack(">ii", 0, 1)
+        + b"\x00"
+        + b"\x02u"
+        + b"\x02"
+        + struct.pack(">i", 3)
+        + b"\x00"
         + struct.pack(">qq", 1_700_000_000_123, 1_700_000_000_000)
         + b"\x01\x02\x02\x00\x02"
     )
@@ -76,25 +88,37 @@ def test_value_v0_bytes_and_null_partitions_in_empty() -> None:
 
 def test_rotation_fields_are_written_as_kafkas_tagged_fields() -> None:
     value = encode_value(_meta(previous_producer_id=11, next_producer_id=12), 1)
-    tags = value[-(1 + 10 + 10 + 4):]
-    assert tags == (b"\x03" + b"\x00\x08" + struct.pack(">q", 11)
-                    + b"\x01\x08" + struct.pack(">q", 12) + b"\x02\x02\x00\x02")
+    tags = value[-(1 + 10 + 10 + 4) :]
+    assert tags == (
+        b"\x03"
+        + b"\x00\x08"
+        + struct.pack(">q", 11)
+        + b"\x01\x08"
+        + struct.pack(">q", 12)
+        + b"\x02\x02\x00\x02"
+    )
 
 
 @given(
     state=st.sampled_from([s for s in S if s not in (S.DEAD, S.PREPARE_EPOCH_FENCE)]),
-    partitions=st.frozensets(st.builds(TP, st.sampled_from(["a", "b", "ü"]),
-                                       st.integers(0, 2**31 - 1)), max_size=6),
+    partitions=st.frozensets(
+        st.builds(TP, st.sampled_from(["a", "b", "ü"]), st.integers(0, 2**31 - 1)), max_size=6
+    ),
     version=st.sampled_from([0, 1]),
     epoch=st.integers(0, 32767),
 )
-def test_value_round_trips(state: TransactionState, partitions: frozenset[TP], version: int,
-                           epoch: int) -> None:
+def test_value_round_trips(
+    state: TransactionState, partitions: frozenset[TP], version: int, epoch: int
+) -> None:
     if state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
         partitions = frozenset()
-    meta = _meta(state=state, partitions=partitions, producer_epoch=epoch,
-                 client_transaction_version=version * 2,
-                 previous_producer_id=3 if version else -1)
+    meta = _meta(
+        state=state,
+        partitions=partitions,
+        producer_epoch=epoch,
+        client_transaction_version=version * 2,
+        previous_producer_id=3 if version else -1,
+    )
     decoded = decode_value("my-txn", encode_value(meta, version))
     assert decoded.persisted() == meta.persisted()
 
@@ -125,8 +149,11 @@ def test_replay_rebuilds_state_and_recover_resends_markers() -> None:
     d.restart()
     assert d.coordinator.snapshot() == before
     [marker] = d.markers
-    assert (marker.transactional_id, marker.result.name, marker.partitions) == \
-        ("a", "COMMIT", frozenset({TP("x", 0), TP("y", 1)}))
+    assert (marker.transactional_id, marker.result.name, marker.partitions) == (
+        "a",
+        "COMMIT",
+        frozenset({TP("x", 0), TP("y", 1)}),
+    )
     d.write_markers()
     assert d.coordinator.transaction("a").state is S.COMPLETE_COMMIT  # type: ignore[union-attr]
     assert d.coordinator.transaction("b").state is S.ONGOING  # type: ignore[union-attr]

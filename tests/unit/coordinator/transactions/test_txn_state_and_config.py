@@ -15,8 +15,13 @@ KAFKA_PREVIOUS = {
     S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.PREPARE_COMMIT: {S.ONGOING},
-    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
-                      S.COMPLETE_ABORT},
+    S.PREPARE_ABORT: {
+        S.ONGOING,
+        S.PREPARE_EPOCH_FENCE,
+        S.EMPTY,
+        S.COMPLETE_COMMIT,
+        S.COMPLETE_ABORT,
+    },
     S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
     S.COMPLETE_ABORT: {S.PREPARE_ABORT},
     S.DEAD: {S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT},
@@ -31,8 +36,15 @@ def test_next_states_are_kafkas_previous_states_read_forwards() -> None:
 
 def test_ids_and_names_are_kafkas() -> None:
     assert [(s.id, s.wire_name) for s in S] == [
-        (0, "Empty"), (1, "Ongoing"), (2, "PrepareCommit"), (3, "PrepareAbort"),
-        (4, "CompleteCommit"), (5, "CompleteAbort"), (6, "Dead"), (7, "PrepareEpochFence")]
+        (0, "Empty"),
+        (1, "Ongoing"),
+        (2, "PrepareCommit"),
+        (3, "PrepareAbort"),
+        (4, "CompleteCommit"),
+        (5, "CompleteAbort"),
+        (6, "Dead"),
+        (7, "PrepareEpochFence"),
+    ]
     assert S.from_id(3) is S.PREPARE_ABORT and S.from_wire("Ongoing") is S.ONGOING
     assert S.from_wire("ongoing") is None
     with pytest.raises(ValueError):
@@ -47,11 +59,19 @@ def test_forbidden_transition_raises() -> None:
 
 
 def test_settings_parse_with_kafka_names() -> None:
-    config = transaction_config_from_props({
-        "transaction.max.timeout.ms": "60000", "transactional.id.expiration.ms": "1000",
-        "transaction.state.log.num.partitions": "3", "log.dirs": "/ignored"})
-    assert (config.transaction_max_timeout_ms, config.transactional_id_expiration_ms,
-            config.transaction_state_log_num_partitions) == (60_000, 1000, 3)
+    config = transaction_config_from_props(
+        {
+            "transaction.max.timeout.ms": "60000",
+            "transactional.id.expiration.ms": "1000",
+            "transaction.state.log.num.partitions": "3",
+            "log.dirs": "/ignored",
+        }
+    )
+    assert (
+        config.transaction_max_timeout_ms,
+        config.transactional_id_expiration_ms,
+        config.transaction_state_log_num_partitions,
+    ) == (60_000, 1000, 3)
     with pytest.raises(CoordinatorConfigError, match=r"transaction\.max\.timeout\.ms"):
         transaction_config_from_props({"transaction.max.timeout.ms": "soon"})
     with pytest.raises(CoordinatorConfigError, match="out of range"):

@@ -53,9 +53,11 @@ class TransactionMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.d = TransactionDriver(TransactionCoordinatorConfig(
-            transactional_id_expiration_ms=60_000,
-            transaction_version=self.transaction_version))
+        self.d = TransactionDriver(
+            TransactionCoordinatorConfig(
+                transactional_id_expiration_ms=60_000, transaction_version=self.transaction_version
+            )
+        )
         self.producers: list[Producer] = []
         self.max_epoch: dict[tuple[str, int], int] = {}
 
@@ -108,15 +110,27 @@ class TransactionMachine(RuleBasedStateMachine):
             self._abort(p.transactional_id)
 
     @precondition(lambda self: self.producers)
-    @rule(data=st.data(), parts=st.sets(st.sampled_from(PARTITIONS), min_size=1),
-          verify=st.booleans())
+    @rule(
+        data=st.data(), parts=st.sets(st.sampled_from(PARTITIONS), min_size=1), verify=st.booleans()
+    )
     def add(self, data: st.DataObject, parts: set[TP], verify: bool) -> None:
         p = data.draw(st.sampled_from(self.producers))
         meta = self.d.coordinator.transaction(p.transactional_id)
-        usable = (meta is not None and not p.fenced and meta.producer_id == p.producer_id
-                  and meta.producer_epoch == p.epoch and not meta.state.is_prepare)
-        result = self.d.add(p.transactional_id, p.producer_id, p.epoch, *parts,
-                            tv=self.transaction_version, verify_only=verify)
+        usable = (
+            meta is not None
+            and not p.fenced
+            and meta.producer_id == p.producer_id
+            and meta.producer_epoch == p.epoch
+            and not meta.state.is_prepare
+        )
+        result = self.d.add(
+            p.transactional_id,
+            p.producer_id,
+            p.epoch,
+            *parts,
+            tv=self.transaction_version,
+            verify_only=verify,
+        )
         if p.fenced:
             assert E.NONE not in result.errors.values(), result
         elif usable and not verify:
@@ -134,8 +148,9 @@ class TransactionMachine(RuleBasedStateMachine):
     @rule(data=st.data(), commit=st.booleans())
     def end(self, data: st.DataObject, commit: bool) -> None:
         p = data.draw(st.sampled_from(self.producers))
-        resp = self.d.end(p.transactional_id, p.producer_id, p.epoch, commit,
-                          tv=self.transaction_version)
+        resp = self.d.end(
+            p.transactional_id, p.producer_id, p.epoch, commit, tv=self.transaction_version
+        )
         event(f"EndTxn {'fenced ' if p.fenced else ''}{resp.error_code.name}")
         if resp.error_code is not E.NONE:
             return
@@ -173,7 +188,8 @@ class TransactionMachine(RuleBasedStateMachine):
         m = data.draw(st.sampled_from(self.d.markers))
         some = data.draw(st.sets(st.sampled_from(sorted(m.partitions))))
         records = self.d.coordinator.markers_written(
-            m.transactional_id, m.producer_id, m.producer_epoch, some, self.d.now)
+            m.transactional_id, m.producer_id, m.producer_epoch, some, self.d.now
+        )
         if records:  # that was the last one missing
             event("transaction completed by partial marker reports")
             self.d.log += records
@@ -218,8 +234,11 @@ class TransactionMachine(RuleBasedStateMachine):
             producer_ids.add(meta.producer_id)
             if meta.state.is_prepare:
                 m = queued.pop(t)
-                assert (m.producer_id, m.producer_epoch, m.partitions) == \
-                    (meta.producer_id, meta.producer_epoch, meta.partitions)
+                assert (m.producer_id, m.producer_epoch, m.partitions) == (
+                    meta.producer_id,
+                    meta.producer_epoch,
+                    meta.partitions,
+                )
             else:
                 assert meta.next_producer_id == -1
             if meta.state.is_complete_or_empty:
@@ -233,8 +252,12 @@ class TransactionMachineTV1(TransactionMachine):
     transaction_version = 1
 
 
-_SETTINGS = settings(max_examples=60, stateful_step_count=40, deadline=None,
-                     suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=60,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 TestTransactionMachineTV2 = TransactionMachine.TestCase
 TestTransactionMachineTV2.settings = _SETTINGS
 TestTransactionMachineTV1 = TransactionMachineTV1.TestCase

@@ -28,8 +28,11 @@ def test_timed_out_transaction_is_aborted_with_an_epoch_bump_and_the_producer_fe
     d.advance(1)
     d.tick()
     [marker] = d.markers
-    assert (marker.result.name, marker.producer_epoch, marker.partitions) == \
-        ("ABORT", 1, frozenset({A0}))
+    assert (marker.result.name, marker.producer_epoch, marker.partitions) == (
+        "ABORT",
+        1,
+        frozenset({A0}),
+    )
     d.write_markers()
     meta = d.coordinator.transaction("tx")
     assert meta is not None and (meta.state, meta.producer_epoch) == (S.COMPLETE_ABORT, 1)
@@ -48,8 +51,7 @@ def test_timeout_under_tv2_lets_the_producer_abort_and_carry_on() -> None:
     d.tick()
     [marker] = d.markers
     assert marker.producer_epoch == 1
-    assert d.end("tx", r.producer_id, 0, commit=False, tv=2).error_code \
-        is E.CONCURRENT_TRANSACTIONS
+    assert d.end("tx", r.producer_id, 0, commit=False, tv=2).error_code is E.CONCURRENT_TRANSACTIONS
     d.write_markers()
     assert d.end("tx", r.producer_id, 0, commit=True, tv=2).error_code is E.INVALID_TXN_STATE
     assert d.add("tx", r.producer_id, 0, A0, tv=2).errors[A0] is E.PRODUCER_FENCED
