@@ -8,7 +8,9 @@ them, so OffsetFetch sees them exactly when the transaction commits.
 
 v5 (transaction version 2, KIP-890) first adds the group's partition to the transaction
 itself (the client sends no AddOffsetsToTxn), as the group coordinator's implicit
-AddPartitionsToTxn does in Kafka. Checks, as Kafka's: partitions of unknown topics
+AddPartitionsToTxn does in Kafka; a coordinator busy with the previous transaction's
+markers (CONCURRENT_TRANSACTIONS) answers COORDINATOR_NOT_AVAILABLE, retriable, as Kafka's.
+Checks, as Kafka's: partitions of unknown topics
 answer UNKNOWN_TOPIC_OR_PARTITION; an unknown transactional id or another producer id
 INVALID_PRODUCER_ID_MAPPING, an older epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
 below v3), a transaction that is not Ongoing or did not add the group's offsets
@@ -158,8 +160,30 @@ def _add_implicitly(
         executed = txns.execute(lambda now: txns.coordinator.add_partitions_to_txn(req, now))
     except RiverbedError as exc:
         return error_code_for(exc), ()
-    codes = set(executed.response.errors.values()) - {ErrorCode.NONE}
+    codes = {_implicit_add_code(c) for c in executed.response.errors.values()} - {ErrorCode.NONE}
     return (min(codes) if codes else ErrorCode.NONE), executed.flushes
+
+
+_RETRIABLE_AS_COORDINATOR_NOT_AVAILABLE = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
+
+
+def _implicit_add_code(code: ErrorCode) -> ErrorCode:
+    """What the implicit add's ``code`` answers TxnOffsetCommit v5+ with, as Kafka's: its
+    AddPartitionsToTxnManager maps a busy transaction coordinator (CONCURRENT_TRANSACTIONS:
+    the previous transaction's markers are still being written, right after EndTxn) to
+    NOT_ENOUGH_REPLICAS and the group coordinator's ``normalizeException`` that to
+    COORDINATOR_NOT_AVAILABLE, which clients retry.  Answered as is, CONCURRENT_TRANSACTIONS
+    makes franz-go abort the transaction at the epoch EndTxn just bumped, which the
+    coordinator (still PrepareCommit) refuses with PRODUCER_FENCED (TestTxnEtl)."""
+    if code in _RETRIABLE_AS_COORDINATOR_NOT_AVAILABLE:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return code
 
 
 def _check(deps: TxnOffsetCommitDeps, version: int, request: TxnOffsetCommitRequest) -> ErrorCode:
