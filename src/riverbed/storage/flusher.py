@@ -10,6 +10,9 @@ concurrent appenders share about one fsync per round instead of paying N.
 The same thread also runs the interval policy (``flush.ms``) and writes each log's
 recovery-point checkpoint at most every ``checkpoint_interval_ms``.
 
+Metrics: an optional :class:`FlushObserver` (``observer``, set once before appends
+start) hears each log flush's duration and each round's size, on the flusher thread.
+
 Thread-safety: ``request``/``register``/``unregister`` may be called from any thread.
 Crash behaviour: nothing of its own on disk; a future that was not resolved before a
 crash promised nothing.
@@ -35,6 +38,15 @@ class Flushable(Protocol):
     def checkpoint(self) -> None: ...
 
 
+class FlushObserver(Protocol):
+    """Told, on the flusher thread, how long each log flush took and how big each round
+    was (logs fsynced, flush requests served); must be cheap and must not raise."""
+
+    def fsync_done(self, seconds: float) -> None: ...
+
+    def round_done(self, logs: int, requests: int) -> None: ...
+
+
 class GroupCommitFlusher:
     """The background fsync thread shared by the logs of one LogManager."""
 
@@ -46,6 +58,8 @@ class GroupCommitFlusher:
         self._checkpoint_interval_ms = checkpoint_interval_ms
         self._thread: threading.Thread | None = None
         self.fsync_rounds = 0
+        self._requests = 0  # request() calls since the last round took its batch
+        self.observer: FlushObserver | None = None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="riverbed-flusher", daemon=True)
@@ -66,6 +80,7 @@ class GroupCommitFlusher:
     def request(self, target: Flushable) -> None:
         with self._cond:
             self._requested[id(target)] = target
+            self._requests += 1
             self._cond.notify()
 
     def register(self, target: Flushable) -> None:
@@ -89,9 +104,12 @@ class GroupCommitFlusher:
                     return
                 batch = list(self._requested.values())
                 self._requested.clear()
+                requests, self._requests = self._requests, 0
                 registered = list(self._registered.values())
             for target in batch:
                 self._flush(target)
+            if batch and self.observer is not None:
+                self.observer.round_done(len(batch), requests)
             now_ms = time.monotonic_ns() // 1_000_000
             wait_ms = 1000
             for target in registered:
@@ -114,7 +132,10 @@ class GroupCommitFlusher:
 
     def _flush(self, target: Flushable) -> None:
         try:
+            started = time.perf_counter()
             target.flush()
+            if self.observer is not None:
+                self.observer.fsync_done(time.perf_counter() - started)
             self.fsync_rounds += 1
         except Exception:
             log.exception("flush failed")

@@ -221,6 +221,11 @@ class LogManager:
         with self._lock:
             return dict(self._logs)
 
+    @property
+    def flusher(self) -> GroupCommitFlusher:
+        """The group-commit thread (for its metrics observer)."""
+        return self._flusher
+
     def delete_partition(self, topic: str, partition: int) -> None:
         """Both steps of a deletion for one partition (start-up orphans, tests)."""
         self.remove_detached(self.detach_partitions(topic, [partition]))
