@@ -1,0 +1,57 @@
+"""Share groups (KIP-932, queues): the state of each share partition and its persistence.
+
+* :mod:`~riverbed.share.share_partition`: which offsets are available, locked (by which
+  member, until when), acknowledged or archived; pure and synchronous, loop thread only.
+* :mod:`~riverbed.share.share_state_records`: the ``__share_group_state`` records
+  (ShareSnapshot, ShareUpdate) in Kafka's formats.
+* :mod:`~riverbed.share.share_state_log`: replaying those records after a restart.
+
+The broker's ShareFetch / ShareAcknowledge handlers call :class:`SharePartition` and
+append the records it returns; nothing here does I/O.
+"""
+
+from riverbed.share.share_partition import (
+    AcknowledgeResult,
+    AcknowledgeType,
+    AcquiredRecords,
+    AcquireResult,
+    ArchivedRecords,
+    ArchiveReason,
+    RecordState,
+    SharePartition,
+    SharePartitionConfig,
+    ShareStateChange,
+    initial_start_offset,
+)
+from riverbed.share.share_state_log import PersistedShareState, ShareStateReplay, replay
+from riverbed.share.share_state_records import (
+    DeliveryState,
+    SharePartitionKey,
+    ShareStateRecord,
+    ShareStateTombstone,
+    StateBatch,
+    decode_share_state_record,
+)
+
+__all__ = [
+    "AcknowledgeResult",
+    "AcknowledgeType",
+    "AcquireResult",
+    "AcquiredRecords",
+    "ArchiveReason",
+    "ArchivedRecords",
+    "DeliveryState",
+    "PersistedShareState",
+    "RecordState",
+    "SharePartition",
+    "SharePartitionConfig",
+    "SharePartitionKey",
+    "ShareStateChange",
+    "ShareStateRecord",
+    "ShareStateReplay",
+    "ShareStateTombstone",
+    "StateBatch",
+    "decode_share_state_record",
+    "initial_start_offset",
+    "replay",
+]

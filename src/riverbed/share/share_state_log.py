@@ -1,0 +1,193 @@
+"""Replay ``__share_group_state`` records into the persisted state of each share partition.
+
+After a restart the broker reads the ``__share_group_state`` partitions from their log
+start and feeds every record, in log order, to :meth:`ShareStateReplay.apply`; then
+:meth:`riverbed.share.share_partition.SharePartition.restore` turns a
+:class:`PersistedShareState` back into a live share partition.
+
+Replay rule (Kafka's ``ShareCoordinatorShard``)::
+
+    ShareSnapshot  replaces the state: start offset, epochs, all state batches
+    ShareUpdate    with the current snapshot epoch: its batches overwrite those offsets;
+                   start_offset >= 0 moves the start and drops batches below it;
+                   with another snapshot epoch (or before any snapshot): stale, skipped
+    tombstone      forgets the share partition
+
+Crash behaviour: a crash can cut the log after any record (a truncated tail).  Each
+record is self-contained (a whole snapshot, or absolute states and delivery counts for
+the offsets it names, never deltas), so any prefix replays to the state as it was when
+that record was written: an ACKNOWLEDGED offset stays ACKNOWLEDGED (or falls below the
+start offset) in every later prefix, because no record ever moves an acknowledged offset
+back to AVAILABLE except a state-epoch reset written by ``reset_start_offset``.
+
+Pure, in memory; not thread-safe (one loader at a time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from riverbed.share.share_state_records import (
+    DeliveryState,
+    SharePartitionKey,
+    ShareStateRecord,
+    ShareStateTombstone,
+    StateBatch,
+    decode_share_state_record,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PersistedShareState:
+    """What the records say about one share partition.
+
+    ``state_batches`` are sorted, disjoint, at or above ``start_offset`` and coalesced
+    (adjacent batches of equal state and count are merged); offsets between
+    ``start_offset`` and the last batch that no batch names were never persisted as
+    delivered (AVAILABLE, delivery count 0).  ``updates_since_snapshot`` counts the
+    ShareUpdate records applied after the snapshot, so the restored partition knows when
+    its next snapshot is due.
+    """
+
+    key: SharePartitionKey
+    start_offset: int
+    state_epoch: int
+    snapshot_epoch: int
+    leader_epoch: int
+    create_timestamp_ms: int
+    state_batches: tuple[StateBatch, ...]
+    updates_since_snapshot: int = 0
+
+
+def overlay(
+    batches: Iterable[StateBatch], updates: Iterable[StateBatch], start_offset: int
+) -> tuple[StateBatch, ...]:
+    """``batches`` with ``updates`` written over them, below ``start_offset`` dropped.
+
+    Inputs may be in any order (where two batches of one input overlap, the later one
+    wins); the result is sorted, disjoint and coalesced.  O(n + m) for sorted disjoint
+    inputs, which is what this package writes.
+    """
+    base = _normalise(list(batches))
+    upd = _normalise(list(updates))
+    items: list[_Item] = []
+    j = 0
+    for first, last, state, count in base:
+        while j < len(upd) and upd[j][1] < first:
+            j += 1
+        cur, k = first, j
+        while cur <= last:
+            if k >= len(upd) or upd[k][0] > last:
+                items.append((cur, last, state, count))
+                break
+            if upd[k][0] > cur:
+                items.append((cur, upd[k][0] - 1, state, count))
+            cur = upd[k][1] + 1
+            k += 1
+    items.extend(upd)
+    items.sort()
+    out: list[StateBatch] = []
+    for first, last, state, count in items:
+        if last < start_offset:
+            continue
+        first = max(first, start_offset)
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.last_offset + 1 == first
+            and prev.delivery_state == state
+            and prev.delivery_count == count
+        ):
+            out[-1] = StateBatch(prev.first_offset, last, state, count)
+        else:
+            out.append(StateBatch(first, last, state, count))
+    return tuple(out)
+
+
+_Item = tuple[int, int, DeliveryState, int]
+
+
+def _normalise(batches: list[StateBatch]) -> list[_Item]:
+    """Sorted and disjoint; where two overlap, the later one in ``batches`` wins."""
+    items = [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in batches]
+    if all(items[i][1] < items[i + 1][0] for i in range(len(items) - 1)):
+        return items
+    result: list[_Item] = []
+    for first, last, state, count in items:
+        nxt: list[_Item] = []
+        for pf, pl, ps, pc in result:
+            if last < pf or first > pl:
+                nxt.append((pf, pl, ps, pc))
+                continue
+            if pf < first:
+                nxt.append((pf, first - 1, ps, pc))
+            if pl > last:
+                nxt.append((last + 1, pl, ps, pc))
+        nxt.append((first, last, state, count))
+        result = nxt
+    result.sort()
+    return result
+
+
+class ShareStateReplay:
+    """Folds ``__share_group_state`` records, in log order, into per-partition state."""
+
+    def __init__(self) -> None:
+        self._states: dict[SharePartitionKey, PersistedShareState] = {}
+        self.skipped_updates = 0
+        """Updates ignored as stale (another snapshot epoch, or no snapshot yet)."""
+
+    def apply(self, record: ShareStateRecord | ShareStateTombstone) -> None:
+        """Fold one record into the state of its share partition."""
+        if isinstance(record, ShareStateTombstone):
+            self._states.pop(record.key, None)
+            return
+        if record.is_snapshot:
+            self._states[record.key] = PersistedShareState(
+                key=record.key,
+                start_offset=record.start_offset,
+                state_epoch=record.state_epoch,
+                snapshot_epoch=record.snapshot_epoch,
+                leader_epoch=record.leader_epoch,
+                create_timestamp_ms=record.create_timestamp_ms,
+                state_batches=overlay((), record.state_batches, record.start_offset),
+            )
+            return
+        current = self._states.get(record.key)
+        if current is None or current.snapshot_epoch != record.snapshot_epoch:
+            self.skipped_updates += 1
+            return
+        start = current.start_offset
+        if record.start_offset >= 0:
+            start = max(start, record.start_offset)
+        self._states[record.key] = PersistedShareState(
+            key=current.key,
+            start_offset=start,
+            state_epoch=current.state_epoch,
+            snapshot_epoch=current.snapshot_epoch,
+            leader_epoch=max(current.leader_epoch, record.leader_epoch),
+            create_timestamp_ms=current.create_timestamp_ms,
+            state_batches=overlay(current.state_batches, record.state_batches, start),
+            updates_since_snapshot=current.updates_since_snapshot + 1,
+        )
+
+    def apply_bytes(self, key: bytes | memoryview, value: bytes | memoryview | None) -> None:
+        """Decode and fold one record (``value`` None: a tombstone)."""
+        self.apply(decode_share_state_record(key, value))
+
+    def state(self, key: SharePartitionKey) -> PersistedShareState | None:
+        """The persisted state of one share partition, or None if none was written."""
+        return self._states.get(key)
+
+    def states(self) -> dict[SharePartitionKey, PersistedShareState]:
+        """Every share partition with persisted state (a copy)."""
+        return dict(self._states)
+
+
+def replay(records: Iterable[ShareStateRecord | ShareStateTombstone]) -> ShareStateReplay:
+    """Fold ``records`` (in log order) and return the replay."""
+    r = ShareStateReplay()
+    for record in records:
+        r.apply(record)
+    return r
