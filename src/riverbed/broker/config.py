@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from riverbed.broker.metrics_endpoint import METRICS_KEYS, metrics_listen
 from riverbed.broker.quotas import QUOTA_KEYS
 from riverbed.broker.security.authorizer import AUTHORIZER_KEYS
 from riverbed.broker.security.listeners import Listener, parse_listeners
@@ -218,6 +219,8 @@ class BrokerConfig:
                 continue  # riverbed.broker.security parses these
             elif key in AUTHORIZER_KEYS:
                 continue  # riverbed.broker.security.authorizer parses these
+            elif key in METRICS_KEYS:
+                metrics_listen(props)  # metrics.listen: a one-line ConfigError now
             elif (
                 key in IGNORED_KEYS
                 or key in COORDINATOR_KEYS

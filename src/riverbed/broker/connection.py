@@ -48,6 +48,10 @@ Produce or Fetch over its client quota, :mod:`riverbed.broker.handlers.throttlin
 connection is muted for that long: it stops reading and dispatches nothing more, then
 resumes; a later throttle extends the mute, never shortens it.
 
+Metrics (when the broker has them, :mod:`riverbed.broker.metrics`): each request handed
+to a handler is timed from dispatch until its response is known, and each connection
+counted per listener while open.
+
 Event-loop only.  A crash (or close) drops pending responses; appends already made stay.
 """
 
@@ -166,12 +170,16 @@ class KafkaConnection(asyncio.Protocol):
         high = min(_WRITE_HIGH_WATER, self._response_budget)
         transport.set_write_buffer_limits(high=high)  # type: ignore[attr-defined]
         self._broker.connections.add(self)
+        if self._broker.metrics is not None:
+            self._broker.metrics.connection_opened(self._listener_name())
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         if self._counted:
             self._counted = False
             self._broker.quotas.closed(self.peer_ip)
+            if self._broker.metrics is not None:
+                self._broker.metrics.connection_closed(self._listener_name())
         self._broker.connections.discard(self)
         if self._muted is not None:
             self._muted.cancel()
@@ -188,6 +196,9 @@ class KafkaConnection(asyncio.Protocol):
         for reserved in reservations:
             if reserved:
                 self._pool.release(reserved)
+
+    def _listener_name(self) -> str:
+        return self._endpoint.name if self._endpoint is not None else "PLAINTEXT"
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -362,6 +373,8 @@ class KafkaConnection(asyncio.Protocol):
         # What the handler may know of this connection (the client's host, reported by
         # JoinGroup and ConsumerGroupHeartbeat) travels in its request context.
         ctx = RequestContext(header, self.peer_ip, self.principal, self._advertised)
+        metrics = self._broker.metrics
+        started = time.perf_counter()
         try:
             result = handler(ctx, request)
         except Exception:
@@ -385,7 +398,11 @@ class KafkaConnection(asyncio.Protocol):
             task = asyncio.ensure_future(result)
             self._tasks.add(task)
             task.add_done_callback(lambda t, s=slot: self._on_done(t, s))  # type: ignore[misc]
+            if metrics is not None:
+                metrics.watch(task, header, request, started)
             return slot
+        if metrics is not None:
+            metrics.request_done(header, request, result, started)
         self._enqueue_ready(header, result, bound)
         return None
 

@@ -66,12 +66,18 @@ def _parse_listen(listen: str) -> tuple[str, int]:
     show_default=True,
     help="Python logging level: " + ", ".join(LOG_LEVELS) + ".",
 )
+@click.option(
+    "--metrics-listen",
+    metavar="HOST:PORT",
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (setting metrics.listen).",
+)
 def broker_command(
     data_dir_text: str,
     listen: str,
     config_file: Path | None,
     config_items: tuple[str, ...],
     log_level: str,
+    metrics_listen: str | None,
 ) -> None:
     """Run a Kafka-protocol broker in the foreground (Ctrl-C or SIGTERM stop it cleanly).
 
@@ -90,6 +96,8 @@ def broker_command(
     for item in config_items:
         key, value = parse_key_value(item)
         props[key] = value
+    if metrics_listen is not None:  # docs/metrics.md
+        props["metrics.listen"] = metrics_listen
     config = BrokerConfig.from_props(props)
     listen_given = click.get_current_context().get_parameter_source("listen")
     if config.listeners and listen_given is not click.core.ParameterSource.DEFAULT:
