@@ -47,6 +47,8 @@ from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, GroupService
 from riverbed.broker.handlers import MIN_ACCEPTED_VERSIONS, Route, bind_handlers
 from riverbed.broker.handlers.api_versions import unsupported_version_response
 from riverbed.broker.limits import ConnectionQuotas, MemoryPool
+from riverbed.broker.metrics_endpoint import MetricsEndpoint
+from riverbed.broker.metrics_service import broker_metrics, start_metrics_endpoint
 from riverbed.broker.producer_ids import ProducerIdManager
 from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.quota_store import ClientQuotaStore
@@ -123,6 +125,11 @@ class Broker:
         self._transactions: TransactionService | None = None  # riverbed.broker.transactions
         self.cluster_id = ""
         self._handlers: dict[int, Route] = bind_handlers(self)
+        # Prometheus metrics (riverbed.broker.metrics): None unless metrics.listen is set.
+        self.metrics = broker_metrics(
+            self.config.source, lambda tid: getattr(self.topics.by_id(tid), "name", None)
+        )
+        self._metrics_endpoint: MetricsEndpoint | None = None
 
     # -- wiring -----------------------------------------------------------------------
     @property
@@ -213,11 +220,19 @@ class Broker:
         try:
             for endpoint in self.endpoints:
                 self._servers.append(await self._bind(loop, endpoint))
+            if self.metrics is not None:
+                self._metrics_endpoint = start_metrics_endpoint(
+                    self.metrics, self.config.source, loop, lambda: self._logs, lambda: self._groups
+                )
             await self._open_data_dir(loop)
         except BaseException:
             for server in self._servers:
                 server.close()
+            if self._metrics_endpoint is not None:
+                self._metrics_endpoint.close()
             raise
+        if self.metrics is not None:  # fsync durations and group-commit batch sizes
+            self.logs.flusher.observer = self.metrics
         for server, endpoint in zip(self._servers, self.endpoints, strict=True):
             endpoint.bound_port = int(server.sockets[0].getsockname()[1])
         for server in self._servers:  # ports known first: connections advertise them
@@ -378,6 +393,8 @@ class Broker:
             conn.close()
         for server in self._servers:
             await server.wait_closed()
+        if self._metrics_endpoint is not None:
+            await loop.run_in_executor(None, self._metrics_endpoint.close)
         if self._topics is not None:
             await loop.run_in_executor(None, self._topics.close)
         if self._logs is not None:
