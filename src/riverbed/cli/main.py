@@ -52,6 +52,7 @@ def main() -> None:
     from riverbed.cli.consume_command import consume_command
     from riverbed.cli.demo_command import demo_command
     from riverbed.cli.groups_command import groups
+    from riverbed.cli.pipeline_command import pipeline
     from riverbed.cli.produce_command import produce_command
     from riverbed.cli.quotas_command import quotas
     from riverbed.cli.topics_command import topics
@@ -69,4 +70,5 @@ def main() -> None:
     cli.add_command(completion_command)
     cli.add_command(demo_command)
     cli.add_command(cdc)
+    cli.add_command(pipeline)
     cli(prog_name="riverbed")  # also names click's completion variable: _RIVERBED_COMPLETE
