@@ -1,0 +1,33 @@
+"""Helpers shared by the queue tests (imported by module name, like groups_helpers)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+DEADLINE_S = 120.0
+
+
+@dataclass(frozen=True)
+class QueueNames:
+    bootstrap: str
+    topic: str
+    group: str
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value, key=str(i).encode())
+    assert producer.flush(60) == 0

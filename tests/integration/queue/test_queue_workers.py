@@ -1,0 +1,147 @@
+"""riverbed.queue workers against Kafka 4.4 share groups: outcomes, retries, stop, crash."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import defaultdict
+
+import pytest
+from queue_helpers import DEADLINE_S, QueueNames, produce, wait_until
+
+from riverbed.queue import Delivery, Outcome, QueueWorkers, RejectDelivery, WorkerSettings
+
+pytestmark = pytest.mark.kafka
+
+
+def test_accept_release_reject_across_four_workers(queue_names: QueueNames) -> None:
+    values = [f"m{i}".encode() for i in range(40)]
+    produce(queue_names.bootstrap, queue_names.topic, values)
+    lock = threading.Lock()
+    counts: dict[bytes, list[int]] = defaultdict(list)
+    outcomes: dict[bytes, list[Outcome]] = defaultdict(list)
+    threads: set[str] = set()
+
+    def handle(delivery: Delivery) -> None:
+        assert delivery.value is not None
+        with lock:
+            counts[delivery.value].append(delivery.delivery_count)
+            threads.add(threading.current_thread().name)
+        if delivery.value == b"m7" and delivery.delivery_count == 1:
+            raise RuntimeError("transient failure")  # RELEASE, then redelivered
+        if delivery.value == b"m8":
+            raise RuntimeError("always fails")  # RELEASE, then REJECT at max_attempts
+        if delivery.value == b"m9":
+            raise RejectDelivery()  # REJECT at once
+        time.sleep(0.01)
+
+    def on_outcome(delivery: Delivery, outcome: Outcome) -> None:
+        assert delivery.value is not None
+        with lock:
+            outcomes[delivery.value].append(outcome)
+
+    settings = WorkerSettings(
+        queue_names.bootstrap,
+        queue_names.group,
+        (queue_names.topic,),
+        concurrency=4,
+        max_attempts=3,
+        retry_backoff_ms=50,
+    )
+    with QueueWorkers(settings, handle, on_outcome) as workers:
+        wait_until(
+            lambda: (
+                workers.stats.snapshot()["accept"] >= 38 and workers.stats.snapshot()["reject"] >= 2
+            ),
+            "every record to be accepted or rejected",
+        )
+    # m8 and m9 stay archived: give the broker a lock period to show they do not come back.
+    with QueueWorkers(settings, handle, on_outcome) as again:
+        time.sleep(3.0)
+        assert again.stats.snapshot() == {"accept": 0, "release": 0, "reject": 0}
+
+    assert counts[b"m7"] == [1, 2]
+    assert outcomes[b"m7"] == [Outcome.RELEASE, Outcome.ACCEPT]
+    assert counts[b"m8"] == [1, 2, 3]
+    assert outcomes[b"m8"] == [Outcome.RELEASE, Outcome.RELEASE, Outcome.REJECT]
+    assert outcomes[b"m9"] == [Outcome.REJECT]
+    for value in values:
+        if value not in (b"m7", b"m8", b"m9"):
+            assert outcomes[value] == [Outcome.ACCEPT], value
+    assert workers.stats.snapshot() == {"accept": 38, "release": 3, "reject": 2}
+
+
+_CRASHING_WORKER = textwrap.dedent(
+    """
+    import os, sys
+    from riverbed.queue import QueueWorkers, WorkerSettings
+
+    def handle(delivery):
+        print("holding", delivery.value.decode(), delivery.delivery_count, flush=True)
+        os._exit(9)  # die holding the record: no acknowledgement, no close
+
+    settings = WorkerSettings(sys.argv[1], sys.argv[2], (sys.argv[3],))
+    QueueWorkers(settings, handle).run()
+    """
+)
+
+
+def test_crashed_worker_record_is_redelivered_after_lock(queue_names: QueueNames) -> None:
+    produce(queue_names.bootstrap, queue_names.topic, [b"job"])
+    crashed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _CRASHING_WORKER,
+            queue_names.bootstrap,
+            queue_names.group,
+            queue_names.topic,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert crashed.returncode == 9, crashed.stderr
+    assert "holding job 1" in crashed.stdout
+    died = time.monotonic()
+    seen: list[tuple[int, float]] = []
+
+    def handle(delivery: Delivery) -> None:
+        seen.append((delivery.delivery_count, time.monotonic() - died))
+
+    settings = WorkerSettings(queue_names.bootstrap, queue_names.group, (queue_names.topic,))
+    with QueueWorkers(settings, handle) as workers:
+        wait_until(lambda: workers.stats.snapshot()["accept"] == 1, "the redelivery")
+    assert seen[0][0] == 2
+
+
+def test_stop_releases_fetched_records_and_commits(queue_names: QueueNames) -> None:
+    produce(queue_names.bootstrap, queue_names.topic, [f"s{i}".encode() for i in range(20)])
+    started = threading.Event()
+    done: list[bytes] = []
+
+    def slow(delivery: Delivery) -> None:
+        started.set()
+        time.sleep(0.3)
+        assert delivery.value is not None
+        done.append(delivery.value)
+
+    settings = WorkerSettings(queue_names.bootstrap, queue_names.group, (queue_names.topic,))
+    workers = QueueWorkers(settings, slow).start()
+    assert started.wait(DEADLINE_S)
+    workers.stop(timeout_s=60)
+    first = workers.stats.snapshot()
+    assert first["accept"] == len(done) >= 1
+    # What the stop did not process was released at once, not held until the lock expired:
+    # a fresh worker gets every remaining record, each accepted exactly once overall.
+    rest: list[bytes] = []
+    with QueueWorkers(settings, lambda d: rest.append(d.value or b"")) as second:
+        wait_until(lambda: len(rest) >= 20 - len(done), "the remaining records")
+        time.sleep(0.5)
+    assert sorted(done + rest) == sorted(f"s{i}".encode() for i in range(20))
+    assert second.stats.snapshot()["accept"] == 20 - len(done)
