@@ -38,6 +38,7 @@ from riverbed.coordinator.config import (
     CoordinatorConfigError,
     coordinator_config_from_props,
 )
+from riverbed.coordinator.share_config import SHARE_GROUP_KEYS, share_config_from_props
 from riverbed.coordinator.transactions.transaction_config import (
     TRANSACTION_COORDINATOR_KEYS,
     transaction_config_from_props,
@@ -226,6 +227,7 @@ class BrokerConfig:
                 or key in COORDINATOR_KEYS
                 or key in QUOTA_KEYS
                 or key in TRANSACTION_COORDINATOR_KEYS
+                or key in SHARE_GROUP_KEYS
             ):
                 continue  # parsed by riverbed.coordinator.config, riverbed.broker.quotas
             else:
@@ -241,6 +243,7 @@ class BrokerConfig:
         try:
             coordinator_config_from_props(props)
             transaction_config_from_props(props)
+            share_config_from_props(props)
         except CoordinatorConfigError as exc:
             raise ConfigError(str(exc)) from None
         values["topic_defaults"] = MappingProxyType(dict(topic))

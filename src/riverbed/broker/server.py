@@ -58,6 +58,7 @@ from riverbed.broker.security.authorizer import Authorizer, authorizer_from_prop
 from riverbed.broker.security.endpoint import ListenerEndpoint, build_endpoints
 from riverbed.broker.security.listeners import Listener, SecurityProtocol
 from riverbed.broker.security.scram_store import ScramCredentialStore
+from riverbed.broker.share_groups import ShareGroupService
 from riverbed.broker.topics import TopicManager
 from riverbed.broker.transactions import TransactionService
 from riverbed.clock import SYSTEM_CLOCK, Clock
@@ -123,6 +124,7 @@ class Broker:
         self._producer_ids: ProducerIdManager | None = None
         self._groups: GroupService | None = None  # consumer groups (riverbed.broker.groups)
         self._transactions: TransactionService | None = None  # riverbed.broker.transactions
+        self._share_groups: ShareGroupService | None = None  # riverbed.broker.share_groups
         self.cluster_id = ""
         self._handlers: dict[int, Route] = bind_handlers(self)
         # Prometheus metrics (riverbed.broker.metrics): None unless metrics.listen is set.
@@ -164,6 +166,12 @@ class Broker:
         """The transaction coordinator (riverbed.broker.transactions)."""
         assert self._transactions is not None, "broker not started"
         return self._transactions
+
+    @property
+    def share_groups(self) -> ShareGroupService:
+        """Share groups (KIP-932; riverbed.broker.share_groups)."""
+        assert self._share_groups is not None, "broker not started"
+        return self._share_groups
 
     @property
     def scram_credentials(self) -> ScramCredentialStore:
@@ -303,6 +311,9 @@ class Broker:
             # -- transactions: replay __transaction_state if it exists, re-send markers --
             self._transactions = TransactionService(self, self._producer_ids.next_producer_id)
             self._transactions.load()
+            # -- share groups: replay __share_group_state if it exists --
+            self._share_groups = ShareGroupService(self)
+            await self._share_groups.load()
         except OSError as exc:
             self._logs.close()
             raise self._data_dir_error(exc) from None
@@ -385,6 +396,8 @@ class Broker:
             self._groups.close()
         if self._transactions is not None:  # timers and marker writers
             self._transactions.close()
+        if self._share_groups is not None:  # timers, waiting share fetches
+            self._share_groups.close()
         loop = asyncio.get_running_loop()
         in_flight = [t for c in self.connections for t in c.in_flight_tasks()]
         if in_flight:

@@ -61,6 +61,11 @@ from riverbed.broker.handlers import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_admin,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     throttling,
     txn_offset_commit,
@@ -131,6 +136,11 @@ HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
         create_acls.API_KEY: create_acls.handle,
         describe_acls.API_KEY: describe_acls.handle,
         delete_acls.API_KEY: delete_acls.handle,
+        # -- share groups (riverbed.broker.share_groups) --
+        share_group_heartbeat.API_KEY: share_group_heartbeat.handle,
+        share_group_describe.API_KEY: share_group_describe.handle,
+        share_fetch.API_KEY: share_fetch.handle,
+        share_acknowledge.API_KEY: share_acknowledge.handle,
     }
 )
 
@@ -192,6 +202,11 @@ def bind_handlers(broker: Broker) -> dict[int, Route]:
         end_txn.API_KEY: partial(end_txn.handle, broker),
         list_transactions.API_KEY: partial(list_transactions.handle, broker),
         txn_offset_commit.API_KEY: partial(txn_offset_commit.handle, broker),
+        share_group_heartbeat.API_KEY: partial(share_group_heartbeat.handle, broker),
+        share_group_describe.API_KEY: partial(share_group_describe.handle, broker),
+        share_fetch.API_KEY: partial(share_fetch.handle, broker),
+        share_acknowledge.API_KEY: partial(share_acknowledge.handle, broker),
     }
+    share_group_admin.wrap_group_routes(broker, routes)  # share groups in the group APIs
     assert routes.keys() == HANDLERS.keys(), "bind_handlers is missing a served API"
     return authorization.authorize_routes(broker, routes)  # ACLs, when configured

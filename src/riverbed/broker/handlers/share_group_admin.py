@@ -1,0 +1,148 @@
+"""Share groups beside consumer groups in the group APIs: route wrappers.
+
+Share groups live in their own service (:mod:`riverbed.broker.share_groups`), not in the
+group coordinator, so the group APIs that span every group type are wrapped here, at
+binding (:func:`riverbed.broker.handlers.bind_handlers`), and their adapters stay as
+they are:
+
+* ListGroups: the share groups are added (protocol type and group type ``share``),
+  honouring the v4 states filter and the v5 types filter;
+* DeleteGroups: share group ids are deleted by the share service (an empty group only:
+  NON_EMPTY_GROUP otherwise), the rest by the group coordinator;
+* ConsumerGroupHeartbeat on a share group's id answers GROUP_ID_NOT_FOUND ("Group X is
+  not a consumer group"), JoinGroup INCONSISTENT_GROUP_PROTOCOL, as Kafka 4 does (the
+  reverse, ShareGroupHeartbeat on a consumer group's id, is refused by the share
+  coordinator itself).
+
+Event-loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any, Protocol
+
+from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.share_deps import SharePort
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+
+Route = Any  # Callable[[RequestContext, Any], Any | Awaitable[Any]]; see handlers.Route
+SHARE = "share"
+LIST_GROUPS, JOIN_GROUP, DELETE_GROUPS, CONSUMER_GROUP_HEARTBEAT = 16, 11, 42, 68
+
+
+class ShareHost(Protocol):
+    """The broker: its share group service exists once started (read per request)."""
+
+    @property
+    def share_groups(self) -> SharePort: ...
+
+
+def wrap_group_routes(host: ShareHost, routes: dict[int, Route]) -> None:
+    """Wrap the bound ListGroups, DeleteGroups, ConsumerGroupHeartbeat and JoinGroup
+    routes in ``routes`` (in place)."""
+    routes[LIST_GROUPS] = list_groups(host, routes[LIST_GROUPS])
+    routes[DELETE_GROUPS] = delete_groups(host, routes[DELETE_GROUPS])
+    routes[CONSUMER_GROUP_HEARTBEAT] = consumer_group_heartbeat(
+        host, routes[CONSUMER_GROUP_HEARTBEAT]
+    )
+    routes[JOIN_GROUP] = join_group(host, routes[JOIN_GROUP])
+
+
+def list_groups(host: ShareHost, route: Route) -> Route:
+    def handle(ctx: RequestContext, request: ListGroupsRequest) -> Any:
+        response = route(ctx, request)
+        shares = host.share_groups
+        if isinstance(response, ListGroupsResponse) and response.error_code == ErrorCode.NONE:
+            for group_id, state in shares.list_groups(
+                request.states_filter or (), request.types_filter or ()
+            ):
+                response.groups.append(
+                    ListGroupsResponse.ListedGroup(
+                        group_id=group_id,
+                        protocol_type=SHARE,
+                        group_state=state,
+                        group_type=SHARE,
+                    )
+                )
+        return response
+
+    return handle
+
+
+def delete_groups(host: ShareHost, route: Route) -> Route:
+    def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> Any:
+        shares = host.share_groups
+        names = list(request.groups_names)
+        share_results = {g: shares.delete_group(g) for g in names if shares.is_share_group(g)}
+        if not share_results:
+            return route(ctx, request)
+        others = [g for g in names if g not in share_results]
+        mine = [
+            DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=code)
+            for g, code in share_results.items()
+        ]
+        if not others:
+            return DeleteGroupsResponse(throttle_time_ms=0, results=mine)
+        request.groups_names = others
+        return _merge(route(ctx, request), mine)
+
+    return handle
+
+
+def _merge(
+    response: DeleteGroupsResponse | Awaitable[DeleteGroupsResponse],
+    mine: list[DeleteGroupsResponse.DeletableGroupResult],
+) -> DeleteGroupsResponse | Awaitable[DeleteGroupsResponse]:
+    if isinstance(response, DeleteGroupsResponse):
+        response.results.extend(mine)
+        return response
+
+    async def later() -> DeleteGroupsResponse:
+        answer = await response
+        answer.results.extend(mine)
+        return answer
+
+    return asyncio.ensure_future(later())
+
+
+def consumer_group_heartbeat(host: ShareHost, route: Route) -> Route:
+    def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> Any:
+        if host.share_groups.is_share_group(request.group_id):
+            return ConsumerGroupHeartbeatResponse(
+                throttle_time_ms=0,
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {request.group_id} is not a consumer group.",
+                member_id=request.member_id,
+                member_epoch=request.member_epoch,
+                heartbeat_interval_ms=0,
+                assignment=None,
+            )
+        return route(ctx, request)
+
+    return handle
+
+
+def join_group(host: ShareHost, route: Route) -> Route:
+    def handle(ctx: RequestContext, request: JoinGroupRequest) -> Any:
+        if host.share_groups.is_share_group(request.group_id):
+            return JoinGroupResponse(
+                throttle_time_ms=0,
+                error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                generation_id=-1,
+                member_id=request.member_id,
+            )
+        return route(ctx, request)
+
+    return handle

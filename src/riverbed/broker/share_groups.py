@@ -1,0 +1,164 @@
+"""The broker's share groups (KIP-932): membership, share sessions, share partitions.
+
+:class:`ShareGroupService` lives on the broker's event loop and owns
+
+* the **membership** coordinator (:class:`~riverbed.coordinator.share_group.
+  ShareGroupManager`) and its session-timeout timer (``loop.call_later`` at the earliest
+  member deadline); a member that rejoins from scratch or times out has its share
+  session closed and the records it holds released (one that leaves keeps its share
+  session until it closes it: its final acknowledgements still apply);
+* the **share sessions** (:mod:`riverbed.broker.share_sessions`);
+* the **share partitions** (:mod:`riverbed.broker.share_partitions`), persisted in
+  ``__share_group_state`` and replayed by :meth:`ShareGroupService.load` at start.
+
+Event-loop only (not thread-safe).  Memory only for membership and sessions: a restart
+forgets them and clients rejoin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
+
+from riverbed.broker.share_partitions import SharePartitions, SharePartitionsHost
+from riverbed.broker.share_sessions import ShareSessionCache
+from riverbed.coordinator.api import LEAVE_GROUP_MEMBER_EPOCH
+from riverbed.coordinator.share_config import ShareGroupConfig, share_config_from_props
+from riverbed.coordinator.share_group import (
+    ShareGroupDescription,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+    ShareGroupManager,
+)
+from riverbed.protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from riverbed.broker.groups import GroupService
+
+log = logging.getLogger(__name__)
+
+
+class ShareGroupHost(SharePartitionsHost, Protocol):
+    """What the service needs of the broker (the Broker satisfies it)."""
+
+    @property
+    def groups(self) -> GroupService: ...
+
+
+class MemberReleaser(Protocol):
+    """Who is told that a member is gone (the share partitions release its records)."""
+
+    def release_member(self, group_id: str, member_id: str) -> None: ...
+
+
+class ShareGroupService:
+    """Share group membership and timers on the broker's loop (see the module docstring)."""
+
+    def __init__(
+        self,
+        host: ShareGroupHost,
+        config: ShareGroupConfig | None = None,
+    ) -> None:
+        self._host = host
+        self.config = config or share_config_from_props(host.config.source)
+        self._clock = host.clock
+        self.manager = ShareGroupManager(self.config, self._partition_count, self._foreign_group)
+        self.sessions = ShareSessionCache()
+        self.partitions = SharePartitions(host, self.config)
+        self._releasers: list[MemberReleaser] = [self]
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline_ms: int | None = None
+        self.closed = False
+
+    def _partition_count(self, topic: str) -> int | None:
+        found = self._host.topics.get(topic)
+        return None if found is None else found.partitions
+
+    def _foreign_group(self, group_id: str) -> str | None:
+        group = self._host.groups.coordinator.group(group_id)
+        return None if group is None else str(group.protocol_type or "classic")
+
+    async def load(self) -> None:
+        """Replay ``__share_group_state`` (if it exists); its groups exist again, empty."""
+        for group_id in await self.partitions.load():
+            self.manager.ensure_group(group_id)
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """A member is gone: its share session closes, its locks are released."""
+        self.sessions.close(group_id, member_id)
+        self.partitions.release_member(group_id, member_id)
+
+    def add_releaser(self, releaser: MemberReleaser) -> None:
+        self._releasers.append(releaser)
+
+    def is_share_group(self, group_id: str) -> bool:
+        return group_id in self.manager.groups
+
+    # -- membership ------------------------------------------------------------------
+    def heartbeat(self, req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
+        beat = self.manager.heartbeat(req, self._clock.now_ms())
+        if req.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
+            # A rejoin from scratch releases what the old incarnation held.  A leave does
+            # not: clients leave, then close their share session with a final
+            # ShareAcknowledge (librdkafka), whose acknowledgements must still apply;
+            # the session's close (or the locks' expiry) releases the rest.
+            for member_id in beat.removed:
+                self._released(req.group_id, member_id)
+        self._rearm()
+        return beat.response
+
+    def describe(self, group_id: str) -> ShareGroupDescription:
+        return self.manager.describe(group_id)
+
+    def list_groups(
+        self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
+    ) -> list[tuple[str, str]]:
+        return self.manager.list_groups(states_filter, types_filter)
+
+    def delete_group(self, group_id: str) -> ErrorCode:
+        code = self.manager.delete_group(group_id)
+        if code == ErrorCode.NONE:
+            self.sessions.close_group(group_id)
+            self.partitions.delete_group(group_id)
+        return code
+
+    def _released(self, group_id: str, member_id: str) -> None:
+        for releaser in self._releasers:
+            try:
+                releaser.release_member(group_id, member_id)
+            except Exception:
+                log.exception("releasing member %s of share group %s failed", member_id, group_id)
+
+    # -- timers ----------------------------------------------------------------------
+    def _rearm(self) -> None:
+        if self.closed:
+            return
+        deadline = self.manager.next_deadline_ms()
+        if deadline == self._timer_deadline_ms and self._timer is not None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_deadline_ms = deadline
+        if deadline is not None:
+            delay_s = max(deadline - self._clock.now_ms(), 0) / 1000
+            self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_deadline_ms = None
+        if self.closed:
+            return
+        for group_id, member_id in self.manager.tick(self._clock.now_ms()):
+            log.info("share group %s: member %s session timed out", group_id, member_id)
+            self._released(group_id, member_id)
+        self._rearm()
+
+    def close(self) -> None:
+        self.closed = True
+        self.partitions.close()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

@@ -1,0 +1,510 @@
+"""The broker's share partitions and their persistence in ``__share_group_state``.
+
+:class:`SharePartitions` owns one :class:`~riverbed.share.share_partition.SharePartition`
+per ``(share group, topic, partition)`` a member ever fetched, on the broker's event loop:
+
+* **Creation.**  A share partition is created at its first ShareFetch, starting where
+  ``share.auto.offset.reset`` says (``latest`` by default: the high watermark; per group
+  through :meth:`SharePartitions.set_group_config`), and its first snapshot is written.
+* **The topic.**  ``__share_group_state`` (compacted,
+  ``share.coordinator.state.topic.num.partitions`` partitions, default 50) is created on
+  first use, off the loop, as Kafka's share coordinator creates it; a share partition's
+  records go to partition :func:`~riverbed.coordinator.partitioning.partition_for` of
+  ``"group:topic id:partition"`` (Kafka's share coordinator key), in Kafka's formats
+  (:mod:`riverbed.share.share_state_records`), one v2 batch per partition per call.
+* **Persistence before answers.**  Every change's records are appended in the order the
+  share partition returned them; :meth:`SharePartitions.persist` returns the fsyncs
+  covering them (durable flush policy, Riverbed's default), which ShareAcknowledge and a
+  ShareFetch carrying acknowledgements await before answering: an ACCEPT is on disk
+  before the client hears of it.  Acquisitions are appended without delaying the
+  fetch (a crash then under-counts one delivery, as in Kafka).
+* **Recovery.**  On start an existing ``__share_group_state`` is read off the loop from
+  its log start and replayed (:class:`~riverbed.share.share_state_log.ShareStateReplay`);
+  each share partition is restored (locks are not persisted: what was acquired is
+  available again) and its group re-created empty in the membership coordinator.
+* **Lock expiry.**  One ``loop.call_later`` at the earliest lock deadline of any share
+  partition; expired locks are released, persisted, and waiting share fetches of that
+  partition are woken through the purgatory.
+
+Event-loop only (not thread-safe).  Reads of ``__share_group_state`` at start happen on
+the loop's default executor; appends go through the log (thread-safe) and complete their
+fsyncs through futures, so the loop never waits on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal, Protocol, cast
+
+from riverbed.coordinator.partitioning import partition_for
+from riverbed.coordinator.share_config import ShareGroupConfig
+from riverbed.errors import CorruptSegmentError, RiverbedError
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.records import build_batch, iter_batches_with_records
+from riverbed.protocol.topic_partition import TopicPartition
+from riverbed.share.share_partition import (
+    AcknowledgeResult,
+    AcknowledgeType,
+    AcquireResult,
+    ArchivedRecords,
+    SharePartition,
+    SharePartitionConfig,
+    ShareStateChange,
+    initial_start_offset,
+)
+from riverbed.share.share_state_log import ShareStateReplay
+from riverbed.share.share_state_records import ShareStateRecord, ShareStateTombstone
+
+if TYPE_CHECKING:
+    from riverbed.broker.config import BrokerConfig
+    from riverbed.broker.handlers.deps import AppendListener
+    from riverbed.broker.topics import Topic
+    from riverbed.clock import Clock
+    from riverbed.storage.log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+SHARE_STATE_TOPIC_NAME = "__share_group_state"
+SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+NUM_PARTITIONS_KEY = "share.coordinator.state.topic.num.partitions"
+DEFAULT_NUM_PARTITIONS = 50
+REPLAY_READ_BYTES = 1 << 20
+
+GROUP_CONFIG_KEYS = frozenset(
+    {
+        "share.record.lock.duration.ms",
+        "share.delivery.count.limit",
+        "share.partition.max.record.locks",
+        "share.auto.offset.reset",
+        "share.isolation.level",
+    }
+)
+"""Per-group settings (Kafka 4.2's GROUP resource configs) a share partition honours."""
+
+Flushes = tuple[concurrent.futures.Future[None], ...]
+ArchiveListener = Callable[[str, TopicPartition, Sequence[ArchivedRecords]], None]
+
+
+class ShareStateUnavailableError(RiverbedError):
+    """``__share_group_state`` cannot be written (being created, or the broker stops)."""
+
+    error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    retriable = True
+
+
+class StateTopics(Protocol):
+    """The topic table as share partitions use it (a TopicManager)."""
+
+    def get(self, name: str) -> Topic | None: ...
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None: ...
+
+    def partition_log(self, name: str, partition: int) -> PartitionLog: ...
+
+    async def create_topic_async(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> Topic: ...
+
+
+class SharePartitionsHost(Protocol):
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def topics(self) -> StateTopics: ...
+
+    @property
+    def purgatory(self) -> AppendListener: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Persisted:
+    """A change's outcome and the fsyncs that make it durable."""
+
+    error_code: ErrorCode
+    flushes: Flushes = ()
+    error_message: str | None = None
+
+
+class SharePartitions:
+    """Every share partition of the broker (see the module docstring)."""
+
+    def __init__(self, host: SharePartitionsHost, config: ShareGroupConfig) -> None:
+        self._host = host
+        self._clock = host.clock
+        self.config = config
+        self._partitions: dict[tuple[str, str, int], SharePartition] = {}
+        self._group_configs: dict[str, dict[str, str]] = {}
+        self._archive_listeners: list[ArchiveListener] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline_ms: int | None = None
+        self._creating: asyncio.Future[None] | None = None
+        self._closed = False
+        topic = host.topics.get(SHARE_STATE_TOPIC_NAME)
+        self.num_partitions: int | None = None if topic is None else topic.partitions
+
+    # -- configuration ---------------------------------------------------------------
+    def partition_config(self, group_id: str) -> SharePartitionConfig:
+        """The broker's share settings overlaid with the group's own (Kafka names)."""
+        c = self.config
+        values = self._group_configs.get(group_id, {})
+        reset = values.get("share.auto.offset.reset", "latest").lower()
+        isolation = values.get("share.isolation.level", "read_uncommitted").lower()
+        return SharePartitionConfig(
+            record_lock_duration_ms=int(
+                values.get("share.record.lock.duration.ms", c.record_lock_duration_ms)
+            ),
+            delivery_count_limit=int(
+                values.get("share.delivery.count.limit", c.delivery_count_limit)
+            ),
+            max_in_flight_records=int(
+                values.get("share.partition.max.record.locks", c.partition_max_record_locks)
+            ),
+            auto_offset_reset=cast(Literal["latest", "earliest"], reset),
+            isolation_level=cast(Literal["read_uncommitted", "read_committed"], isolation),
+        )
+
+    def set_group_config(self, group_id: str, configs: Mapping[str, str | None]) -> None:
+        """Set (a value) or remove (None) per-group settings of :data:`GROUP_CONFIG_KEYS`
+        (for IncrementalAlterConfigs on GROUP resources).  Applies to share partitions
+        created from now on, and the lock duration / limits of existing ones."""
+        current = dict(self._group_configs.get(group_id, {}))
+        for key, value in configs.items():
+            if key not in GROUP_CONFIG_KEYS:
+                raise ValueError(f"unknown share group config {key!r}")
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+        self.partition_config_check(current)
+        self._group_configs[group_id] = current
+        fresh = self.partition_config(group_id)
+        for (g, _t, _p), sp in self._partitions.items():
+            if g == group_id:
+                sp.config = replace(
+                    fresh, snapshot_update_records=sp.config.snapshot_update_records
+                )
+
+    def partition_config_check(self, values: Mapping[str, str]) -> None:
+        saved = self._group_configs
+        self._group_configs = {"": dict(values)}
+        try:
+            self.partition_config("")
+        finally:
+            self._group_configs = saved
+
+    def group_config(self, group_id: str) -> Mapping[str, str]:
+        return dict(self._group_configs.get(group_id, {}))
+
+    def add_archive_listener(self, listener: ArchiveListener) -> None:
+        """``listener(group, tp, archived)`` after REJECTs or the delivery limit archive
+        offsets (dead letters), once their records are appended."""
+        self._archive_listeners.append(listener)
+
+    # -- the topic -------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        return self.num_partitions is not None
+
+    async def ensure_topic(self) -> None:
+        """Create ``__share_group_state`` on first use (off the loop); callers share one
+        creation."""
+        if self._closed:
+            raise ShareStateUnavailableError("share groups are shutting down")
+        if self.ready:
+            return
+        if self._creating is None:
+            self._creating = asyncio.ensure_future(self._create())
+        await asyncio.shield(self._creating)
+
+    async def _create(self) -> None:
+        try:
+            topics = self._host.topics
+            topic = topics.get(SHARE_STATE_TOPIC_NAME)
+            if topic is None:
+                raw = self._host.config.source.get(NUM_PARTITIONS_KEY)
+                count = int(str(raw).strip()) if raw is not None else DEFAULT_NUM_PARTITIONS
+                topic = await topics.create_topic_async(
+                    SHARE_STATE_TOPIC_NAME, max(count, 1), configs=dict(SHARE_STATE_TOPIC_CONFIGS)
+                )
+                log.info("created %s with %d partitions", SHARE_STATE_TOPIC_NAME, topic.partitions)
+            self.num_partitions = topic.partitions
+        finally:
+            self._creating = None
+
+    # -- start-up --------------------------------------------------------------------
+    async def load(self) -> list[str]:
+        """Replay an existing ``__share_group_state`` (read off the loop) and restore its
+        share partitions; returns the share group ids found."""
+        if self.num_partitions is None:
+            return []
+        topics = self._host.topics
+        logs = [topics.partition_log(SHARE_STATE_TOPIC_NAME, p) for p in range(self.num_partitions)]
+        loop = asyncio.get_running_loop()
+        replay = await loop.run_in_executor(None, _replay_logs, logs)
+        now = self._clock.now_ms()
+        groups: set[str] = set()
+        for key, persisted in replay.states().items():
+            topic = topics.by_id(key.topic_id)
+            if topic is None:
+                continue  # the topic was deleted
+            sp, change = SharePartition.restore(persisted, self.partition_config(key.group_id), now)
+            self._partitions[(key.group_id, topic.name, key.partition)] = sp
+            groups.add(key.group_id)
+            self._apply(key.group_id, TopicPartition(topic.name, key.partition), change)
+        if self._partitions:
+            log.info(
+                "share groups: restored %d share partition(s) of %d group(s) from %s",
+                len(self._partitions),
+                len(groups),
+                SHARE_STATE_TOPIC_NAME,
+            )
+        self._rearm()
+        return sorted(groups)
+
+    # -- share partitions ------------------------------------------------------------
+    def get(self, group_id: str, tp: TopicPartition) -> SharePartition | None:
+        return self._partitions.get((group_id, tp.topic, tp.partition))
+
+    def get_or_create(
+        self, group_id: str, tp: TopicPartition, plog: PartitionLog
+    ) -> SharePartition:
+        """The share partition, created at ``share.auto.offset.reset`` (its first snapshot
+        appended) if this is the group's first fetch of ``tp``.  Needs :meth:`ensure_topic`."""
+        key = (group_id, tp.topic, tp.partition)
+        sp = self._partitions.get(key)
+        if sp is not None:
+            return sp
+        topic = self._host.topics.get(tp.topic)
+        assert topic is not None
+        config = self.partition_config(group_id)
+        start = initial_start_offset(config, plog.log_start_offset, plog.high_watermark)
+        sp = SharePartition(group_id, topic.topic_id, tp.partition, config, start_offset=start)
+        self._partitions[key] = sp
+        self._append((sp.snapshot(self._clock.now_ms()),))
+        return sp
+
+    def advance_start_offset(self, group_id: str, tp: TopicPartition, log_start: int) -> None:
+        """The log's start moved past the share partition's (retention, DeleteRecords)."""
+        sp = self._partitions.get((group_id, tp.topic, tp.partition))
+        if sp is not None and log_start > sp.start_offset:
+            self._apply(group_id, tp, sp.advance_start_offset(log_start, self._clock.now_ms()))
+
+    def partitions_of(self, group_id: str) -> list[tuple[TopicPartition, SharePartition]]:
+        """The group's share partitions (DescribeShareGroupOffsets: ``start_offset``)."""
+        return [
+            (TopicPartition(t, p), sp)
+            for (g, t, p), sp in sorted(self._partitions.items(), key=lambda kv: kv[0])
+            if g == group_id
+        ]
+
+    def acquire(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicPartition,
+        batches: Sequence[tuple[int, int]],
+        max_records: int,
+    ) -> AcquireResult:
+        """Lock what ``member_id`` gets of ``batches`` (read from :meth:`SharePartition.
+        next_fetch_offset`); the state records are appended, not awaited."""
+        sp = self._partitions[(group_id, tp.topic, tp.partition)]
+        result = sp.acquire(member_id, batches, max_records, self._clock.now_ms())
+        if result.records:
+            self._append(result.records)
+        self._rearm()
+        return result
+
+    def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicPartition,
+        batches: Sequence[tuple[int, int, Sequence[int]]],
+    ) -> Persisted:
+        """Apply one partition's acknowledgements; the fsyncs to await before answering."""
+        sp = self._partitions.get((group_id, tp.topic, tp.partition))
+        if sp is None:
+            return Persisted(ErrorCode.INVALID_RECORD_STATE, (), f"nothing was acquired from {tp}")
+        result: AcknowledgeResult = sp.acknowledge(member_id, batches, self._clock.now_ms())
+        if result.error_code != ErrorCode.NONE:
+            return Persisted(result.error_code, (), result.error_message)
+        flushes = self._append(result.records)
+        self._archived(group_id, tp, result.archived)
+        if any(t == AcknowledgeType.RELEASE for _f, _l, types in batches for t in types):
+            self._host.purgatory.notify(tp)  # released records: wake waiting share fetches
+        self._rearm()
+        return Persisted(ErrorCode.NONE, flushes)
+
+    def release_member(self, group_id: str, member_id: str) -> Flushes:
+        """The member left, timed out or closed its session: its locks are released in
+        every share partition of the group."""
+        flushes: list[concurrent.futures.Future[None]] = []
+        now = self._clock.now_ms()
+        for (g, t, p), sp in list(self._partitions.items()):
+            if g == group_id:
+                flushes += self._apply(g, TopicPartition(t, p), sp.release_member(member_id, now))
+        self._rearm()
+        return tuple(flushes)
+
+    def release_member_in(
+        self, group_id: str, member_id: str, tps: Iterable[TopicPartition]
+    ) -> Flushes:
+        """Release the member's locks in ``tps`` only (a share session closed)."""
+        flushes: list[concurrent.futures.Future[None]] = []
+        now = self._clock.now_ms()
+        for tp in tps:
+            sp = self._partitions.get((group_id, tp.topic, tp.partition))
+            if sp is not None:
+                flushes += self._apply(group_id, tp, sp.release_member(member_id, now))
+        self._rearm()
+        return tuple(flushes)
+
+    def reset_start_offset(self, group_id: str, tp: TopicPartition, offset: int) -> Flushes:
+        """AlterShareGroupOffsets: start ``tp`` at ``offset`` (the caller checks that the
+        group has no members).  Creates the share partition if needed."""
+        topic = self._host.topics.get(tp.topic)
+        if topic is None:
+            raise ValueError(f"unknown topic {tp.topic}")
+        key = (group_id, tp.topic, tp.partition)
+        sp = self._partitions.get(key)
+        if sp is None:
+            sp = SharePartition(
+                group_id, topic.topic_id, tp.partition, self.partition_config(group_id),
+                start_offset=offset,
+            )  # fmt: skip
+            self._partitions[key] = sp
+        return self._apply(group_id, tp, sp.reset_start_offset(offset, self._clock.now_ms()))
+
+    def delete_group(self, group_id: str) -> Flushes:
+        """Forget the group's share partitions (tombstones): DeleteGroups."""
+        records: list[ShareStateTombstone] = []
+        for key in [k for k in self._partitions if k[0] == group_id]:
+            sp = self._partitions.pop(key)
+            records.append(ShareStateTombstone(sp.key))
+        self._group_configs.pop(group_id, None)
+        return self._append(records) if records else ()
+
+    # -- internals -------------------------------------------------------------------
+    def _apply(self, group_id: str, tp: TopicPartition, change: ShareStateChange) -> Flushes:
+        flushes = self._append(change.records) if change.records else ()
+        self._archived(group_id, tp, change.archived)
+        if change.released:
+            self._host.purgatory.notify(tp)
+        return flushes
+
+    def _archived(
+        self, group_id: str, tp: TopicPartition, archived: Sequence[ArchivedRecords]
+    ) -> None:
+        if not archived:
+            return
+        for listener in self._archive_listeners:
+            try:
+                listener(group_id, tp, archived)
+            except Exception:
+                log.exception("share group %s: archive listener failed", group_id)
+
+    def _append(self, records: Sequence[ShareStateRecord | ShareStateTombstone]) -> Flushes:
+        """Append ``records`` in order, one batch per state partition; the fsyncs."""
+        if not records:
+            return ()
+        if self.num_partitions is None:
+            raise ShareStateUnavailableError(f"{SHARE_STATE_TOPIC_NAME} does not exist yet")
+        by_partition: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
+        for record in records:
+            k = record.key
+            p = partition_for(f"{k.group_id}:{k.topic_id}:{k.partition}", self.num_partitions)
+            value = record.value_bytes() if isinstance(record, ShareStateRecord) else None
+            by_partition.setdefault(p, []).append((record.key_bytes(), value))
+        flushes: list[concurrent.futures.Future[None]] = []
+        for p, items in sorted(by_partition.items()):
+            plog = self._host.topics.partition_log(SHARE_STATE_TOPIC_NAME, p)
+            result = plog.append(build_batch(items, clock=self._clock), check_producer=False)
+            self._host.purgatory.notify(TopicPartition(SHARE_STATE_TOPIC_NAME, p))
+            if plog.durable_acks:
+                flushes.append(plog.flush_future(result.last_offset))
+        return tuple(flushes)
+
+    def _rearm(self) -> None:
+        if self._closed:
+            return
+        deadline = min(
+            (
+                d
+                for sp in self._partitions.values()
+                if (d := sp.next_lock_deadline_ms()) is not None
+            ),
+            default=None,
+        )
+        if deadline == self._timer_deadline_ms and self._timer is not None:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_deadline_ms = deadline
+        if deadline is not None:
+            delay_s = max(deadline - self._clock.now_ms(), 0) / 1000
+            self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_deadline_ms = None
+        if self._closed:
+            return
+        now = self._clock.now_ms()
+        try:
+            for (g, t, p), sp in list(self._partitions.items()):
+                deadline = sp.next_lock_deadline_ms()
+                if deadline is not None and deadline <= now:
+                    self._apply(g, TopicPartition(t, p), sp.expire_locks(now))
+        except Exception:
+            log.exception("share partitions: lock expiry failed")
+        self._rearm()
+
+    def close(self) -> None:
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+def _replay_logs(logs: list[PartitionLog]) -> ShareStateReplay:
+    """Read every ``__share_group_state`` partition from its start (a worker thread)."""
+    replay = ShareStateReplay()
+    for plog in logs:
+        offset, end = plog.log_start_offset, plog.log_end_offset
+        while offset < end:
+            try:
+                data = plog.read(offset, REPLAY_READ_BYTES).records
+            except CorruptSegmentError as exc:
+                log.error("share groups: %s replayed only up to offset %d: %s", plog, offset, exc)
+                break
+            if not data:
+                break
+            for header, records in iter_batches_with_records(data, allow_partial_tail=True):
+                next_offset = header.base_offset + header.last_offset_delta + 1
+                if next_offset <= offset:
+                    continue
+                if not header.is_control:
+                    for r in records:
+                        if r.offset >= offset and r.key is not None:
+                            try:
+                                replay.apply_bytes(r.key, r.value)
+                            except RiverbedError as exc:
+                                log.warning("share groups: unreadable state record: %s", exc)
+                offset = next_offset
+    return replay
