@@ -58,6 +58,7 @@ def main() -> None:
     from riverbed.cli.topics_command import topics
     from riverbed.cli.transactions_command import transactions
     from riverbed.cli.users_command import users
+    from riverbed.cli.webhook_command import webhook_command
 
     cli.add_command(groups)
     cli.add_command(topics)
@@ -70,5 +71,6 @@ def main() -> None:
     cli.add_command(completion_command)
     cli.add_command(demo_command)
     cli.add_command(cdc)
+    cli.add_command(webhook_command)
     cli.add_command(pipeline)
     cli(prog_name="riverbed")  # also names click's completion variable: _RIVERBED_COMPLETE

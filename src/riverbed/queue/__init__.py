@@ -14,12 +14,19 @@ See :mod:`riverbed.queue.worker` for the guarantees and docs/queues.md for the g
 """
 
 from riverbed.queue.delivery import Delivery, Outcome, QueueError, RejectDelivery
-from riverbed.queue.worker import Handler, QueueStats, QueueWorkers, WorkerSettings
+from riverbed.queue.worker import (
+    Handler,
+    OutcomeCallback,
+    QueueStats,
+    QueueWorkers,
+    WorkerSettings,
+)
 
 __all__ = [
     "Delivery",
     "Handler",
     "Outcome",
+    "OutcomeCallback",
     "QueueError",
     "QueueStats",
     "QueueWorkers",

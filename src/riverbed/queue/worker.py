@@ -62,6 +62,10 @@ from riverbed.queue.delivery import Delivery, Outcome, QueueError, RejectDeliver
 Handler = Callable[[Delivery], object]
 """Called once per delivery on a worker thread; returning means ACCEPT."""
 
+OutcomeCallback = Callable[[Delivery, Outcome, str], None]
+"""``(delivery, outcome, detail)``: ``detail`` is ``str()`` of what the handler returned
+(``""`` for None) or of the exception it raised (its type name when the message is empty)."""
+
 _log = logging.getLogger("riverbed.queue")
 _client_log = logging.getLogger("riverbed.queue.kafka_client")
 _client_log.addHandler(logging.NullHandler())
@@ -142,6 +146,10 @@ def to_delivery(message: Any) -> Delivery:
     )
 
 
+def _detail(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
 class _Worker:
     """One thread's loop around one share consumer (private: use :class:`QueueWorkers`)."""
 
@@ -152,7 +160,7 @@ class _Worker:
         handler: Handler,
         stopping: threading.Event,
         stats: QueueStats,
-        on_outcome: Callable[[Delivery, Outcome], None] | None,
+        on_outcome: OutcomeCallback | None,
     ) -> None:
         self.index = index
         self.settings = settings
@@ -206,14 +214,14 @@ class _Worker:
                 continue
             self._acknowledge(consumer, message, self._process(message))
 
-    def _process(self, message: Any) -> tuple[Delivery, Outcome]:
+    def _process(self, message: Any) -> tuple[Delivery, Outcome, str]:
         delivery = to_delivery(message)
         if self.stopping.is_set():
-            return delivery, Outcome.RELEASE  # fetched, not started: hand it back now
+            return delivery, Outcome.RELEASE, "stopping"  # not started: hand it back now
         try:
-            self.handler(delivery)
-        except RejectDelivery:
-            return delivery, Outcome.REJECT
+            result = self.handler(delivery)
+        except RejectDelivery as exc:
+            return delivery, Outcome.REJECT, _detail(exc)
         except Exception as exc:
             if delivery.delivery_count >= self.settings.max_attempts:
                 _log.warning(
@@ -224,15 +232,17 @@ class _Worker:
                     delivery.delivery_count,
                     exc,
                 )
-                return delivery, Outcome.REJECT
+                return delivery, Outcome.REJECT, _detail(exc)
             self.stopping.wait(self.settings.backoff_s(delivery.delivery_count))
-            return delivery, Outcome.RELEASE
-        return delivery, Outcome.ACCEPT
+            return delivery, Outcome.RELEASE, _detail(exc)
+        return delivery, Outcome.ACCEPT, "" if result is None else str(result)
 
-    def _acknowledge(self, consumer: Any, message: Any, result: tuple[Delivery, Outcome]) -> None:
+    def _acknowledge(
+        self, consumer: Any, message: Any, result: tuple[Delivery, Outcome, str]
+    ) -> None:
         from confluent_kafka import AcknowledgeType
 
-        delivery, outcome = result
+        delivery, outcome, detail = result
         ack_type = {
             Outcome.ACCEPT: AcknowledgeType.ACCEPT,
             Outcome.RELEASE: AcknowledgeType.RELEASE,
@@ -241,21 +251,22 @@ class _Worker:
         consumer.acknowledge(message, ack_type)
         self.stats.add(outcome)
         if self.on_outcome is not None:
-            self.on_outcome(delivery, outcome)
+            self.on_outcome(delivery, outcome, detail)
 
 
 class QueueWorkers:
     """``settings.concurrency`` worker threads consuming one share group with ``handler``.
 
-    ``on_outcome(delivery, outcome)``, if given, is called on the worker thread right after
-    each acknowledgement is recorded (before it reaches the broker).
+    ``on_outcome(delivery, outcome, detail)`` (:data:`OutcomeCallback`), if given, is called
+    on the worker thread right after each acknowledgement is recorded (before it reaches the
+    broker).
     """
 
     def __init__(
         self,
         settings: WorkerSettings,
         handler: Handler,
-        on_outcome: Callable[[Delivery, Outcome], None] | None = None,
+        on_outcome: OutcomeCallback | None = None,
     ) -> None:
         self.settings = settings
         self.stats = QueueStats()

@@ -39,7 +39,7 @@ def test_accept_release_reject_across_four_workers(queue_names: QueueNames) -> N
             raise RejectDelivery()  # REJECT at once
         time.sleep(0.01)
 
-    def on_outcome(delivery: Delivery, outcome: Outcome) -> None:
+    def on_outcome(delivery: Delivery, outcome: Outcome, detail: str) -> None:
         assert delivery.value is not None
         with lock:
             outcomes[delivery.value].append(outcome)
