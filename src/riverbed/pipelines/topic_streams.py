@@ -1,0 +1,58 @@
+"""Reading an example's input topics and writing its output topic with the ``riverbed``
+format (the sessions and fraud examples; docs/spark.md).
+
+Sources start at ``earliest`` (an example processes its whole input on first run; later
+runs continue from the checkpoint's offsets).  The sink is at-least-once: a micro-batch
+replayed after a crash produces its rows again (docs/spark.md, "Sink").
+
+Called on the driver only.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+from riverbed.pipelines.examples import ExampleOptions
+
+
+def read_topics(spark: SparkSession, options: ExampleOptions, topics: list[str]) -> DataFrame:
+    """A stream of the Kafka rows of ``topics`` from their earliest offsets."""
+    reader = (
+        spark.readStream.format("riverbed")
+        .option("kafka.bootstrap.servers", options.bootstrap_server)
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", "earliest")
+    )
+    for key, value in options.extra_source_options:
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def write_topic(
+    records: DataFrame,
+    options: ExampleOptions,
+    topic: str,
+    query_name: str,
+    *,
+    output_mode: str = "append",
+) -> StreamingQuery:
+    """Start writing ``records`` (``key``, ``value``) to ``topic`` as query ``query_name``,
+    checkpointed under ``options.query_checkpoint(query_name)``; ``availableNow`` when
+    ``options.available_now``.
+
+    The query is not given Spark's ``queryName``: Spark hands it to a Python sink as the
+    option ``queryName``, which the riverbed sink refuses as unknown.
+    """
+    writer = (
+        records.writeStream.format("riverbed")
+        .outputMode(output_mode)
+        .option("kafka.bootstrap.servers", options.bootstrap_server)
+        .option("topic", topic)
+        .option("checkpointLocation", options.query_checkpoint(query_name))
+    )
+    for key, value in options.extra_sink_options:
+        writer = writer.option(key, value)
+    if options.available_now:
+        writer = writer.trigger(availableNow=True)
+    return writer.start()
