@@ -40,6 +40,7 @@ from riverbed.broker.metrics_traffic import (
     TopicName,
     Traffic,
     fetch_traffic,
+    produce_error,
     produce_traffic,
     response_error,
 )
@@ -187,15 +188,15 @@ class BrokerMetrics:
             name = api_name(api_key)
             children = self._apis[api_key] = _ApiChildren(name, self._duration.labels(name))
         children.duration.observe(elapsed)
-        code = response_error(response)
+        produced = response if isinstance(response, ProduceResponse) else None
+        code = produce_error(produced) if produced is not None else response_error(response)
         counter = children.errors.get(code)
         if counter is None:
             counter = children.errors[code] = self._requests.labels(children.name, error_name(code))
         counter.inc()
         if api_key == PRODUCE_KEY and isinstance(request, ProduceRequest):
-            produced = response if isinstance(response, ProduceResponse) else None
             self._count(
-                produce_traffic(request, produced, self._topic_name),
+                produce_traffic(request, produced, self._topic_name, code),
                 self._topics_in,
                 self._bytes_in,
                 self._records_in,

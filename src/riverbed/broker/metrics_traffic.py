@@ -134,13 +134,28 @@ def _name(name: str, topic_id: Any, topic_name: TopicName) -> str | None:
     return None
 
 
+def produce_error(response: ProduceResponse) -> int:
+    """:func:`response_error` for a Produce response, without the generic walk."""
+    for topic in response.responses:
+        for part in topic.partition_responses:
+            if part.error_code:
+                return int(part.error_code)
+    return 0
+
+
 def produce_traffic(
-    request: ProduceRequest, response: ProduceResponse | None, topic_name: TopicName
+    request: ProduceRequest,
+    response: ProduceResponse | None,
+    topic_name: TopicName,
+    error: int | None = None,
 ) -> Traffic:
     """Bytes and records appended per topic (partitions answered ``NONE``; acks=0
-    requests have no response and count every partition sent)."""
+    requests have no response and count every partition sent).  ``error``: the
+    response's :func:`produce_error` when the caller has it already."""
     failed: set[tuple[str | None, int]] = set()
-    if response is not None and response_error(response):
+    if error is None and response is not None:
+        error = produce_error(response)
+    if response is not None and error:
         for topic in response.responses:
             name = _name(topic.name, topic.topic_id, topic_name)
             for part in topic.partition_responses:

@@ -1,0 +1,145 @@
+"""Produce throughput of a broker process with metrics off and on (issue 14).
+
+    .venv/bin/python bench/bench_metrics.py [--messages 1000000] [--size 100] [--trials 5]
+        [--linger-ms 5] [--scrape-interval 1.0]
+
+Each trial starts a fresh ``riverbed broker`` child (so the broker has its own
+interpreter and GIL), alternating ``--metrics-listen`` off and on, creates a one-partition
+topic and produces ``--messages`` records with confluent-kafka (acks=all, durable: one
+group commit per produce round).  With metrics on, a thread scrapes ``/metrics`` every
+``--scrape-interval`` seconds during the run (Prometheus' default is 15 s: 1 s is
+pessimistic).  Prints each trial, the median msg/s of each mode and the ratio, and the
+load average, which the field notes ask for: compare within one run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from riverbed.broker.metrics import BrokerMetrics
+from riverbed.protocol.framing import RequestHeader
+from riverbed.protocol.messages import ProduceRequest, ProduceResponse
+from riverbed.protocol.records import build_batch
+from riverbed.testing.broker_process import BrokerProcess, free_port
+
+
+def hook_cost_us(records_per_batch: int, calls: int = 50_000) -> float:
+    """µs per ``BrokerMetrics.request_done`` for a one-partition Produce (the hot path)."""
+    metrics = BrokerMetrics(lambda _topic_id: None)
+    records = build_batch([(None, b"x" * 100, 0)] * records_per_batch)
+    request = ProduceRequest(
+        acks=-1,
+        timeout_ms=1000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="bench",
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)],
+            )
+        ],
+    )
+    part = ProduceResponse.PartitionProduceResponse(index=0)
+    response = ProduceResponse(
+        responses=[ProduceResponse.TopicProduceResponse(name="bench", partition_responses=[part])]
+    )
+    header = RequestHeader(0, 11, 1, "bench")
+    started = time.perf_counter()
+    for _ in range(calls):
+        metrics.request_done(header, request, response, started)
+    return (time.perf_counter() - started) / calls * 1e6
+
+
+def _scraper(port: int, interval_s: float, stop: threading.Event, count: list[int]) -> None:
+    url = f"http://127.0.0.1:{port}/metrics"
+    while not stop.wait(interval_s):
+        with urllib.request.urlopen(url, timeout=30) as response:
+            response.read()
+        count[0] += 1
+
+
+def trial(args: argparse.Namespace, metrics: bool) -> tuple[float, int]:
+    """msg/s of one produce run, and the number of scrapes made during it."""
+    metrics_port = free_port()
+    config = {"metrics.listen": f"127.0.0.1:{metrics_port}"} if metrics else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = BrokerProcess(
+            Path(tmp) / "data", free_port(), Path(tmp) / "broker.log", config=config
+        )
+        broker.start(timeout_s=300)
+        try:
+            bootstrap = broker.bootstrap_servers
+            admin = AdminClient({"bootstrap.servers": bootstrap, "log.connection.close": False})
+            admin.create_topics([NewTopic("bench", 1, 1)])["bench"].result(60)
+            producer = Producer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "log.connection.close": False,
+                    "linger.ms": args.linger_ms,
+                    "acks": "all",
+                    "batch.size": 1_000_000,
+                    "queue.buffering.max.messages": 2_000_000,
+                }
+            )
+            payload = b"x" * args.size
+            stop = threading.Event()
+            scrapes = [0]
+            scraper = None
+            if metrics:
+                scraper = threading.Thread(
+                    target=_scraper, args=(metrics_port, args.scrape_interval, stop, scrapes)
+                )
+                scraper.start()
+            started = time.perf_counter()
+            for _ in range(args.messages):
+                try:
+                    producer.produce("bench", payload, partition=0)
+                except BufferError:
+                    producer.poll(0.01)
+                    producer.produce("bench", payload, partition=0)
+            assert producer.flush(300) == 0
+            elapsed = time.perf_counter() - started
+            stop.set()
+            if scraper is not None:
+                scraper.join()
+            return args.messages / elapsed, scrapes[0]
+        finally:
+            broker.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--linger-ms", type=int, default=5)
+    parser.add_argument("--scrape-interval", type=float, default=1.0)
+    args = parser.parse_args()
+    rates: dict[bool, list[float]] = {False: [], True: []}
+    print(f"load average before: {os.getloadavg()}")
+    for n in (1, 1000):
+        print(f"hook cost: {hook_cost_us(n):.2f} µs per Produce request ({n} records, 1 batch)")
+    for i in range(args.trials):
+        for metrics in (False, True) if i % 2 == 0 else (True, False):
+            rate, scrapes = trial(args, metrics)
+            rates[metrics].append(rate)
+            mode = f"on ({scrapes} scrapes)" if metrics else "off"
+            print(f"trial {i + 1} metrics {mode}: {rate:,.0f} msg/s", flush=True)
+    off, on = statistics.median(rates[False]), statistics.median(rates[True])
+    print(
+        f"median produce: metrics off {off:,.0f} msg/s, on {on:,.0f} msg/s "
+        f"({(on / off - 1) * 100:+.1f}%; {args.size} B, linger.ms={args.linger_ms}, acks=all)"
+    )
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
