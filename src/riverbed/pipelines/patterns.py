@@ -12,7 +12,8 @@ A :class:`Pattern` is a sequence of named steps, built like Flink CEP's::
   the event right after the previous step's last one) / ``followed_by(...)`` (relaxed:
   events in between that match nothing are skipped);
 * ``times(n)`` / ``times(n, m)`` / ``times_or_more(n)`` (``A{n}``, ``A{n,m}``, ``A{n,}``)
-  on the last step; repeated events of a step keep that step's contiguity;
+  on the last step; repeated events are consecutive unless ``allow_gaps()`` (then
+  events matching nothing in between are skipped, Flink's default);
 * ``not_followed_by(condition)``: negation -- no event between the previous step's last
   event and the next step's first may satisfy ``condition``; one that does ends the
   partial match.  At the end of a pattern it needs ``within``: the match is emitted when
@@ -73,12 +74,13 @@ class Event:
 @dataclass(frozen=True, slots=True)
 class Step:
     """One positive step: ``min_times..max_times`` events (``None``: unbounded) satisfying
-    ``condition``, joined to the previous step with ``contiguity``; ``forbid`` lists the
-    negations checked in the gap before this step."""
+    ``condition``, joined to the previous step with ``contiguity`` and to each other with
+    ``repeat``; ``forbid`` lists the negations checked in the gap before this step."""
 
     name: str
     condition: Condition
     contiguity: Contiguity = "strict"
+    repeat: Contiguity = "strict"
     min_times: int = 1
     max_times: int | None = 1
     forbid: tuple[Condition, ...] = ()
@@ -120,6 +122,12 @@ class Pattern:
         if n < 1 or (upper is not None and upper < n):
             raise ConfigError(f"times({n}, {m}): need 1 <= n <= m")
         last = replace(self.steps[-1], min_times=n, max_times=upper)
+        return replace(self, steps=(*self.steps[:-1], last))
+
+    def allow_gaps(self) -> Pattern:
+        """Let the last step's repeated events have other events between them (Flink's
+        default for ``times``; strict, Flink's ``consecutive()``, is the default here)."""
+        last = replace(self.steps[-1], repeat="relaxed")
         return replace(self, steps=(*self.steps[:-1], last))
 
     def times_or_more(self, n: int) -> Pattern:
@@ -267,7 +275,7 @@ class Matcher:
                 taken = (index + 1, 1, (*events, (index + 1, event.ts, fields)), False)
                 out.append(self._after_take(taken, steps))
         # Skipping the event keeps the run only where relaxed contiguity allows it.
-        repeat_relaxed = can_take and step.contiguity == "relaxed"
+        repeat_relaxed = can_take and step.repeat == "relaxed"
         gap_relaxed = waits_next and nxt is not None and nxt.contiguity == "relaxed"
         if repeat_relaxed or gap_relaxed:
             out.append(run)
