@@ -20,6 +20,13 @@ that record was written: an ACKNOWLEDGED offset stays ACKNOWLEDGED (or falls bel
 start offset) in every later prefix, because no record ever moves an acknowledged offset
 back to AVAILABLE except a state-epoch reset written by ``reset_start_offset``.
 
+The topic must be ``cleanup.policy=delete``, never compacted (Kafka creates it so, "as
+defined in KIP-932"): all ShareUpdate records of one share partition share one key, and
+compaction would keep only the last of them, silently dropping acknowledged state.  It is
+pruned instead: everything below the oldest *latest snapshot* of the share partitions in
+a state partition is redundant (:class:`SnapshotOffsets`, Kafka's "last redundant
+offset"), and can go with ``DeleteRecords`` / ``PartitionLog.delete_records_before``.
+
 Pure, in memory; not thread-safe (one loader at a time).
 """
 
@@ -130,6 +137,34 @@ def _normalise(batches: list[StateBatch]) -> list[_Item]:
     return result
 
 
+class SnapshotOffsets:
+    """The redundant prefix of one ``__share_group_state`` partition.
+
+    Feed it, in log order, each record appended to (or read from) one state partition with
+    its log offset.  A share partition needs only its latest snapshot and what follows;
+    :meth:`redundant_offset` is the lowest offset any share partition still needs, so
+    every record below it may be deleted (Kafka's ``ShareCoordinatorOffsetsManager``).  A
+    share partition that is never snapshotted again holds the prefix back; each one is
+    snapshotted every ``snapshot_update_records`` changes.  Not thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._latest: dict[SharePartitionKey, int] = {}
+        self._end = 0
+
+    def note(self, record: ShareStateRecord | ShareStateTombstone, offset: int) -> None:
+        """``record`` is at ``offset`` of this state partition."""
+        self._end = max(self._end, offset + 1)
+        if isinstance(record, ShareStateTombstone):
+            self._latest.pop(record.key, None)
+        elif record.is_snapshot:
+            self._latest[record.key] = offset
+
+    def redundant_offset(self) -> int:
+        """Every record below this offset is no longer needed by any replay."""
+        return min(self._latest.values(), default=self._end)
+
+
 class ShareStateReplay:
     """Folds ``__share_group_state`` records, in log order, into per-partition state."""
 
@@ -137,9 +172,14 @@ class ShareStateReplay:
         self._states: dict[SharePartitionKey, PersistedShareState] = {}
         self.skipped_updates = 0
         """Updates ignored as stale (another snapshot epoch, or no snapshot yet)."""
+        self.snapshot_offsets = SnapshotOffsets()
+        """Fed with the records given an ``offset``: for one state partition's replay."""
 
-    def apply(self, record: ShareStateRecord | ShareStateTombstone) -> None:
-        """Fold one record into the state of its share partition."""
+    def apply(self, record: ShareStateRecord | ShareStateTombstone, offset: int = -1) -> None:
+        """Fold one record into the state of its share partition (``offset``: its log
+        offset, if known, for :attr:`snapshot_offsets`)."""
+        if offset >= 0:
+            self.snapshot_offsets.note(record, offset)
         if isinstance(record, ShareStateTombstone):
             self._states.pop(record.key, None)
             return
@@ -172,9 +212,11 @@ class ShareStateReplay:
             updates_since_snapshot=current.updates_since_snapshot + 1,
         )
 
-    def apply_bytes(self, key: bytes | memoryview, value: bytes | memoryview | None) -> None:
+    def apply_bytes(
+        self, key: bytes | memoryview, value: bytes | memoryview | None, offset: int = -1
+    ) -> None:
         """Decode and fold one record (``value`` None: a tombstone)."""
-        self.apply(decode_share_state_record(key, value))
+        self.apply(decode_share_state_record(key, value), offset)
 
     def state(self, key: SharePartitionKey) -> PersistedShareState | None:
         """The persisted state of one share partition, or None if none was written."""

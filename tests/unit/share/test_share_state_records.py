@@ -172,3 +172,43 @@ def test_start_offset_never_moves_back_in_an_update() -> None:
     r = replay([snap(10), upd(4)])
     st = r.state(KEY)
     assert st is not None and st.start_offset == 10
+
+
+def _workload(every: int = 3) -> list[ShareStateRecord]:
+    from riverbed.share import SharePartition, SharePartitionConfig
+
+    sp = SharePartition(
+        "g", KEY.topic_id, 0, SharePartitionConfig(snapshot_update_records=every), start_offset=0
+    )
+    out = [sp.snapshot(0)]
+    for i in range(0, 20, 2):
+        out += sp.acquire("m", [(i, i + 1)], 2, i).records
+        out += sp.acknowledge("m", [(i + 1, i + 1, [1])], i).records  # ACCEPT every odd offset
+    return out
+
+
+def test_compaction_would_lose_acknowledged_state() -> None:
+    """Why ``__share_group_state`` is cleanup.policy=delete: updates share one key."""
+    records = _workload(every=100)
+    latest_per_key = {r.key_bytes(): i for i, r in enumerate(records)}
+    compacted = [r for i, r in enumerate(records) if latest_per_key[r.key_bytes()] == i]
+    full, lossy = replay(records).state(records[0].key), replay(compacted).state(records[0].key)
+    assert full is not None and lossy is not None
+    assert full.state_batches != lossy.state_batches
+
+
+def test_replay_from_the_redundant_offset_equals_the_full_replay() -> None:
+    records = _workload()
+    other = ShareStateTombstone(SharePartitionKey("gone", KEY.topic_id, 9))
+    log = [snap(0).__class__(**{**_fields(snap(0)), "key": other.key}), *records, other]
+    full = replay([])
+    for offset, r in enumerate(log):
+        full.apply(r, offset)
+    cut = full.snapshot_offsets.redundant_offset()
+    assert 0 < cut < len(log)
+    assert isinstance(log[cut], ShareStateRecord) and log[cut].is_snapshot
+    assert replay(log[cut:]).states() == full.states()
+
+
+def _fields(r: ShareStateRecord) -> dict[str, object]:
+    return {f: getattr(r, f) for f in r.__slots__}
