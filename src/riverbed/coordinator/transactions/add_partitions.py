@@ -89,6 +89,9 @@ def _current(
     if not transactional_id:
         raise TransactionCoordinatorError(E.INVALID_REQUEST)
     meta = ctx.txns.get(transactional_id)
+    if meta is not None and meta.is_next_handle(producer_id, producer_epoch):
+        # the producer's next transaction, before this one's markers are written
+        raise TransactionCoordinatorError(E.CONCURRENT_TRANSACTIONS)
     if meta is None or meta.producer_id != producer_id:
         raise TransactionCoordinatorError(E.INVALID_PRODUCER_ID_MAPPING)
     if meta.producer_epoch != producer_epoch:

@@ -12,8 +12,11 @@ Follows Kafka 4.x's ``TransactionCoordinator.endTransaction`` (transaction versi
 * Ongoing: PrepareCommit/PrepareAbort (TV2: epoch + 1, and a new producer id when the
   epoch is exhausted); a retry of what is already complete: NONE with no record; the same
   result while its markers are being written: CONCURRENT_TRANSACTIONS; any other state /
-  result pair: INVALID_TXN_STATE.  TV2 only: Empty, CompleteCommit and CompleteAbort accept
-  a (non-retry) abort -- an abort of nothing, with an epoch bump.
+  result pair: INVALID_TXN_STATE.  TV2, PrepareX: a request with the handle the producer
+  continues with (the bumped epoch, or the next producer id at epoch 0) is the producer's
+  *next* transaction ending before this one's markers are written: CONCURRENT_TRANSACTIONS
+  (retriable), where Kafka 4.1 answers PRODUCER_FENCED.  TV2 only: Empty, CompleteCommit
+  and CompleteAbort accept a (non-retry) abort -- an abort of nothing, with an epoch bump.
 
 A transaction with no partitions (possible only as above, or after an AddPartitionsToTxn
 naming none) needs no markers: its PrepareX and CompleteX records are returned together,
@@ -102,6 +105,12 @@ def _end_tv2(
         valid_epoch = (
             retry_on_bump or retry_on_overflow or req.producer_epoch == meta.producer_epoch
         )
+    if meta.is_next_handle(req.producer_id, req.producer_epoch):
+        # The producer's next transaction ends before this one's markers are written
+        # (EndTxn v5 answered with the new epoch already): it waits, as AddPartitionsToTxn
+        # does.  Kafka 4.1 fences it (PRODUCER_FENCED) -- a race its marker latency makes
+        # rare and ours does not (franz-go's TestTxnEtl aborts right after a commit).
+        raise TransactionCoordinatorError(E.CONCURRENT_TRANSACTIONS)
     if meta.producer_id != req.producer_id and not retry_on_overflow:
         raise TransactionCoordinatorError(E.INVALID_PRODUCER_ID_MAPPING)
     if not valid_epoch:

@@ -122,6 +122,7 @@ def _is_valid_producer_id(meta: TransactionMetadata, producer_id: int, epoch: in
     return (
         meta.producer_epoch == NO_PRODUCER_EPOCH
         or producer_id == meta.producer_id
+        or meta.is_next_handle(producer_id, epoch)  # waits (CONCURRENT_TRANSACTIONS)
         or (producer_id == meta.previous_producer_id and is_epoch_exhausted(epoch))
     )
 

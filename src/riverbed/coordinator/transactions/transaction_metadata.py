@@ -63,6 +63,19 @@ class TransactionMetadata:
     def is_epoch_exhausted(self) -> bool:
         return is_epoch_exhausted(self.producer_epoch)
 
+    def is_next_handle(self, producer_id: int, producer_epoch: int) -> bool:
+        """In PrepareCommit/PrepareAbort: is ``producer_id``/``producer_epoch`` the handle the
+        producer continues with once the markers are written -- the current (for
+        transaction version 2 already bumped) id and epoch, or, during a producer-id
+        rotation, the next id at epoch 0?  A request carrying it comes from the owner of
+        the transaction, which started its next one before the markers of this one were
+        written: it must wait (CONCURRENT_TRANSACTIONS), not be fenced."""
+        if not self.state.is_prepare:
+            return False
+        if self.next_producer_id != NO_PRODUCER_ID:
+            return (producer_id, producer_epoch) == (self.next_producer_id, 0)
+        return (producer_id, producer_epoch) == (self.producer_id, self.producer_epoch)
+
     def persisted(self) -> tuple[object, ...]:
         """What a ``__transaction_state`` value stores (replay reproduces exactly this)."""
         return (

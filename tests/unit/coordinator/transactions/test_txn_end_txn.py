@@ -94,10 +94,16 @@ def test_tv2_commit_bumps_the_epoch_and_returns_it() -> None:
     assert (resp.error_code, resp.producer_id, resp.producer_epoch) == (E.NONE, pid, 1)
     [marker] = d.markers
     assert marker.producer_epoch == 1 and marker.transaction_version == 2
-    # a retry with the old epoch while completing: CONCURRENT_TRANSACTIONS; the new epoch:
-    # fenced (it would be the *next* transaction's end)
+    # a retry with the old epoch while completing: CONCURRENT_TRANSACTIONS; the new epoch
+    # (the *next* transaction ending early, franz-go's TestTxnEtl): CONCURRENT_TRANSACTIONS
+    # too, where Kafka 4.1 fences; any other epoch: fenced; nothing written
+    n = len(d.log)
     assert d.end("tx", pid, 0, commit=True, tv=2).error_code is E.CONCURRENT_TRANSACTIONS
-    assert d.end("tx", pid, 1, commit=True, tv=2).error_code is E.PRODUCER_FENCED
+    assert d.end("tx", pid, 1, commit=True, tv=2).error_code is E.CONCURRENT_TRANSACTIONS
+    assert d.end("tx", pid, 1, commit=False, tv=2).error_code is E.CONCURRENT_TRANSACTIONS
+    assert d.add("tx", pid, 1, A0, tv=2).errors[A0] is E.CONCURRENT_TRANSACTIONS
+    assert d.end("tx", pid, 2, commit=False, tv=2).error_code is E.PRODUCER_FENCED
+    assert len(d.log) == n
     d.write_markers()
     retry = d.end("tx", pid, 0, commit=True, tv=2)
     assert (retry.error_code, retry.producer_epoch) == (E.NONE, 1)
@@ -160,6 +166,13 @@ def test_tv2_exhausted_epoch_rotates_the_producer_id_at_completion() -> None:
     assert (resp.error_code, resp.producer_id, resp.producer_epoch) == (E.NONE, new_pid, 0)
     [marker] = d.markers
     assert (marker.producer_id, marker.producer_epoch) == (pid, MAX_PRODUCER_EPOCH)
+    # the next transaction, with the new producer id, before the markers: it waits
+    n = len(d.log)
+    assert d.end("tx", new_pid, 0, commit=False, tv=2).error_code is E.CONCURRENT_TRANSACTIONS
+    assert d.add("tx", new_pid, 0, A0, tv=2).errors[A0] is E.CONCURRENT_TRANSACTIONS
+    init = d.init("tx", producer_id=new_pid, producer_epoch=0)
+    assert init.error_code is E.CONCURRENT_TRANSACTIONS
+    assert len(d.log) == n
     d.restart()  # the pending rotation survives a restart
     d.write_markers()
     meta = d.coordinator.transaction("tx")
