@@ -55,6 +55,7 @@ def main() -> None:
     from riverbed.cli.pipeline_command import pipeline
     from riverbed.cli.produce_command import produce_command
     from riverbed.cli.quotas_command import quotas
+    from riverbed.cli.share_groups_command import share_groups
     from riverbed.cli.topics_command import topics
     from riverbed.cli.transactions_command import transactions
     from riverbed.cli.users_command import users
@@ -72,5 +73,6 @@ def main() -> None:
     cli.add_command(demo_command)
     cli.add_command(cdc)
     cli.add_command(webhook_command)
+    cli.add_command(share_groups)
     cli.add_command(pipeline)
     cli(prog_name="riverbed")  # also names click's completion variable: _RIVERBED_COMPLETE
