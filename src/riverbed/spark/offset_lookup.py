@@ -13,6 +13,11 @@ resolved -- typically well under a second), and after at most
 Not thread-safe: one instance per stream reader, used by the thread Spark calls the
 reader on.  It holds sockets; :meth:`close` (or losing the process) releases them.  It is
 never pickled -- readers drop it before travelling to workers.
+
+Isolation: ``kafka.isolation.level`` (``read_uncommitted``, the default, or
+``read_committed``) is sent with every ListOffsets.  Under ``read_committed`` "latest" is
+the partition's *last stable offset* (LSO), not its high watermark, so a micro-batch never
+plans past an open transaction and its tasks never wait on records they may not read.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin import OffsetSpec as KafkaOffsetSpec  # type: ignore[attr-defined]
@@ -42,6 +47,7 @@ class OffsetLookup:
         self._servers = kafka_config.get("bootstrap.servers", "")
         self._timeout_s = timeout_ms / 1000
         self._client_errors: list[KafkaError] = []
+        self._isolation = isolation_level(kafka_config)
         config: dict[str, Any] = {k: v for k, v in kafka_config.items() if not _consumer_only(k)}
         config["error_cb"] = self._on_client_error
         try:
@@ -100,6 +106,7 @@ class OffsetLookup:
         return self._list_offsets(dict.fromkeys(partitions, spec))
 
     def latest(self, partitions: Iterable[TopicPartition]) -> PartitionOffsets:
+        """High watermarks, or last stable offsets under ``read_committed``."""
         spec = KafkaOffsetSpec.latest()  # type: ignore[no-untyped-call]
         return self._list_offsets(dict.fromkeys(partitions, spec))
 
@@ -120,7 +127,9 @@ class OffsetLookup:
         if not specs:
             return {}
         request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp, spec in specs.items()}
-        futures = self._admin.list_offsets(request, request_timeout=self._timeout_s)
+        futures = self._admin.list_offsets(
+            request, isolation_level=self._isolation, request_timeout=self._timeout_s
+        )
         out: PartitionOffsets = {}
         for ktp, future in futures.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
@@ -138,6 +147,18 @@ class OffsetLookup:
                     f"{self._servers!r}: {error}"
                 ) from None
         return out
+
+
+def isolation_level(kafka_config: Mapping[str, str]) -> IsolationLevel:
+    """The ``isolation.level`` of ``kafka_config`` (default ``read_uncommitted``, as Spark)."""
+    value = kafka_config.get("isolation.level", "read_uncommitted").strip().lower()
+    if value == "read_committed":
+        return IsolationLevel.READ_COMMITTED
+    if value == "read_uncommitted":
+        return IsolationLevel.READ_UNCOMMITTED
+    raise ConfigError(
+        f"option 'kafka.isolation.level' must be read_committed or read_uncommitted, got {value!r}"
+    )
 
 
 _CONSUMER_ONLY = (

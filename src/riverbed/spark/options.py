@@ -21,6 +21,12 @@ Source options (``spark.read`` / ``spark.readStream``)::
 Sink options (``df.write`` / ``df.writeStream``)::
 
     kafka.bootstrap.servers, kafka.*, topic (used when a row has no topic column)
+    deliveryGuarantee      at_least_once (default) | exactly_once   (streaming only)
+    transactionalIdPrefix  exactly_once: prefix of transactional ids and marker groups
+                           (default riverbed-spark)
+    markerTopic            exactly_once: the topic whose partition 0 keys the batch
+                           markers (default: the topic option; required without it)
+    kafka.transactional.id is refused: the exactly-once sink names its producers itself
 
 Anything else is refused with a :class:`~riverbed.errors.ConfigError` naming it, before
 a query starts.  Values are frozen slotted dataclasses: picklable, so they travel to
@@ -63,7 +69,9 @@ SOURCE_OPTIONS = frozenset(
         "kafkaconsumer.polltimeoutms",
     }
 )
-SINK_OPTIONS = frozenset({"topic"})
+SINK_OPTIONS = frozenset({"topic", "deliveryguarantee", "transactionalidprefix", "markertopic"})
+DEFAULT_TRANSACTIONAL_ID_PREFIX = "riverbed-spark"
+DeliveryGuarantee = Literal["at_least_once", "exactly_once"]
 # Options Spark itself adds to a writer's or reader's options; not ours to check.
 SPARK_OWNED_OPTIONS = frozenset({"checkpointlocation", "path"})
 # Options the source sets itself: a user value would break offset tracking.
@@ -172,8 +180,13 @@ class SourceOptions:
 
 @dataclass(frozen=True, slots=True)
 class SinkOptions:
+    """The sink's options.  With ``exactly_once``, ``marker_topic`` is never None."""
+
     kafka_params: tuple[tuple[str, str], ...]
     topic: str | None
+    delivery_guarantee: DeliveryGuarantee = "at_least_once"
+    transactional_id_prefix: str = DEFAULT_TRANSACTIONAL_ID_PREFIX
+    marker_topic: str | None = None
 
     def kafka_config(self) -> dict[str, str]:
         return dict(self.kafka_params)
@@ -335,4 +348,43 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Check and parse sink options; raises :class:`ConfigError` naming the bad one."""
     kafka, own = _split(options, SINK_OPTIONS)
-    return SinkOptions(kafka_params=tuple(sorted(kafka.items())), topic=own.get("topic"))
+    if "transactional.id" in kafka:
+        raise ConfigError(
+            "option 'kafka.transactional.id' is not supported: use "
+            "deliveryGuarantee=exactly_once (transactional ids are named per query and task)"
+        )
+    guarantee = _delivery_guarantee(own.get("deliveryguarantee", "at_least_once"))
+    topic = own.get("topic")
+    marker_topic = own.get("markertopic")
+    prefix = own.get("transactionalidprefix", DEFAULT_TRANSACTIONAL_ID_PREFIX).strip()
+    if not prefix:
+        raise ConfigError("option 'transactionalIdPrefix' must not be empty")
+    if guarantee == "exactly_once":
+        marker_topic = marker_topic or topic
+        if not marker_topic:
+            raise ConfigError(
+                "deliveryGuarantee=exactly_once needs the 'topic' option or a 'markerTopic' "
+                "(an existing topic whose partition 0 keys the batch markers)"
+            )
+    elif marker_topic is not None or "transactionalidprefix" in own:
+        raise ConfigError(
+            "options 'markerTopic' and 'transactionalIdPrefix' need deliveryGuarantee=exactly_once"
+        )
+    return SinkOptions(
+        kafka_params=tuple(sorted(kafka.items())),
+        topic=topic,
+        delivery_guarantee=guarantee,
+        transactional_id_prefix=prefix,
+        marker_topic=marker_topic,
+    )
+
+
+def _delivery_guarantee(value: str) -> DeliveryGuarantee:
+    normal = value.strip().lower().replace("-", "_")
+    if normal == "exactly_once":
+        return "exactly_once"
+    if normal == "at_least_once":
+        return "at_least_once"
+    raise ConfigError(
+        f"option 'deliveryGuarantee' must be at_least_once or exactly_once, got {value!r}"
+    )

@@ -1,24 +1,29 @@
-"""The ``riverbed`` sink: write rows to Kafka topics with an idempotent producer.
+"""The ``riverbed`` sink: write rows to Kafka topics, at-least-once or exactly-once.
 
 Input columns (as Spark's Kafka sink): ``value`` (binary or string, required), ``key``
 (binary or string), ``topic`` (string; the ``topic`` option overrides it), ``partition``
 (int; otherwise the producer's partitioner decides), ``headers``
 (array<struct<key:string,value:binary>>).  Other columns are refused.
 
-Delivery guarantee: **at-least-once**.  Each Spark task produces its rows with an
-idempotent producer (``enable.idempotence=true``, ``acks=all``) and flushes before it
+``deliveryGuarantee=at_least_once`` (the default).  Each Spark task produces its rows
+with an idempotent producer (``enable.idempotence=true``, ``acks=all``) and flushes before it
 reports success; a delivery error fails the task.  The idempotent producer removes
 duplicates from the producer's own retries, but when Spark re-runs a task or replays a
 micro-batch after a crash, the rows are produced again: downstream readers may see
-duplicates.  Exactly-once output needs an idempotent consumer of the topic, or Kafka
-transactions, which this sink does not use.
+duplicates.
+
+``deliveryGuarantee=exactly_once`` (streaming only): each task writes its rows and a batch
+marker in one Kafka transaction, and a replayed task that finds its marker writes nothing
+(:mod:`riverbed.spark.transactional_sink`); read_committed readers see every row once.
+The driver-side ``commit`` has nothing to do in either mode (it only hosts two failure
+points, :mod:`riverbed.spark.transactional_failpoints`).
 
 Thread-safety: one producer per task; nothing is shared between tasks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +45,7 @@ from pyspark.sql.types import (
 from riverbed.errors import ConfigError
 from riverbed.spark.options import SinkOptions
 from riverbed.spark.schema import HEADERS_TYPE
+from riverbed.spark.transactional_failpoints import failpoint
 
 _ALLOWED: dict[str, tuple[DataType, ...]] = {
     "key": (BinaryType(), StringType()),
@@ -73,9 +79,11 @@ def check_sink_schema(schema: StructType, options: SinkOptions) -> None:
 
 @dataclass(frozen=True, slots=True)
 class ProducedMessage(WriterCommitMessage):
-    """What one task reports: how many records it delivered."""
+    """What one task reports: how many records it delivered, or (exactly-once) found
+    already committed by an earlier run of the same batch (``replayed``)."""
 
     records: int
+    replayed: bool = False
 
 
 def _bytes(value: object) -> bytes | None:
@@ -86,19 +94,27 @@ def _bytes(value: object) -> bytes | None:
     return bytes(value)  # type: ignore[call-overload,no-any-return]
 
 
-def produce_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
-    """Produce every row of ``batches`` and flush; returns the count, raises on any failure."""
-    config: dict[str, object] = {
-        "enable.idempotence": True,
-        "acks": "all",
-        "linger.ms": 5,
-        **options.kafka_config(),
-    }
+def new_producer(config: Mapping[str, object]) -> Producer:
+    """A confluent-kafka producer, a bad ``kafka.*`` option raised as :class:`ConfigError`."""
     try:
-        producer = Producer(config)
+        return Producer(dict(config))
     except (KafkaException, ValueError, TypeError) as exc:
         raise ConfigError(f"invalid kafka.* option: {exc}") from None
-    errors: list[str] = []
+
+
+def produce_rows(
+    producer: Producer,
+    options: SinkOptions,
+    batches: Iterable[pa.RecordBatch],
+    errors: list[str],
+    *,
+    after_batch: Callable[[int], None] | None = None,
+) -> int:
+    """Hand every row of ``batches`` to ``producer`` (no flush); returns the row count.
+
+    Delivery errors reported by ``poll`` are appended to ``errors`` (at most 5) and stop
+    the loop after the current Arrow batch; ``after_batch(count)`` runs after each batch.
+    """
 
     def on_delivery(error: object, message: object) -> None:
         if error is not None and len(errors) < 5:
@@ -136,6 +152,18 @@ def produce_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> 
             count += 1
         if errors:
             break
+        if after_batch is not None:
+            after_batch(count)
+    return count
+
+
+def produce_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
+    """Produce every row of ``batches`` and flush; returns the count, raises on any failure."""
+    producer = new_producer(
+        {"enable.idempotence": True, "acks": "all", "linger.ms": 5, **options.kafka_config()}
+    )
+    errors: list[str] = []
+    count = produce_rows(producer, options, batches, errors)
     remaining = producer.flush(FLUSH_TIMEOUT_S)
     if errors:
         raise KafkaException(f"delivery failed: {'; '.join(errors)}")
@@ -145,9 +173,14 @@ def produce_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> 
 
 
 class RiverbedBatchWriter(DataSourceArrowWriter):
-    """``df.write.format("riverbed")``."""
+    """``df.write.format("riverbed")``: at-least-once only (a batch write has no batch id)."""
 
     def __init__(self, options: SinkOptions) -> None:
+        if options.delivery_guarantee == "exactly_once":
+            raise ConfigError(
+                "deliveryGuarantee=exactly_once is for writeStream only: a batch write has "
+                "no micro-batch id to make a replay recognisable"
+            )
         self._options = options
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
@@ -155,16 +188,26 @@ class RiverbedBatchWriter(DataSourceArrowWriter):
 
 
 class RiverbedStreamWriter(DataSourceStreamArrowWriter):
-    """``df.writeStream.format("riverbed")``: at-least-once (see the module docstring)."""
+    """``df.writeStream.format("riverbed")``: at-least-once, or exactly-once with
+    ``deliveryGuarantee=exactly_once`` (see the module docstring)."""
 
     def __init__(self, options: SinkOptions) -> None:
         self._options = options
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        if self._options.delivery_guarantee == "exactly_once":
+            from riverbed.spark.transactional_sink import write_transactionally
+
+            done = write_transactionally(self._options, iterator)
+            return ProducedMessage(done.records, replayed=done.replayed)
         return ProducedMessage(produce_batches(self._options, iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Every task already flushed its records; nothing is left to publish."""
+        """Every task already flushed (or committed its transaction); nothing is left to
+        publish.  Runs on the driver, before Spark writes its commit log for ``batchId``."""
+        failpoint("driver.before_batch_commit", batch_id=batchId)
+        failpoint("driver.after_batch_commit", batch_id=batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Records of successful tasks stay in the topic (at-least-once); nothing to undo."""
+        """Nothing to undo: at-least-once rows stay in the topic; exactly-once tasks that
+        committed keep their marker, so the replay of ``batchId`` skips them."""

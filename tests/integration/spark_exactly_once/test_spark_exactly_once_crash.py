@@ -1,0 +1,146 @@
+"""The exactly-once sink under a real SIGKILL of the Spark driver (or of an executor).
+
+Each case runs ``eos_driver.py`` -- its own process group: driver, JVM, Python workers --
+with one failure point armed (``RIVERBED_SPARK_FAILPOINT``, see
+:mod:`riverbed.spark.transactional_failpoints`), checks that it died by SIGKILL, restarts
+it from the same checkpoint without the point, and compares what a read_committed reader
+sees in the output topic with the output of a clean run: every committed input record
+exactly once, nothing from aborted or open input transactions.
+
+Timeline of one micro-batch N (3 sink tasks on ``local[2]``: two run, then the third)::
+
+    driver: offsets/N ─ tasks ─────────────────────────────── writer.commit ─ commits/N ─ progress
+    task p:   init ─ marker read ─ begin ─ produce ─ flush ─ send_offsets ─ commit ─ return
+              ^before_init  ^after_marker_read  ^mid_produce ^before_send_offsets
+                                              ^before_commit       ^after_commit
+    driver:   ^before_batch_commit  ^after_batch_commit (Spark's commit log not yet written)
+              ^kill_after_batch (commit log written, progress reported)
+
+The default suite runs a clean run and two kill points (~4-6 min on a loaded 2-core box);
+the full matrix (10 driver kills + 1 executor kill) is marked ``spark_crash``::
+
+    .venv/bin/python -m pytest -q -p no:cacheprovider -m spark_crash \\
+        tests/integration/spark_exactly_once/test_spark_exactly_once_crash.py
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import (
+    TransactionalInput,
+    create_topic,
+    expected_output,
+    output_of,
+    run_driver,
+    transactional_input,
+)
+
+SHUFFLE_PARTITIONS = 3
+MAX_OFFSETS_PER_TRIGGER = 40  # 160 committed input records -> 4+ micro-batches
+pytestmark = pytest.mark.timeout(1200)  # two Spark drivers per case on a loaded box
+
+
+@dataclass(frozen=True)
+class Crash:
+    """Where to crash: a sink failure point, or after Spark's commit log of a batch."""
+
+    failpoint: str | None = None
+    kill_after_batch: int | None = None
+    executor_only: bool = False
+
+    def __str__(self) -> str:
+        return self.failpoint or f"after_commit_log:batch={self.kill_after_batch}"
+
+
+DEFAULT_CASES = [
+    # Between tasks: task 0 of batch 1 committed, the others not (or not all) yet.
+    Crash("task.after_commit:batch=1:partition=0"),
+    # Every task committed, Spark's commit log for batch 1 not written: batch 1 replays.
+    Crash("driver.after_batch_commit:batch=1"),
+]
+FULL_MATRIX = [
+    Crash("task.before_init:batch=1:partition=1"),
+    Crash("task.after_marker_read:batch=1:partition=1"),
+    Crash("task.mid_produce:batch=1:partition=1"),
+    Crash("task.before_send_offsets:batch=1:partition=2"),
+    Crash("task.before_commit:batch=1:partition=0"),
+    Crash("task.after_commit:batch=0:partition=2"),
+    Crash("task.after_commit:batch=2:partition=2"),
+    Crash("driver.before_batch_commit:batch=2"),
+    Crash(kill_after_batch=1),
+    Crash("task.before_commit:batch=1:partition=1:kill=self", executor_only=True),
+]
+
+
+@pytest.fixture(scope="module")
+def input_data(cluster: str) -> Iterator[TransactionalInput]:
+    made = transactional_input(cluster)
+    yield made
+    made.producer.abort_transaction(60)
+
+
+def _config(cluster: str, data: TransactionalInput, tmp_path: Path) -> dict[str, Any]:
+    return {
+        "bootstrap": cluster,
+        "input": data.topic,
+        "output": create_topic(cluster, 3),
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "max_offsets": MAX_OFFSETS_PER_TRIGGER,
+        "shuffle_partitions": SHUFFLE_PARTITIONS,
+    }
+
+
+def _crash_and_restart(
+    cluster: str, data: TransactionalInput, tmp_path: Path, crash: Crash
+) -> None:
+    config = _config(cluster, data, tmp_path)
+    crashed = run_driver(
+        {**config, "kill_after_batch": crash.kill_after_batch}, failpoint=crash.failpoint
+    )
+    if crash.executor_only:
+        # The worker died, the task failed, the query failed; the driver exited itself.
+        assert crashed.returncode not in (0, -signal.SIGKILL), crashed.output[-3000:]
+    else:
+        assert crashed.returncode == -signal.SIGKILL, crashed.output[-3000:]
+    restarted = run_driver(config)
+    assert restarted.returncode == 0, restarted.output[-3000:]
+    seen = output_of(cluster, config["output"])
+    expected = expected_output(data)
+    duplicates = {k: n for k, n in seen.items() if n > 1}
+    assert not duplicates, f"{crash}: duplicated rows {list(duplicates.items())[:5]}"
+    assert seen == expected, (
+        f"{crash}: missing {list((expected - seen).items())[:5]}, "
+        f"unexpected {list((seen - expected).items())[:5]}"
+    )
+
+
+def test_clean_run_writes_each_committed_input_record_once(
+    cluster: str, input_data: TransactionalInput, tmp_path: Path
+) -> None:
+    config = _config(cluster, input_data, tmp_path)
+    run = run_driver(config)
+    assert run.returncode == 0, run.output[-3000:]
+    assert output_of(cluster, config["output"]) == expected_output(input_data)
+    assert len(input_data.committed) == 160
+
+
+@pytest.mark.parametrize("crash", DEFAULT_CASES, ids=str)
+def test_driver_killed_then_restarted_output_is_exactly_once(
+    cluster: str, input_data: TransactionalInput, tmp_path: Path, crash: Crash
+) -> None:
+    _crash_and_restart(cluster, input_data, tmp_path, crash)
+
+
+@pytest.mark.spark_crash
+@pytest.mark.parametrize("crash", FULL_MATRIX, ids=str)
+def test_crash_matrix(
+    cluster: str, input_data: TransactionalInput, tmp_path: Path, crash: Crash
+) -> None:
+    _crash_and_restart(cluster, input_data, tmp_path, crash)
