@@ -409,6 +409,13 @@ class PartitionLog:
         with self._lock:
             return self.producers.ongoing_transactions()
 
+    def producer_states(self) -> list[ProducerStateEntry]:
+        """A consistent copy of every producer's state (DescribeProducers), taken under
+        ``_lock`` (held for the copy only: no disk I/O), so a caller on the event loop
+        never iterates the live map while an append or expiry changes it."""
+        with self._lock:
+            return [entry.copy() for entry in self.producers.entries.values()]
+
     def collect_aborted_transactions(self, start: int, upper: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping ``[start, upper)`` (see
         :func:`riverbed.storage.transactions.collect_aborted_transactions`)."""

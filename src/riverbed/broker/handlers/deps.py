@@ -380,6 +380,10 @@ class ProducerStatesLog(Protocol):
     @property
     def producers(self) -> ProducerStates: ...
 
+    def producer_states(self) -> list[ProducerStateEntry]:
+        """A consistent copy of the producer state, taken under the log's lock."""
+        ...
+
 
 class ProducerStates(Protocol):
     @property

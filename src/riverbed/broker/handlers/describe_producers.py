@@ -1,7 +1,12 @@
 """DescribeProducers (key 61): the producers a partition's log tracks (its producer
 state): id, epoch, last sequence and timestamp, coordinator epoch and the first offset
 of the open transaction (-1: none) -- ``kafka-transactions describe-producers``, used to
-find hanging transactions.  Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION."""
+find hanging transactions.  Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION.
+
+Each partition's producers are a copy taken under the log's lock
+(:meth:`PartitionLog.producer_states`: held for the copy only, no disk I/O), so the
+answer is consistent even while an append, a marker or producer expiry runs on another
+thread.  Event-loop only."""
 
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ def _partition(
     deps: DescribeProducersDeps, name: str, index: int
 ) -> DescribeProducersResponse.PartitionResponse:
     try:
-        entries = list(deps.topics.partition_log(name, index).producers.entries.values())
+        entries = deps.topics.partition_log(name, index).producer_states()
     except Exception as exc:
         return Response.PartitionResponse(
             partition_index=index,
