@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from riverbed.broker.share_partitions import SharePartitions, SharePartitionsHost
@@ -123,6 +123,25 @@ class ShareGroupService:
             self.sessions.close_group(group_id)
             self.partitions.delete_group(group_id)
         return code
+
+    def set_group_config(self, group_id: str, configs: Mapping[str, str | None]) -> None:
+        """Share settings of one group (IncrementalAlterConfigs on a GROUP resource);
+        raises ValueError / ConfigError for an unknown name or a bad value."""
+        self.partitions.set_group_config(group_id, configs)
+
+    def group_config(self, group_id: str) -> Mapping[str, str]:
+        return self.partitions.group_config(group_id)
+
+    def default_group_config(self) -> Mapping[str, str]:
+        """Every per-group share setting with the broker's default."""
+        c = self.config
+        return {
+            "share.record.lock.duration.ms": str(c.record_lock_duration_ms),
+            "share.delivery.count.limit": str(c.delivery_count_limit),
+            "share.partition.max.record.locks": str(c.partition_max_record_locks),
+            "share.auto.offset.reset": "latest",
+            "share.isolation.level": "read_uncommitted",
+        }
 
     def _released(self, group_id: str, member_id: str) -> None:
         for releaser in self._releasers:

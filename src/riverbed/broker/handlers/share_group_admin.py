@@ -9,6 +9,9 @@ they are:
   honouring the v4 states filter and the v5 types filter;
 * DeleteGroups: share group ids are deleted by the share service (an empty group only:
   NON_EMPTY_GROUP otherwise), the rest by the group coordinator;
+* IncrementalAlterConfigs / DescribeConfigs: GROUP resources set and list share group
+  configs
+  (:mod:`.share_group_configs`);
 * ConsumerGroupHeartbeat on a share group's id answers GROUP_ID_NOT_FOUND ("Group X is
   not a consumer group"), JoinGroup INCONSISTENT_GROUP_PROTOCOL, as Kafka 4 does (the
   reverse, ShareGroupHeartbeat on a consumer group's id, is refused by the share
@@ -25,6 +28,11 @@ from typing import Any, Protocol
 
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.share_deps import SharePort
+from riverbed.broker.handlers.share_group_configs import (
+    GroupConfigs,
+    describe_configs,
+    incremental_alter_configs,
+)
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -40,24 +48,33 @@ from riverbed.protocol.messages import (
 Route = Any  # Callable[[RequestContext, Any], Any | Awaitable[Any]]; see handlers.Route
 SHARE = "share"
 LIST_GROUPS, JOIN_GROUP, DELETE_GROUPS, CONSUMER_GROUP_HEARTBEAT = 16, 11, 42, 68
+INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CONFIGS = 44, 32
 
 
 class ShareHost(Protocol):
     """The broker: its share group service exists once started (read per request)."""
 
     @property
-    def share_groups(self) -> SharePort: ...
+    def share_groups(self) -> ShareAdminPort: ...
+
+
+class ShareAdminPort(SharePort, GroupConfigs, Protocol):
+    """The share group service as the wrapped group and config routes use it."""
 
 
 def wrap_group_routes(host: ShareHost, routes: dict[int, Route]) -> None:
-    """Wrap the bound ListGroups, DeleteGroups, ConsumerGroupHeartbeat and JoinGroup
-    routes in ``routes`` (in place)."""
+    """Wrap the bound ListGroups, DeleteGroups, ConsumerGroupHeartbeat, JoinGroup and
+    IncrementalAlterConfigs routes in ``routes`` (in place)."""
     routes[LIST_GROUPS] = list_groups(host, routes[LIST_GROUPS])
     routes[DELETE_GROUPS] = delete_groups(host, routes[DELETE_GROUPS])
     routes[CONSUMER_GROUP_HEARTBEAT] = consumer_group_heartbeat(
         host, routes[CONSUMER_GROUP_HEARTBEAT]
     )
     routes[JOIN_GROUP] = join_group(host, routes[JOIN_GROUP])
+    routes[DESCRIBE_CONFIGS] = describe_configs(host, routes[DESCRIBE_CONFIGS])
+    routes[INCREMENTAL_ALTER_CONFIGS] = incremental_alter_configs(
+        host, routes[INCREMENTAL_ALTER_CONFIGS]
+    )
 
 
 def list_groups(host: ShareHost, route: Route) -> Route:
