@@ -34,7 +34,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from riverbed.protocol.records import iter_batches_with_records
 from riverbed.share.share_state_records import (
     DeliveryState,
     SharePartitionKey,
@@ -43,6 +45,11 @@ from riverbed.share.share_state_records import (
     StateBatch,
     decode_share_state_record,
 )
+
+if TYPE_CHECKING:
+    from riverbed.storage.log import PartitionLog
+
+REPLAY_READ_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,3 +240,29 @@ def replay(records: Iterable[ShareStateRecord | ShareStateTombstone]) -> ShareSt
     for record in records:
         r.apply(record)
     return r
+
+
+def replay_partition_log(
+    plog: PartitionLog, into: ShareStateReplay | None = None
+) -> ShareStateReplay:
+    """Read one ``__share_group_state`` partition from its log start to its end and fold
+    every record into ``into`` (a new replay if None), with its offset.
+
+    Reads disk: call it off the event loop (start-up).  Records that do not decode raise
+    :class:`DecodeError`; a corrupt segment raises what ``PartitionLog.read`` raises.
+    """
+    replay = ShareStateReplay() if into is None else into
+    offset, end = plog.log_start_offset, plog.log_end_offset
+    while offset < end:
+        data = plog.read(offset, REPLAY_READ_BYTES).records
+        if not data:
+            break
+        for header, records in iter_batches_with_records(data, allow_partial_tail=True):
+            if header.next_offset <= offset:
+                continue
+            if not header.is_control:
+                for r in records:
+                    if r.offset >= offset and r.key is not None:
+                        replay.apply_bytes(r.key, r.value, r.offset)
+            offset = header.next_offset
+    return replay
