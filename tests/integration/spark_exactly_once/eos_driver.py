@@ -2,6 +2,7 @@
 
 Usage: ``.venv/bin/python eos_driver.py CONFIG_JSON`` with keys ``bootstrap``, ``input``,
 ``output``, ``checkpoint``, ``max_offsets``, ``shuffle_partitions`` and optionally
+``guarantee`` (the sink's ``deliveryGuarantee``, default exactly_once) and
 ``kill_after_batch`` (SIGKILL this process group once Spark reports progress for that
 batch id, i.e. after Spark's commit log for it is written).
 
@@ -54,8 +55,8 @@ def main() -> int:
         tagged.writeStream.format("riverbed")
         .option("kafka.bootstrap.servers", servers)
         .option("topic", config["output"])
-        .option("deliveryGuarantee", "exactly_once")
-        .option("kafka.transaction.timeout.ms", "60000")
+        .option("deliveryGuarantee", config.get("guarantee", "exactly_once"))
+        .options(**config.get("sink_options", {}))
         .option("checkpointLocation", config["checkpoint"])
         .trigger(availableNow=True)
         .start()
