@@ -9,7 +9,12 @@ and yields ``pyarrow.RecordBatch`` es of at most ``batch_rows`` rows in the
 :func:`~riverbed.spark.schema.arrow_schema` layout.
 
 Gaps (compacted topics, transaction markers) are fine: the read ends once the consumer's
-position reaches ``until_offset``.  Records missing at the *start* of the range (deleted by
+position reaches ``until_offset``.  With ``kafka.isolation.level=read_committed`` the
+consumer drops records of aborted transactions and control records (librdkafka, from the
+Fetch response's aborted transactions), and the planner ends every range at or below the
+last stable offset (:mod:`riverbed.spark.offset_lookup`), so a task never waits on an
+open transaction; a range whose tail is aborted records still ends at once, since the
+consumer's position moves past them.  Records missing at the *start* of the range (deleted by
 retention) are data loss, judged by :func:`~riverbed.spark.data_loss.handle_data_loss`: with
 ``failOnDataLoss`` the task fails naming the partition and offsets; without it the read
 skips ahead to the log start offset.  A broker that makes no
