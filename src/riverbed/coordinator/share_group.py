@@ -187,14 +187,15 @@ class ShareGroupManager:
                 (req.member_id,),
             )
         removed: tuple[str, ...] = ()
+        changed = False  # the group epoch moves at most once per heartbeat, as in Kafka
         member = group.members.get(req.member_id)
         if req.member_epoch == 0:
             if member is not None:  # a rejoin from scratch: drop what it held
-                self.remove_member(group, req.member_id)
+                group.members.pop(req.member_id)
                 removed = (req.member_id,)
             member = ShareGroupMember(req.member_id, req.client_id, req.client_host)
             group.members[member.member_id] = member
-            group.group_epoch += 1
+            changed = True
         else:
             if member is None:
                 raise GroupCoordinatorError(
@@ -213,11 +214,13 @@ class ShareGroupManager:
             names = tuple(sorted(set(req.subscribed_topic_names)))
             if names != member.subscribed_topic_names:
                 member.subscribed_topic_names = names
-                group.group_epoch += 1
+                changed = True
         member.session_deadline_ms = now + self.config.share_group_session_timeout_ms
         metadata = self._subscription_metadata(group)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
+            changed = True
+        if changed:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
