@@ -1,0 +1,62 @@
+"""The contracts of the join examples as plain-Python batch computations over the whole
+input (the differential tests compare the drained streaming output with these), and the
+seeded generators of their input with shuffled, out-of-order arrival."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from typing import Any
+
+MIN = 60_000
+WATERMARK_DELAY_MS = 10 * MIN
+WINDOW_MS = 30 * MIN
+
+
+def arrival_order(events: Sequence[tuple[int, Any]], rng: random.Random) -> list[Any]:
+    """Events ``(event time, payload)`` in an arrival order where each arrives less than
+    10 minutes of event time after any later event (shuffled within the watermark)."""
+    keyed = [(ts + rng.randrange(WATERMARK_DELAY_MS - 1), i, p) for i, (ts, p) in enumerate(events)]
+    return [p for _, _, p in sorted(keyed)]
+
+
+def canonical(records: Sequence[tuple[Any, Any]]) -> list[str]:
+    """A multiset of (key, value) as sorted JSON lines, for comparing outputs."""
+    return sorted(
+        json.dumps([k.decode() if isinstance(k, bytes) else k, v], sort_keys=True)
+        for k, v in records
+    )
+
+
+# -- search-clicks ---------------------------------------------------------------------
+
+
+def search_clicks(
+    searches: Sequence[dict[str, Any]], clicks: Sequence[dict[str, Any]], watermark_ms: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """One record per (search, click) with ts in [search ts, search ts + 30 min], one
+    unmatched record per search without such a click whose window end is behind the
+    watermark (window end < watermark)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for s in searches:
+        base = {"search_id": s["search_id"], "user_id": s["user_id"], "query": s["query"]}
+        matched = [
+            c
+            for c in clicks
+            if str(c["search_id"]) == str(s["search_id"])
+            and s["ts"] <= c["ts"] <= s["ts"] + WINDOW_MS
+        ]
+        for c in matched:
+            value = {**base, "clicked": True, "url": c["url"]}
+            value |= {"search_ts": s["ts"], "click_ts": c["ts"]}
+            out.append((str(s["search_id"]), value))
+        if not matched and s["ts"] + WINDOW_MS < watermark_ms:
+            value = {**base, "clicked": False, "url": None, "search_ts": s["ts"], "click_ts": None}
+            out.append((str(s["search_id"]), value))
+    return out
+
+
+def final_watermark(*streams: Sequence[dict[str, Any]]) -> int:
+    """Spark's global watermark after everything was read: min over inputs of max - 10 min."""
+    return min(max(e["ts"] for e in events) for events in streams) - WATERMARK_DELAY_MS
