@@ -21,10 +21,12 @@ Guarantees:
 - **At least once, per record.**  A record is ACCEPTed only after its handler returned.  A
   handler may run more than once for one record: after a RELEASE, after a worker crash, or
   when an acknowledgement is lost with its connection.  Make handlers idempotent.
-- **A crash redelivers after the lock timeout.**  Records a dead worker held stay acquired
-  until the broker's acquisition lock expires (``group.share.record.lock.duration.ms``,
-  30 s by default in Kafka; per group ``share.record.lock.duration.ms``), then go to other
-  workers with ``delivery_count`` + 1.
+- **A crash redelivers, at the latest after the lock timeout.**  Records a dead or hung
+  worker held go to other workers with ``delivery_count`` + 1 once the broker's
+  acquisition lock expires (``group.share.record.lock.duration.ms``, 30 s by default in
+  Kafka; per group ``share.record.lock.duration.ms``).  Kafka 4.4 releases them sooner when
+  it sees the worker's connection close (a killed process: ~0.5 s measured); a worker that
+  hangs with its connection open holds them for the whole lock.
 - **The broker bounds retries too**: Kafka archives a record after
   ``group.share.delivery.count.limit`` deliveries (5 by default) whatever the worker does, so
   ``max_attempts`` above that limit has no effect.
