@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from conftest import drain, produce  # type: ignore[import-not-found]
-from joins_model import (  # type: ignore[import-not-found]
+from .conftest import drain, produce
+from .joins_model import (
     MIN,
     arrival_order,
     canonical,
