@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from riverbed.broker.share_partitions import SharePartitions, SharePartitionsHost
+from riverbed.broker.share_partitions import Flushes, SharePartitions, SharePartitionsHost
 from riverbed.broker.share_sessions import ShareSessionCache
 from riverbed.coordinator.api import LEAVE_GROUP_MEMBER_EPOCH
 from riverbed.coordinator.share_config import ShareGroupConfig, share_config_from_props
@@ -33,6 +33,7 @@ from riverbed.coordinator.share_group import (
     ShareGroupManager,
 )
 from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from riverbed.broker.groups import GroupService
@@ -142,6 +143,27 @@ class ShareGroupService:
             "share.auto.offset.reset": "latest",
             "share.isolation.level": "read_uncommitted",
         }
+
+    # -- the surface of the share group offsets APIs ---------------------------------
+    def start_offsets(self, group_id: str) -> list[tuple[TopicPartition, int, int]]:
+        """``(tp, start offset, delivery complete count)`` of every share partition of
+        the group (DescribeShareGroupOffsets; lag = HWM - start - complete count)."""
+        return [
+            (tp, sp.start_offset, sp.delivery_complete_count)
+            for tp, sp in self.partitions.partitions_of(group_id)
+        ]
+
+    async def alter_start_offset(
+        self, group_id: str, tp: TopicPartition, offset: int
+    ) -> tuple[ErrorCode, Flushes]:
+        """AlterShareGroupOffsets: restart ``tp`` at ``offset`` (NON_EMPTY_GROUP while the
+        group has members, as Kafka requires); the fsyncs to await before answering."""
+        group = self.manager.groups.get(group_id)
+        if group is not None and group.members:
+            return ErrorCode.NON_EMPTY_GROUP, ()
+        await self.partitions.ensure_topic()
+        self.manager.ensure_group(group_id)
+        return ErrorCode.NONE, self.partitions.reset_start_offset(group_id, tp, offset)
 
     def _released(self, group_id: str, member_id: str) -> None:
         for releaser in self._releasers:

@@ -287,10 +287,11 @@ class SharePartitions:
         appended) if this is the group's first fetch of ``tp``.  Needs :meth:`ensure_topic`."""
         key = (group_id, tp.topic, tp.partition)
         sp = self._partitions.get(key)
-        if sp is not None:
-            return sp
         topic = self._host.topics.get(tp.topic)
         assert topic is not None
+        if sp is not None and sp.topic_id == topic.topic_id:
+            return sp
+        # first fetch (or the topic was deleted and created again under the same name)
         config = self.partition_config(group_id)
         start = initial_start_offset(config, plog.log_start_offset, plog.high_watermark)
         sp = SharePartition(group_id, topic.topic_id, tp.partition, config, start_offset=start)
@@ -340,13 +341,17 @@ class SharePartitions:
         sp = self._partitions.get((group_id, tp.topic, tp.partition))
         if sp is None:
             return Persisted(ErrorCode.INVALID_RECORD_STATE, (), f"nothing was acquired from {tp}")
+        start = sp.start_offset
         result: AcknowledgeResult = sp.acknowledge(member_id, batches, self._clock.now_ms())
         if result.error_code != ErrorCode.NONE:
             return Persisted(result.error_code, (), result.error_message)
         flushes = self._append(result.records)
         self._archived(group_id, tp, result.archived)
-        if any(t == AcknowledgeType.RELEASE for _f, _l, types in batches for t in types):
-            self._host.purgatory.notify(tp)  # released records: wake waiting share fetches
+        released = any(t == AcknowledgeType.RELEASE for _f, _l, types in batches for t in types)
+        if released or sp.start_offset != start:
+            # records to deliver again, or room under the in-flight limit: wake the
+            # share fetches waiting on this partition
+            self._host.purgatory.notify(tp)
         self._rearm()
         return Persisted(ErrorCode.NONE, flushes)
 
