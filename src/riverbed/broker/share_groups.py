@@ -12,7 +12,8 @@
   ``__share_group_state`` and replayed by :meth:`ShareGroupService.load` at start.
 
 Event-loop only (not thread-safe).  Memory only for membership and sessions: a restart
-forgets them and clients rejoin.
+forgets them and clients rejoin.  Group configs are saved in ``share_group_configs.json``
+(:data:`GROUP_CONFIGS_FILE`) before IncrementalAlterConfigs answers.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from riverbed.broker.share_partitions import Flushes, SharePartitions, SharePartitionsHost
 from riverbed.broker.share_sessions import ShareSessionCache
+from riverbed.broker.state_file import read_json, write_json_atomic
 from riverbed.coordinator.api import LEAVE_GROUP_MEMBER_EPOCH
 from riverbed.coordinator.share_config import ShareGroupConfig, share_config_from_props
 from riverbed.coordinator.share_group import (
@@ -32,6 +35,7 @@ from riverbed.coordinator.share_group import (
     ShareGroupHeartbeatResponse,
     ShareGroupManager,
 )
+from riverbed.errors import ConfigError
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.topic_partition import TopicPartition
 
@@ -40,12 +44,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+GROUP_CONFIGS_FILE = "share_group_configs.json"
+"""Per-group share settings (IncrementalAlterConfigs on GROUP resources): a JSON object
+``{group id: {config name: value}}`` in the data dir, replaced atomically."""
+
 
 class ShareGroupHost(SharePartitionsHost, Protocol):
     """What the service needs of the broker (the Broker satisfies it)."""
 
     @property
     def groups(self) -> GroupService: ...
+
+    data_dir: Path
 
 
 class MemberReleaser(Protocol):
@@ -71,6 +81,8 @@ class ShareGroupService:
         self._releasers: list[MemberReleaser] = [self]
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline_ms: int | None = None
+        self._configs_path = Path(host.data_dir) / GROUP_CONFIGS_FILE
+        self._saving = asyncio.Lock()
         self.closed = False
 
     def _partition_count(self, topic: str) -> int | None:
@@ -82,9 +94,25 @@ class ShareGroupService:
         return None if group is None else str(group.protocol_type or "classic")
 
     async def load(self) -> None:
-        """Replay ``__share_group_state`` (if it exists); its groups exist again, empty."""
+        """Read the group configs, replay ``__share_group_state`` (if it exists); its
+        groups exist again, empty."""
+        loop = asyncio.get_running_loop()
+        saved = await loop.run_in_executor(None, read_json, self._configs_path)
+        for group_id, configs in (saved or {}).items():
+            try:
+                self.partitions.set_group_config(group_id, configs)
+            except (ValueError, ConfigError) as exc:
+                log.warning("share group %s: ignoring saved configs: %s", group_id, exc)
         for group_id in await self.partitions.load():
             self.manager.ensure_group(group_id)
+
+    async def save_group_configs(self) -> None:
+        """Write every group's share configs to ``share_group_configs.json`` (atomic
+        replace, off the loop); writes are serialised and each takes the latest state."""
+        async with self._saving:
+            snapshot = self.partitions.group_configs()
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, write_json_atomic, self._configs_path, snapshot)
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """A member is gone: its share session closes, its locks are released."""

@@ -210,6 +210,10 @@ class SharePartitions:
     def group_config(self, group_id: str) -> Mapping[str, str]:
         return dict(self._group_configs.get(group_id, {}))
 
+    def group_configs(self) -> dict[str, dict[str, str]]:
+        """Every group's own settings (a copy; groups without any are left out)."""
+        return {g: dict(c) for g, c in sorted(self._group_configs.items()) if c}
+
     def add_archive_listener(self, listener: ArchiveListener) -> None:
         """``listener(group, tp, archived)`` after REJECTs or the delivery limit archive
         offsets (dead letters), once their records are appended."""

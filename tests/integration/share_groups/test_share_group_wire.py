@@ -3,14 +3,17 @@ with the type filter, DeleteGroups, group type conflicts, share session epochs."
 
 from __future__ import annotations
 
+import time
 import uuid
 
-from share_helpers import Wire, create_topic
+from share_helpers import Wire, close_all, create_topic, poll, produce, share_consumer
 
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
     ListGroupsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
@@ -22,6 +25,7 @@ from riverbed.testing.broker_process import BrokerProcess
 E = ErrorCode
 LIST_GROUPS, DELETE_GROUPS, CONSUMER_HEARTBEAT = 16, 42, 68
 SHARE_HEARTBEAT, SHARE_DESCRIBE, SHARE_FETCH, SHARE_ACK = 76, 77, 78, 79
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, GROUP_RESOURCE = 32, 44, 32
 
 
 def heartbeat(wire: Wire, group: str, member: str, epoch: int, topics: list[str] | None) -> object:
@@ -117,3 +121,74 @@ def test_share_session_epochs(share_broker: BrokerProcess) -> None:
         assert fetch(3) == E.SHARE_SESSION_NOT_FOUND
     finally:
         wire.close()
+
+
+def test_group_configs_survive_a_kill_9_and_earliest_delivers_older_records(
+    share_broker: BrokerProcess,
+) -> None:
+    bs = share_broker.bootstrap_servers
+    create_topic(bs, "old", 1)
+    produce(bs, "old", [b"before-1", b"before-2"], 1)
+    wire = Wire(bs)
+    op = IncrementalAlterConfigsRequest.AlterableConfig
+    alter = IncrementalAlterConfigsRequest(
+        resources=[
+            IncrementalAlterConfigsRequest.AlterConfigsResource(
+                resource_type=GROUP_RESOURCE,
+                resource_name="early",
+                configs=[op(name="share.auto.offset.reset", config_operation=0, value="earliest")],
+            )
+        ],
+        validate_only=False,
+    )
+    bad = IncrementalAlterConfigsRequest(
+        resources=[
+            IncrementalAlterConfigsRequest.AlterConfigsResource(
+                resource_type=GROUP_RESOURCE,
+                resource_name="early",
+                configs=[op(name="share.no.such.thing", config_operation=0, value="1")],
+            )
+        ],
+        validate_only=False,
+    )
+    try:
+        assert wire.call(INCREMENTAL_ALTER_CONFIGS, 1, alter).responses[0].error_code == E.NONE
+        assert wire.call(INCREMENTAL_ALTER_CONFIGS, 1, bad).responses[0].error_code == (
+            E.INVALID_CONFIG
+        )
+    finally:
+        wire.close()
+    share_broker.kill()
+    share_broker.start(timeout_s=120)
+    wire = Wire(bs)
+    try:
+        describe = DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsRequest.DescribeConfigsResource(
+                    resource_type=GROUP_RESOURCE,
+                    resource_name="early",
+                    configuration_keys=["share.auto.offset.reset"],
+                )
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        [config] = wire.call(DESCRIBE_CONFIGS, 4, describe).results[0].configs
+        assert (config.name, config.value) == ("share.auto.offset.reset", "earliest")
+    finally:
+        wire.close()
+    consumer = share_consumer(bs, "early", "old")
+    try:
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < 2:
+            assert time.monotonic() < deadline, got
+            msgs = poll(consumer, 0.2)
+            got += [m.value() or b"" for m in msgs]
+            for m in msgs:
+                consumer.acknowledge(m)
+            if msgs:
+                consumer.commit_sync(30)
+        assert got == [b"before-1", b"before-2"]
+    finally:
+        close_all([consumer])

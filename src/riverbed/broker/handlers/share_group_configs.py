@@ -12,7 +12,8 @@ answers are merged in request order.  DescribeConfigs (key 32) of a GROUP resour
 lists those settings: the group's own value (source GROUP_CONFIG, 8) or the broker's
 default (DEFAULT_CONFIG, 5).
 
-Group configs are kept in memory (a broker restart forgets them).  Event-loop only.
+Group configs are saved in the data dir (``share_group_configs.json``) before the answer
+is sent, and read back at start.  Event-loop only.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class GroupConfigs(Protocol):
 
     def default_group_config(self) -> Mapping[str, str]: ...
 
+    async def save_group_configs(self) -> None: ...
+
 
 class ShareConfigHost(Protocol):
     @property
@@ -66,13 +69,14 @@ def incremental_alter_configs(host: ShareConfigHost, route: Route) -> Route:
         }
         order = list(request.resources)
         request.resources = [r for r in order if r.resource_type != GROUP_RESOURCE]
-        if not request.resources:
-            return _merge(order, answers, None)
-        other = route(ctx, request)
+        other = route(ctx, request) if request.resources else None
         awaitable = other.awaitable if isinstance(other, Barrier) else other
+        save = not request.validate_only
 
         async def later() -> Resp:
-            response = await awaitable if not isinstance(awaitable, Resp) else awaitable
+            if save:  # durable before the answer, as Kafka's config records are
+                await host.share_groups.save_group_configs()
+            response = await awaitable if awaitable is not None else None
             return _merge(order, answers, response)
 
         return Barrier(asyncio.ensure_future(later()))
