@@ -610,8 +610,14 @@ class SharePartition:
         persisted: PersistedShareState,
         config: SharePartitionConfig,
         now_ms: int,
+        *,
+        unset_start_offset: int = 0,
     ) -> tuple[SharePartition, ShareStateChange]:
         """Rebuild a share partition from replayed records (after a restart).
+
+        A persisted start offset of -1 means "not initialised yet" (Kafka writes it so in
+        its first snapshot); the share partition then starts at ``unset_start_offset``
+        (pass :func:`initial_start_offset`), or at its first state batch if it has one.
 
         Offsets persisted AVAILABLE (including those that were ACQUIRED: locks are not
         persisted) are AVAILABLE with their delivery count, or ARCHIVED if that count
@@ -620,12 +626,16 @@ class SharePartition:
         AVAILABLE with delivery count 0.  Nothing final is ever made available again.
         """
         key = persisted.key
+        start = persisted.start_offset
+        if start < 0:
+            batches = persisted.state_batches
+            start = batches[0].first_offset if batches else max(unset_start_offset, 0)
         sp = cls(
             key.group_id,
             key.topic_id,
             key.partition,
             config,
-            start_offset=persisted.start_offset,
+            start_offset=start,
             state_epoch=persisted.state_epoch,
             leader_epoch=persisted.leader_epoch,
         )

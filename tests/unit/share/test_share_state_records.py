@@ -212,3 +212,18 @@ def test_replay_from_the_redundant_offset_equals_the_full_replay() -> None:
 
 def _fields(r: ShareStateRecord) -> dict[str, object]:
     return {f: getattr(r, f) for f in r.__slots__}
+
+
+def test_an_uninitialised_start_offset_restores_where_the_caller_says() -> None:
+    """Kafka's first snapshot says start offset -1: not initialised yet."""
+    from riverbed.share import SharePartition, SharePartitionConfig
+
+    st = replay([snap(-1)]).state(KEY)
+    assert st is not None and st.start_offset == -1
+    sp, change = SharePartition.restore(st, SharePartitionConfig(), 0, unset_start_offset=40)
+    assert sp.start_offset == 40 and change.records == ()
+    # Kafka's first update carries the start offset from before its change, with batches.
+    st = replay([snap(-1), upd(0, StateBatch(0, 3, ACK, 1), StateBatch(4, 4, AV, 1))]).state(KEY)
+    assert st is not None
+    sp, _ = SharePartition.restore(st, SharePartitionConfig(), 0, unset_start_offset=40)
+    assert sp.start_offset == 4 and sp.next_fetch_offset() == 4
