@@ -63,6 +63,28 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield broker.bootstrap_servers
 
 
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[str]:
+    """The Apache Kafka reference broker (jars from Maven Central, cached)."""
+    from riverbed.testing.kafka_reference import KafkaReference
+
+    with KafkaReference() as kafka:
+        yield kafka.bootstrap_servers
+
+
+@pytest.fixture(
+    scope="session",
+    params=[
+        "riverbed",
+        pytest.param("kafka", marks=[pytest.mark.kafka, pytest.mark.spark_crash]),
+    ],
+)
+def any_cluster(request: pytest.FixtureRequest) -> str:
+    """Riverbed, and (``-m "spark_crash and kafka"``) Apache Kafka: the same tests on both."""
+    name = "cluster" if request.param == "riverbed" else "kafka_cluster"
+    return str(request.getfixturevalue(name))
+
+
 def create_topic(bootstrap: str, partitions: int) -> str:
     name = f"eos-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -22,6 +22,8 @@ and the at-least-once control, which must show duplicates) is marked ``spark_cra
 
     .venv/bin/python -m pytest -q -p no:cacheprovider -m spark_crash \\
         tests/integration/spark_exactly_once/test_spark_exactly_once_crash.py
+
+``-m "spark_crash and kafka"`` runs the Apache Kafka variants only.
 """
 
 from __future__ import annotations
@@ -138,6 +140,19 @@ def test_driver_killed_then_restarted_output_is_exactly_once(
     cluster: str, input_data: TransactionalInput, tmp_path: Path, crash: Crash
 ) -> None:
     _crash_and_restart(cluster, input_data, tmp_path, crash)
+
+
+@pytest.mark.spark_crash
+@pytest.mark.kafka
+@pytest.mark.parametrize("crash", DEFAULT_CASES, ids=str)
+def test_against_apache_kafka(kafka_cluster: str, tmp_path: Path, crash: Crash) -> None:
+    """The same crash and check with Apache Kafka as the cluster (only confluent-kafka's
+    transactional producer and group offsets are used, nothing Riverbed-specific)."""
+    data = transactional_input(kafka_cluster)
+    try:
+        _crash_and_restart(kafka_cluster, data, tmp_path, crash)
+    finally:
+        data.producer.abort_transaction(60)
 
 
 @pytest.mark.spark_crash

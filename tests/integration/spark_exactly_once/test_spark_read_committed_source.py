@@ -26,8 +26,8 @@ from .conftest import TransactionalInput, transactional_input
 
 
 @pytest.fixture(scope="module")
-def data(cluster: str) -> Iterator[TransactionalInput]:
-    made = transactional_input(cluster, partitions=2, transactions=6, per_txn=10)
+def data(any_cluster: str) -> Iterator[TransactionalInput]:
+    made = transactional_input(any_cluster, partitions=2, transactions=6, per_txn=10)
     yield made
     made.producer.abort_transaction(60)
 
@@ -54,10 +54,10 @@ def _read(cluster: str, topic: str, level: str) -> tuple[dict[int, int], list[by
 
 
 def test_read_committed_stops_at_lso_and_skips_aborted(
-    cluster: str, data: TransactionalInput
+    any_cluster: str, data: TransactionalInput
 ) -> None:
-    stable, values = _read(cluster, data.topic, "read_committed")
-    high, raw = _read(cluster, data.topic, "read_uncommitted")
+    stable, values = _read(any_cluster, data.topic, "read_committed")
+    high, raw = _read(any_cluster, data.topic, "read_uncommitted")
     # The open transaction holds the LSO below the high watermark in every partition.
     assert all(stable[p] < high[p] for p in stable)
     assert sorted(values) == sorted(v for _, v, _, _ in data.committed)
@@ -67,11 +67,11 @@ def test_read_committed_stops_at_lso_and_skips_aborted(
 
 
 def test_read_committed_range_ending_in_aborted_records_completes(
-    cluster: str, data: TransactionalInput
+    any_cluster: str, data: TransactionalInput
 ) -> None:
     """A range whose tail is an aborted transaction and its marker ends at its until offset
     without waiting for kafkaConsumer.pollTimeoutMs (nothing readable remains)."""
-    config = {"bootstrap.servers": cluster, "isolation.level": "read_committed"}
+    config = {"bootstrap.servers": any_cluster, "isolation.level": "read_committed"}
     # Transaction 2 (aborted, 5 records per partition) ends just before offset 3 * 6 = 18
     # (two committed transactions of 5 records + marker precede it, then 5 + marker).
     until = 18
