@@ -34,10 +34,12 @@ else.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass
 from enum import IntEnum
 
+from riverbed.coordinator.partitioning import partition_for
 from riverbed.errors import DecodeError
 from riverbed.protocol.messages import generated_records as gen
 from riverbed.protocol.messages.coordinator_serde import (
@@ -71,6 +73,23 @@ class SharePartitionKey:
     group_id: str
     topic_id: uuid.UUID
     partition: int
+
+
+def kafka_uuid_string(value: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode("ascii")
+
+
+def coordinator_key(key: SharePartitionKey) -> str:
+    """Kafka's ``SharePartitionKey.asCoordinatorKey()``: ``"group:topicId:partition"``,
+    the topic id as Kafka prints it (:func:`kafka_uuid_string`)."""
+    return f"{key.group_id}:{kafka_uuid_string(key.topic_id)}:{key.partition}"
+
+
+def state_partition_for(key: SharePartitionKey, num_partitions: int) -> int:
+    """The ``__share_group_state`` partition holding ``key``'s records, as Kafka's
+    ``ShareCoordinatorService.partitionFor``: ``Utils.abs(coordinatorKey.hashCode()) % n``."""
+    return partition_for(coordinator_key(key), num_partitions)
 
 
 @dataclass(frozen=True, slots=True)

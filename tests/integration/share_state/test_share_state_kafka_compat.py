@@ -2,12 +2,14 @@
 
 A confluent-kafka ShareConsumer reads 30 records from Kafka 4.4.0 (share groups on) and
 acknowledges them: offsets 0-9 ACCEPT, 10-11 REJECT, 12-14 RELEASE, 15-29 ACCEPT.  Then a
-plain consumer reads ``__share_group_state`` (one partition here), every record is decoded
+plain consumer reads ``__share_group_state`` (3 partitions), every record is decoded
 by :mod:`riverbed.share.share_state_records` and replayed by
 :mod:`riverbed.share.share_state_log`; the share partition restored from Kafka's bytes
 starts at 12, offers 12-14 again and holds 15-29 as acknowledged: the formats and the
-replay rule are Kafka's.  (Kafka writes its first snapshot with start offset -1, "not yet
-initialised", and its updates carry the start offset from before their own change.)
+replay rule are Kafka's, and the records sit in the partition
+:func:`~riverbed.share.share_state_records.state_partition_for` names.  (Kafka writes its
+first snapshot with start offset -1, "not yet initialised", and its updates carry the
+start offset from before their own change.)
 
 Needs java and mvn (Kafka's jars come from Maven Central, cached in ~/.cache/riverbed);
 marked ``kafka``.  Run alone with
@@ -30,6 +32,7 @@ from riverbed.share import (
     decode_share_state_record,
 )
 from riverbed.share.share_state_log import ShareStateReplay
+from riverbed.share.share_state_records import state_partition_for
 from riverbed.testing.kafka_share_reference import create_topic, set_share_group_config, share_kafka
 
 pytestmark = pytest.mark.kafka
@@ -37,6 +40,7 @@ pytestmark = pytest.mark.kafka
 TOPIC = "share-compat"
 GROUP = "share-compat-group"
 RECORDS = 30
+STATE_PARTITIONS = 3
 
 
 def ack_type_for(offset: int) -> str:
@@ -47,7 +51,9 @@ def ack_type_for(offset: int) -> str:
     return "ACCEPT"
 
 
-def read_state_topic(bootstrap: str, timeout_s: float = 60.0) -> list[tuple[bytes, bytes | None]]:
+def read_state_topic(
+    bootstrap: str, partition: int, timeout_s: float = 60.0
+) -> list[tuple[bytes, bytes | None]]:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer: Any = Consumer(
@@ -58,7 +64,7 @@ def read_state_topic(bootstrap: str, timeout_s: float = 60.0) -> list[tuple[byte
         }
     )
     try:
-        tp = TopicPartition("__share_group_state", 0, 0)
+        tp = TopicPartition("__share_group_state", partition, 0)
         _low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
         consumer.assign([tp])
         out: list[tuple[bytes, bytes | None]] = []
@@ -82,7 +88,7 @@ def test_kafka_share_state_records_replay_with_ours() -> None:
             pytest.skip(f"{tool} not on PATH")
     from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
-    overrides = {"share.coordinator.state.topic.num.partitions": "1"}
+    overrides = {"share.coordinator.state.topic.num.partitions": str(STATE_PARTITIONS)}
     with share_kafka(lock_duration_ms=15_000, overrides=overrides) as kafka:
         bootstrap = kafka.bootstrap_servers
         create_topic(bootstrap, TOPIC, partitions=1)
@@ -119,11 +125,13 @@ def test_kafka_share_state_records_replay_with_ours() -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             replay = ShareStateReplay()
-            for offset, (key, value) in enumerate(read_state_topic(bootstrap)):
-                record = decode_share_state_record(key, value)  # every record decodes
-                replay.apply(record, offset)
-                if isinstance(record, ShareStateRecord) and record.key.group_id == GROUP:
-                    wanted = record
+            for partition in range(STATE_PARTITIONS):
+                for key, value in read_state_topic(bootstrap, partition):
+                    record = decode_share_state_record(key, value)  # every record decodes
+                    replay.apply(record)
+                    if isinstance(record, ShareStateRecord) and record.key.group_id == GROUP:
+                        wanted = record
+                        assert state_partition_for(record.key, STATE_PARTITIONS) == partition
             states = [s for k, s in replay.states().items() if k.group_id == GROUP]
             if states and states[0].state_batches and states[0].state_batches[-1].last_offset >= 29:
                 break  # the acknowledgements are written

@@ -227,3 +227,11 @@ def test_an_uninitialised_start_offset_restores_where_the_caller_says() -> None:
     assert st is not None
     sp, _ = SharePartition.restore(st, SharePartitionConfig(), 0, unset_start_offset=40)
     assert sp.start_offset == 4 and sp.next_fetch_offset() == 4
+
+
+def test_coordinator_key_is_kafkas() -> None:
+    from riverbed.share.share_state_records import coordinator_key, state_partition_for
+
+    # Kafka's Uuid.toString(): URL-safe base64 without padding.
+    assert coordinator_key(KEY) == "grp:ABEiM0RVZneImaq7zN3u_w:3"
+    assert 0 <= state_partition_for(KEY, 50) < 50
