@@ -8,8 +8,10 @@ interpreter and GIL), alternating ``--metrics-listen`` off and on, creates a one
 topic and produces ``--messages`` records with confluent-kafka (acks=all, durable: one
 group commit per produce round).  With metrics on, a thread scrapes ``/metrics`` every
 ``--scrape-interval`` seconds during the run (Prometheus' default is 15 s: 1 s is
-pessimistic).  Prints each trial, the median msg/s of each mode and the ratio, and the
-load average, which the field notes ask for: compare within one run only.
+pessimistic).  Prints each trial, the median msg/s and broker CPU time per message
+(user + system, from ``/proc``: steadier than throughput on a shared machine) of each
+mode and their ratios, and the load average, which the field notes ask for: compare
+within one run only.
 """
 
 from __future__ import annotations
@@ -66,8 +68,14 @@ def _scraper(port: int, interval_s: float, stop: threading.Event, count: list[in
         count[0] += 1
 
 
-def trial(args: argparse.Namespace, metrics: bool) -> tuple[float, int]:
-    """msg/s of one produce run, and the number of scrapes made during it."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def trial(args: argparse.Namespace, metrics: bool) -> tuple[float, float, int]:
+    """msg/s of one produce run, the broker's CPU µs per message, and the scrapes made."""
     metrics_port = free_port()
     config = {"metrics.listen": f"127.0.0.1:{metrics_port}"} if metrics else {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,6 +106,7 @@ def trial(args: argparse.Namespace, metrics: bool) -> tuple[float, int]:
                     target=_scraper, args=(metrics_port, args.scrape_interval, stop, scrapes)
                 )
                 scraper.start()
+            cpu_before = cpu_seconds(broker.pid)
             started = time.perf_counter()
             for _ in range(args.messages):
                 try:
@@ -107,10 +116,11 @@ def trial(args: argparse.Namespace, metrics: bool) -> tuple[float, int]:
                     producer.produce("bench", payload, partition=0)
             assert producer.flush(300) == 0
             elapsed = time.perf_counter() - started
+            cpu_us = (cpu_seconds(broker.pid) - cpu_before) / args.messages * 1e6
             stop.set()
             if scraper is not None:
                 scraper.join()
-            return args.messages / elapsed, scrapes[0]
+            return args.messages / elapsed, cpu_us, scrapes[0]
         finally:
             broker.close()
 
@@ -124,19 +134,29 @@ def main() -> None:
     parser.add_argument("--scrape-interval", type=float, default=1.0)
     args = parser.parse_args()
     rates: dict[bool, list[float]] = {False: [], True: []}
+    cpu: dict[bool, list[float]] = {False: [], True: []}
     print(f"load average before: {os.getloadavg()}")
     for n in (1, 1000):
         print(f"hook cost: {hook_cost_us(n):.2f} µs per Produce request ({n} records, 1 batch)")
     for i in range(args.trials):
         for metrics in (False, True) if i % 2 == 0 else (True, False):
-            rate, scrapes = trial(args, metrics)
+            rate, cpu_us, scrapes = trial(args, metrics)
             rates[metrics].append(rate)
+            cpu[metrics].append(cpu_us)
             mode = f"on ({scrapes} scrapes)" if metrics else "off"
-            print(f"trial {i + 1} metrics {mode}: {rate:,.0f} msg/s", flush=True)
+            print(
+                f"trial {i + 1} metrics {mode}: {rate:,.0f} msg/s, broker CPU {cpu_us:.2f} µs/msg",
+                flush=True,
+            )
     off, on = statistics.median(rates[False]), statistics.median(rates[True])
     print(
         f"median produce: metrics off {off:,.0f} msg/s, on {on:,.0f} msg/s "
         f"({(on / off - 1) * 100:+.1f}%; {args.size} B, linger.ms={args.linger_ms}, acks=all)"
+    )
+    cpu_off, cpu_on = statistics.median(cpu[False]), statistics.median(cpu[True])
+    print(
+        f"median broker CPU: metrics off {cpu_off:.2f} µs/msg, on {cpu_on:.2f} µs/msg "
+        f"({(cpu_on / cpu_off - 1) * 100:+.1f}%)"
     )
     print(f"load average after: {os.getloadavg()}")
 
