@@ -503,7 +503,22 @@ class SharePartition:
         for i in range(1, len(norm)):
             if norm[i][0] <= norm[i - 1][1]:
                 return _ack_error(ErrorCode.INVALID_REQUEST, "overlapping acknowledgement batches")
-        for first, last, _ in norm:
+        # Contiguous batches of equal type merge into one run (clients often send one
+        # batch per record), and validation walks each contiguous span once.
+        runs: list[list[int]] = []  # [first, last, type]
+        for first, last, types in norm:
+            for a, b, t in _runs(first, last, types):
+                if runs and runs[-1][1] + 1 == a and runs[-1][2] == t:
+                    runs[-1][1] = b
+                else:
+                    runs.append([a, b, t])
+        spans: list[list[int]] = []
+        for a, b, _ in runs:
+            if spans and spans[-1][1] + 1 == a:
+                spans[-1][1] = b
+            else:
+                spans.append([a, b])
+        for first, last in spans:
             bad = self._first_not_held(member_id, first, last)
             if bad is not None:
                 return _ack_error(
@@ -513,16 +528,15 @@ class SharePartition:
         changed: list[StateBatch] = []
         archived: list[ArchivedRecords] = []
         renew_lock = 0
-        for first, last, types in norm:
-            for a, b, t in _runs(first, last, types):
-                if t == AcknowledgeType.RENEW:
-                    if not renew_lock:
-                        renew_lock = self._new_lock_id()
-                    self._renew(a, b, now_ms + self.config.record_lock_duration_ms, renew_lock)
-                else:
-                    self._settle(a, b, AcknowledgeType(t), changed, archived)
-        if norm:
-            self._coalesce(norm[0][0], norm[-1][1])
+        for a, b, t in runs:
+            if t == AcknowledgeType.RENEW:
+                if not renew_lock:
+                    renew_lock = self._new_lock_id()
+                self._renew(a, b, now_ms + self.config.record_lock_duration_ms, renew_lock)
+            else:
+                self._settle(a, b, AcknowledgeType(t), changed, archived)
+        if runs:
+            self._coalesce(runs[0][0], runs[-1][1])
         moved = self._trim()
         return AcknowledgeResult(
             ErrorCode.NONE, self._records(changed, moved, now_ms), tuple(archived)
