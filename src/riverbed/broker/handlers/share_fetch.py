@@ -13,7 +13,9 @@ One request, in order:
 4. otherwise every partition of the session is read from its share partition's next
    fetch offset (whole batches, up to the high watermark, within ``max_bytes``) and its
    deliverable offsets acquired for the member (``max_records`` in all; control batches
-   are archived as gaps); the response carries the batches overlapping what was acquired
+   are archived as gaps, and so are aborted transactions' batches under the group's
+   ``share.isolation.level=read_committed``, which reads only below the last stable
+   offset); the response carries the batches overlapping what was acquired
    and the ``AcquiredRecords`` ranges with their delivery counts (the client drops the
    other records of those batches).  ``AcquisitionLockTimeoutMs`` is the group's lock
    duration.
@@ -51,6 +53,7 @@ from riverbed.protocol.messages import ShareFetchRequest, ShareFetchResponse
 from riverbed.protocol.topic_partition import TopicPartition
 from riverbed.share.share_partition import AcquiredRecords
 from riverbed.storage.log import PartitionLog
+from riverbed.storage.transactions import IsolationLevel
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +85,11 @@ class _Read:
     offset: int
     limit: int
     end: int
+    read_committed: bool = False
     data: bytes = b""
     batches: list[tuple[int, int, int, int, bool]] = field(default_factory=list)
-    """(base offset, last offset, position, size, is control) of each whole batch."""
+    """(base offset, last offset, position, size, skipped) of each whole batch; skipped:
+    a control batch, or (read_committed) a batch of an aborted transaction."""
     error: Exception | None = None
 
 
@@ -215,11 +220,12 @@ async def _acquire_once(
             shares.advance_start_offset(group_id, tp, plog.log_start_offset)
         offset = sp.next_fetch_offset()
         end = plog.high_watermark
-        if sp.config.isolation_level == "read_committed":
+        committed = sp.config.isolation_level == "read_committed"
+        if committed:
             end = min(end, plog.last_stable_offset)
         if offset >= end:
             continue
-        reads.append(_Read(part, plog, offset, budget, end))
+        reads.append(_Read(part, plog, offset, budget, end, committed))
     if not reads:
         return 0
     loop = asyncio.get_running_loop()
@@ -233,9 +239,9 @@ async def _acquire_once(
             continue
         if total >= max_records:
             break
-        batches = [(b, last) for b, last, _pos, _size, control in rd.batches if not control]
+        batches = [(b, last) for b, last, _pos, _size, skipped in rd.batches if not skipped]
         if not batches:
-            continue  # only control batches: archived as a gap once data follows them
+            continue  # only skipped batches: archived as a gap once data follows them
         result = shares.acquire(group_id, member_id, part.tp, batches, max_records - total)
         part.acquired = list(result.acquired)
         if not part.acquired:
@@ -251,11 +257,17 @@ def _read_all(reads: list[_Read]) -> None:
     for i, rd in enumerate(reads):
         if budget <= 0 and i:
             break
+        isolation = (
+            IsolationLevel.READ_COMMITTED if rd.read_committed else IsolationLevel.READ_UNCOMMITTED
+        )
         try:
-            result = rd.plog.read(rd.offset, max(budget, 0), min_one_batch=True)
+            result = rd.plog.read(
+                rd.offset, max(budget, 0), min_one_batch=True, isolation=isolation
+            )
         except Exception as exc:
             rd.error = exc
             continue
+        aborted = result.aborted_transactions or ()
         data = result.records
         rd.data = data
         pos, n = 0, len(data)
@@ -264,8 +276,16 @@ def _read_all(reads: list[_Read]) -> None:
             if pos + header.size > n or header.last_offset >= rd.end:
                 break
             if header.last_offset >= rd.offset:
+                skipped = header.is_control or (
+                    header.is_transactional
+                    and any(
+                        a.producer_id == header.producer_id
+                        and a.first_offset <= header.base_offset <= a.last_offset
+                        for a in aborted
+                    )
+                )
                 rd.batches.append(
-                    (header.base_offset, header.last_offset, pos, header.size, header.is_control)
+                    (header.base_offset, header.last_offset, pos, header.size, skipped)
                 )
             pos += header.size
         budget -= pos
@@ -275,8 +295,8 @@ def _overlapping(rd: _Read, acquired: list[AcquiredRecords]) -> bytes:
     """The batches of ``rd`` that hold at least one acquired offset, in log order."""
     out = []
     view = memoryview(rd.data)
-    for base, last, pos, size, control in rd.batches:
-        if control:
+    for base, last, pos, size, skipped in rd.batches:
+        if skipped:
             continue
         if any(a.first_offset <= last and base <= a.last_offset for a in acquired):
             out.append(view[pos : pos + size])
