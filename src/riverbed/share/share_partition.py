@@ -291,6 +291,7 @@ class SharePartition:
         self._ranges: list[_Range] = []
         self._counts = [0, 0, 0, 0, 0]  # offsets in window per RecordState value
         self._locks: list[tuple[int, int, int, int]] = []  # (deadline, lock_id, first, last)
+        self._lock_refs: dict[int, int] = {}  # lock_id -> offsets it still locks
         self._next_lock_id = 1
         self._state_epoch = state_epoch
         self._leader_epoch = leader_epoch
@@ -371,10 +372,10 @@ class SharePartition:
         return self._end
 
     def next_lock_deadline_ms(self) -> int | None:
-        """A time no later than the next lock timeout (None: nothing locked); call
-        :meth:`expire_locks` then.  May be early (the lock may have been acked)."""
-        if not self._counts[RecordState.ACQUIRED]:
-            self._locks.clear()
+        """The deadline of the next lock to time out (None: nothing locked); call
+        :meth:`expire_locks` then.  Exact: locks whose offsets were all acknowledged,
+        released or renewed are dropped first (amortised O(log n))."""
+        self._drop_stale_locks()
         return self._locks[0][0] if self._locks else None
 
     def state_of(self, offset: int) -> tuple[RecordState, int, str | None] | None:
@@ -553,10 +554,12 @@ class SharePartition:
         ARCHIVED at the delivery limit).  ``released``: how many offsets."""
         expired: set[int] = set()
         spans: list[tuple[int, int]] = []
+        self._drop_stale_locks()
         while self._locks and self._locks[0][0] <= now_ms:
             _, lock_id, first, last = heapq.heappop(self._locks)
-            expired.add(lock_id)
-            spans.append((first, last))
+            if lock_id in self._lock_refs:
+                expired.add(lock_id)
+                spans.append((first, last))
         if not spans:
             return ShareStateChange()
         return self._release_spans(
@@ -573,6 +576,7 @@ class SharePartition:
         self._ranges.clear()
         self._firsts.clear()
         self._locks.clear()
+        self._lock_refs.clear()
         self._counts = [0, 0, 0, 0, 0]
         self._state_epoch += 1
         return ShareStateChange(records=(self.snapshot(now_ms),))
@@ -585,12 +589,15 @@ class SharePartition:
         if log_start_offset >= self._end:
             self._ranges.clear()
             self._firsts.clear()
+            self._lock_refs.clear()
             self._counts = [0, 0, 0, 0, 0]
             self._end = log_start_offset
         else:
             self._split(log_start_offset)
             i = self._index(log_start_offset)
             for r in self._ranges[:i]:
+                if r.state is RecordState.ACQUIRED:
+                    self._unref(r.lock_id, r.size)
                 self._counts[r.state] -= r.size
             del self._ranges[:i]
             del self._firsts[:i]
@@ -690,6 +697,22 @@ class SharePartition:
         self._next_lock_id += 1
         return lock_id
 
+    def _unref(self, lock_id: int, size: int) -> None:
+        left = self._lock_refs[lock_id] - size
+        if left:
+            self._lock_refs[lock_id] = left
+        else:
+            del self._lock_refs[lock_id]
+
+    def _drop_stale_locks(self) -> None:
+        """Pop heap heads whose lock no longer holds any offset."""
+        locks, refs = self._locks, self._lock_refs
+        if not refs:
+            locks.clear()
+            return
+        while locks and locks[0][1] not in refs:
+            heapq.heappop(locks)
+
     def _index(self, offset: int) -> int:
         """Index of the range holding ``offset`` (which must be in the window)."""
         return bisect_right(self._firsts, offset) - 1
@@ -712,10 +735,14 @@ class SharePartition:
         self._ranges.append(r)
         self._firsts.append(r.first)
         self._counts[r.state] += r.size
+        if r.state is RecordState.ACQUIRED:
+            self._lock_refs[r.lock_id] = self._lock_refs.get(r.lock_id, 0) + r.size
         self._end = r.last + 1
 
     def _set(self, r: _Range, state: RecordState) -> None:
         size = r.size
+        if r.state is RecordState.ACQUIRED and state is not RecordState.ACQUIRED:
+            self._unref(r.lock_id, size)
         self._counts[r.state] -= size
         self._counts[state] += size
         r.state = state
@@ -756,6 +783,7 @@ class SharePartition:
             self._set(r, RecordState.ACQUIRED)
             r.delivery_count += 1
             r.member_id, r.deadline_ms, r.lock_id = member_id, deadline, lock_id
+            self._lock_refs[lock_id] = self._lock_refs.get(lock_id, 0) + r.size
             acquired.append(r)
             _append_batch(changed, a, b, DeliveryState.AVAILABLE, r.delivery_count)
             remaining -= r.size
@@ -812,6 +840,8 @@ class SharePartition:
     def _renew(self, first: int, last: int, deadline: int, lock_id: int) -> None:
         i, j = self._isolate(first, last)
         for r in self._ranges[i:j]:
+            self._unref(r.lock_id, r.size)
+            self._lock_refs[lock_id] = self._lock_refs.get(lock_id, 0) + r.size
             r.deadline_ms, r.lock_id = deadline, lock_id
         heapq.heappush(self._locks, (deadline, lock_id, first, last))
 

@@ -267,6 +267,8 @@ class SharePartitionMachine(RuleBasedStateMachine):
         assert self.sp.available_records == sum(
             e.state is R.AVAILABLE for e in self.model.st.values()
         )
+        deadlines = [e.deadline for e in entries if e.state is R.ACQUIRED]
+        assert self.sp.next_lock_deadline_ms() == (min(deadlines) if deadlines else None)
         avail = [o for o, e in sorted(self.model.st.items()) if e.state is R.AVAILABLE]
         assert self.sp.next_fetch_offset() == (avail[0] if avail else self.model.end)
 
