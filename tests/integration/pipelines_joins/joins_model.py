@@ -60,3 +60,38 @@ def search_clicks(
 def final_watermark(*streams: Sequence[dict[str, Any]]) -> int:
     """Spark's global watermark after everything was read: min over inputs of max - 10 min."""
     return min(max(e["ts"] for e in events) for events in streams) - WATERMARK_DELAY_MS
+
+
+# -- enrich ------------------------------------------------------------------------------
+
+
+def envelope(op: str, before: Any, after: Any, ts_ms: int, table: str = "users") -> dict[str, Any]:
+    """A Debezium change event value as ``riverbed cdc`` writes it."""
+    source = {"version": "test", "connector": "sqlite", "name": "riverbed", "ts_ms": ts_ms}
+    source |= {"snapshot": "false", "db": "t.db", "sequence": None, "schema": "main"}
+    source |= {"table": table}
+    return {"before": before, "after": after, "source": source, "op": op, "ts_ms": ts_ms + 3}
+
+
+def enrich(
+    activities: Sequence[dict[str, Any]], changes: Sequence[dict[str, Any]]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Each activity with the users row valid at its ts: among the changes of its id with
+    ``source.ts_ms <= ts``, the latest by (ts_ms, order in ``changes``); ``changes`` are
+    envelopes in topic order (tombstones left out)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for a in activities:
+        row: dict[str, Any] | None = None
+        best: tuple[int, int] | None = None
+        for position, change in enumerate(changes):
+            image = change["before"] if change["op"] == "d" else change["after"]
+            ts_ms = change["source"]["ts_ms"]
+            if str(image["id"]) != str(a["user_id"]) or ts_ms > a["ts"]:
+                continue
+            if best is None or (ts_ms, position) > best:
+                best = (ts_ms, position)
+                row = None if change["op"] == "d" else change["after"]
+        value = {"user_id": a["user_id"], "action": a["action"], "ts": a["ts"]}
+        value |= {"name": row and row["name"], "country": row and row["country"]}
+        out.append((str(a["user_id"]), value))
+    return out
