@@ -138,6 +138,14 @@ class Model:
         self.trim()
         return n
 
+    def advance(self, offset: int) -> None:
+        if offset <= self.start:
+            return
+        for o in [o for o in self.st if o < offset]:
+            del self.st[o]
+        self.start, self.end = offset, max(self.end, offset)
+        self.trim()
+
     def restart(self) -> None:
         for e in self.st.values():
             if e.state is R.ACQUIRED:
@@ -211,15 +219,21 @@ class SharePartitionMachine(RuleBasedStateMachine):
             first = data.draw(st.integers(self.model.start - 2, self.model.end + 2))
             last = first + data.draw(st.integers(0, 3))
         types_st = st.sampled_from([int(t) for t in AcknowledgeType])
-        n = last - first + 1 if per_offset else 1
-        types = data.draw(st.lists(types_st, min_size=n, max_size=n))
-        batches = [(first, last, types)]
+        spans = [(first, last)]
+        if last > first and data.draw(st.booleans()):  # two adjacent batches, one request
+            cut = data.draw(st.integers(first, last - 1))
+            spans = [(cut + 1, last), (first, cut)]
+        batches = []
+        for a, b in spans:
+            n = b - a + 1 if per_offset else 1
+            batches.append((a, b, data.draw(st.lists(types_st, min_size=n, max_size=n))))
         code = self.sp.acknowledge(member, batches, self.now)
         assert code.error_code == self.model.acknowledge(member, batches, self.now)
         if code.error_code is ErrorCode.NONE:
-            for off in range(first, last + 1):
-                if (types[0] if len(types) == 1 else types[off - first]) == AcknowledgeType.ACCEPT:
-                    self.accepted.add(off)
+            for a, b, types in batches:
+                for off in range(a, b + 1):
+                    if (types[0] if len(types) == 1 else types[off - a]) == AcknowledgeType.ACCEPT:
+                        self.accepted.add(off)
         else:
             assert code.records == ()
         self._keep(code.records)
@@ -236,6 +250,15 @@ class SharePartitionMachine(RuleBasedStateMachine):
         c = self.sp.release_member(member, self.now)
         assert c.released == self.model.release_member(member)
         self._keep(c.records)
+
+    @rule(ahead=st.integers(1, 8))
+    def retention(self, ahead: int) -> None:
+        """The log start moves (retention, DeleteRecords) past the share start offset."""
+        offset = self.model.start + ahead
+        self._keep(self.sp.advance_start_offset(offset, self.now).records)
+        self.model.advance(offset)
+        self.log = [(max(b, offset), e) for b, e in self.log if e >= offset]
+        self.hwm = max(self.hwm, offset)
 
     @rule()
     def restart(self) -> None:
