@@ -19,7 +19,9 @@ from typing import Any
 from confluent_kafka import AcknowledgeType, Message, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
+from riverbed.protocol.messages import IncrementalAlterConfigsRequest
 
 LOCK_MS = 3_000
 BROKER_CONFIG = {
@@ -31,6 +33,7 @@ BROKER_CONFIG = {
     "group.consumer.heartbeat.interval.ms": "500",
 }
 PROBE = b"__probe__"
+INCREMENTAL_ALTER_CONFIGS, GROUP_RESOURCE = 44, 32
 
 
 class Wire:
@@ -62,6 +65,30 @@ class Wire:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def set_group_configs(bootstrap: str, group: str, **configs: str) -> None:
+    """IncrementalAlterConfigs SET on a GROUP resource (``share_x_y`` names ``share.x.y``)."""
+    op = IncrementalAlterConfigsRequest.AlterableConfig
+    req = IncrementalAlterConfigsRequest(
+        resources=[
+            IncrementalAlterConfigsRequest.AlterConfigsResource(
+                resource_type=GROUP_RESOURCE,
+                resource_name=group,
+                configs=[
+                    op(name=k.replace("_", "."), config_operation=0, value=v)
+                    for k, v in configs.items()
+                ],
+            )
+        ],
+        validate_only=False,
+    )
+    wire = Wire(bootstrap)
+    try:
+        answer = wire.call(INCREMENTAL_ALTER_CONFIGS, 1, req).responses[0]
+        assert answer.error_code == ErrorCode.NONE, answer
+    finally:
+        wire.close()
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:

@@ -23,6 +23,7 @@ from share_helpers import (
     create_topic,
     poll,
     produce,
+    set_group_configs,
     share_consumer,
     warm_up,
 )
@@ -225,3 +226,35 @@ def test_a_consumer_group_and_a_share_group_on_one_topic_are_independent(
     finally:
         classic.close()
         close_all([share])
+
+
+def test_a_record_released_up_to_the_delivery_limit_is_archived(
+    share_broker: BrokerProcess,
+) -> None:
+    bs = share_broker.bootstrap_servers
+    create_topic(bs, "limit", 1)
+    set_group_configs(bs, "limited", share_delivery_count_limit="2")
+    consumer = share_consumer(bs, "limited", "limit")
+    try:
+        warm_up([consumer], bs, "limit", 1)
+        produce(bs, "limit", [b"poison", b"fine"], 1)
+        counts: dict[bytes, list[int]] = {}
+        deadline = time.monotonic() + 60
+        done_at = None
+        while done_at is None or time.monotonic() < done_at + 2.0:  # then 2 s more
+            assert time.monotonic() < deadline, counts
+            msgs = poll(consumer, 0.2)
+            for m in msgs:
+                value = m.value() or b""
+                counts.setdefault(value, []).append(m.delivery_count())
+                poison = value == b"poison"
+                consumer.acknowledge(
+                    m, AcknowledgeType.RELEASE if poison else AcknowledgeType.ACCEPT
+                )
+            if msgs:
+                consumer.commit_sync(30)
+            if done_at is None and len(counts.get(b"poison", [])) == 2 and b"fine" in counts:
+                done_at = time.monotonic()
+        assert counts == {b"poison": [1, 2], b"fine": [1]}  # archived after 2 deliveries
+    finally:
+        close_all([consumer])

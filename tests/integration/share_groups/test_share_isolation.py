@@ -6,36 +6,9 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import Producer
-from share_helpers import Wire, close_all, create_topic, poll, share_consumer
+from share_helpers import close_all, create_topic, poll, set_group_configs, share_consumer
 
-from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.messages import IncrementalAlterConfigsRequest
 from riverbed.testing.broker_process import BrokerProcess
-
-INCREMENTAL_ALTER_CONFIGS, GROUP_RESOURCE = 44, 32
-
-
-def set_group_configs(bootstrap: str, group: str, **configs: str) -> None:
-    op = IncrementalAlterConfigsRequest.AlterableConfig
-    req = IncrementalAlterConfigsRequest(
-        resources=[
-            IncrementalAlterConfigsRequest.AlterConfigsResource(
-                resource_type=GROUP_RESOURCE,
-                resource_name=group,
-                configs=[
-                    op(name=k.replace("_", "."), config_operation=0, value=v)
-                    for k, v in configs.items()
-                ],
-            )
-        ],
-        validate_only=False,
-    )
-    wire = Wire(bootstrap)
-    try:
-        answer = wire.call(INCREMENTAL_ALTER_CONFIGS, 1, req).responses[0]
-        assert answer.error_code == ErrorCode.NONE, answer
-    finally:
-        wire.close()
 
 
 def consume(bootstrap: str, group: str, want: int, settle_s: float = 2.0) -> list[bytes]:
