@@ -41,6 +41,11 @@ acks=all semantics:
   offsets come back AVAILABLE with the previous count (one delivery under-counted, as in
   Kafka, which never persists acquisitions).
 
+The records of one share partition go to one ``__share_group_state`` partition
+(:func:`~riverbed.share.share_state_records.state_partition_for`, Kafka's placement), a
+topic with ``cleanup.policy=delete``, never compacted (ShareUpdates share one key; see
+:mod:`riverbed.share.share_state_log` for pruning instead).
+
 Crash behaviour: a lock is never persisted.  After a restart, :meth:`SharePartition.restore`
 rebuilds the state from the replayed records; offsets that were ACQUIRED come back
 AVAILABLE with the delivery count they were acquired with (those that reached the limit
