@@ -95,11 +95,45 @@ def set_share_group_config(
         future.result(timeout=timeout_s)
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout_s: float = 30.0) -> None:
+def create_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int = 1,
+    timeout_s: float = 30.0,
+    config: Mapping[str, str] | None = None,
+) -> None:
     """Create ``topic`` (replication factor 1) and wait for the broker's answer."""
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin: Any = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=timeout_s)
+    new = NewTopic(topic, partitions, 1, config=dict(config or {}))
+    futures = admin.create_topics([new], operation_timeout=timeout_s)
     for future in futures.values():
         future.result(timeout=timeout_s)
+
+
+def enable_dead_letters(
+    bootstrap: str, group: str, dlq_topic: str, copy_record: bool = True
+) -> None:
+    """Give share group ``group`` the dead-letter topic ``dlq_topic`` (KIP-1191, Kafka 4.4).
+
+    Kafka 4.4 needs three things, all set here: the topic exists with the topic config
+    ``errors.deadletterqueue.group.enable=true`` (or the broker auto-creates it with
+    ``errors.deadletterqueue.auto.create.topics.enable``); its name starts with the broker's
+    ``errors.deadletterqueue.topic.name.prefix`` (default ``dlq.``); the group config
+    ``errors.deadletterqueue.topic.name`` names it.  With
+    ``errors.deadletterqueue.copy.record.enable`` the key and value are copied, otherwise
+    only the headers are written: ``__dlq.errors.topic``, ``__dlq.errors.partition``,
+    ``__dlq.errors.offset``, ``__dlq.errors.group``, ``__dlq.errors.delivery.count``,
+    ``__dlq.errors.message`` (e.g. "Offset rejected by client.").  A REJECTed record and
+    one archived at the delivery-count limit are both written.
+    """
+    create_topic(bootstrap, dlq_topic, 1, config={"errors.deadletterqueue.group.enable": "true"})
+    set_share_group_config(
+        bootstrap,
+        group,
+        {
+            "errors.deadletterqueue.topic.name": dlq_topic,
+            "errors.deadletterqueue.copy.record.enable": str(copy_record).lower(),
+        },
+    )

@@ -31,3 +31,33 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     for i, value in enumerate(values):
         producer.produce(topic, value=value, key=str(i).encode())
     assert producer.flush(60) == 0
+
+
+def read_all(bootstrap: str, topic: str, count: int) -> list[tuple[bytes | None, dict[str, bytes]]]:
+    """The first ``count`` records of ``topic`` as (value, headers), read from the start."""
+    import uuid
+
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    out: list[tuple[bytes | None, dict[str, bytes]]] = []
+
+    def step() -> bool:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            out.append((message.value(), dict(message.headers() or [])))
+        return len(out) >= count
+
+    try:
+        wait_until(step, f"{count} records on {topic}")
+    finally:
+        consumer.close()
+    return out

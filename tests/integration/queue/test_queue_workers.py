@@ -11,14 +11,17 @@ import time
 from collections import defaultdict
 
 import pytest
-from queue_helpers import DEADLINE_S, QueueNames, produce, wait_until
+from queue_helpers import DEADLINE_S, QueueNames, produce, read_all, wait_until
 
 from riverbed.queue import Delivery, Outcome, QueueWorkers, RejectDelivery, WorkerSettings
+from riverbed.testing.kafka_share_reference import enable_dead_letters
 
 pytestmark = pytest.mark.kafka
 
 
 def test_accept_release_reject_across_four_workers(queue_names: QueueNames) -> None:
+    dlq = f"dlq.{queue_names.topic}"
+    enable_dead_letters(queue_names.bootstrap, queue_names.group, dlq)
     values = [f"m{i}".encode() for i in range(40)]
     produce(queue_names.bootstrap, queue_names.topic, values)
     lock = threading.Lock()
@@ -73,6 +76,13 @@ def test_accept_release_reject_across_four_workers(queue_names: QueueNames) -> N
         if value not in (b"m7", b"m8", b"m9"):
             assert outcomes[value] == [Outcome.ACCEPT], value
     assert workers.stats.snapshot() == {"accept": 38, "release": 3, "reject": 2}
+    # Kafka 4.4 (KIP-1191) copies both REJECTed records to the group's dead-letter topic.
+    dead = {value: headers for value, headers in read_all(queue_names.bootstrap, dlq, 2)}
+    assert set(dead) == {b"m8", b"m9"}
+    assert dead[b"m8"]["__dlq.errors.delivery.count"] == b"3"
+    assert dead[b"m9"]["__dlq.errors.delivery.count"] == b"1"
+    assert dead[b"m9"]["__dlq.errors.topic"] == queue_names.topic.encode()
+    assert dead[b"m9"]["__dlq.errors.group"] == queue_names.group.encode()
 
 
 _CRASHING_WORKER = textwrap.dedent(
@@ -90,7 +100,7 @@ _CRASHING_WORKER = textwrap.dedent(
 )
 
 
-def test_crashed_worker_record_is_redelivered_after_lock(queue_names: QueueNames) -> None:
+def test_crashed_worker_record_is_redelivered(queue_names: QueueNames) -> None:
     produce(queue_names.bootstrap, queue_names.topic, [b"job"])
     crashed = subprocess.run(
         [
