@@ -46,7 +46,7 @@ from .conftest import (
 )
 
 SHUFFLE_PARTITIONS = 3
-MAX_OFFSETS_PER_TRIGGER = 40  # 160 committed input records -> 4+ micro-batches
+MAX_OFFSETS_PER_TRIGGER = 40  # 288 input offsets (160 committed records) -> 8 micro-batches
 pytestmark = pytest.mark.timeout(1200)  # two Spark drivers per case on a loaded box
 
 
