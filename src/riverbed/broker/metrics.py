@@ -16,15 +16,15 @@ brokers in one process do not mix their figures) holding:
 Every metric is documented in ``docs/metrics.md``; names follow Prometheus conventions
 under the ``riverbed_`` prefix (``_total`` counters, ``_seconds`` and ``_bytes`` units).
 
-Cost on the hot path: per request one ``perf_counter`` pair, one histogram observation
-and one counter increment (children cached per API key and error code, so no label
-lookup); a Produce or Fetch adds, per topic in it, two counter increments, with records
-counted from record-batch headers (:mod:`riverbed.broker.metrics_traffic`), never per
-record.
+Cost on the hot path: per request one ``perf_counter`` pair and a few additions under
+one uncontended lock (:class:`~riverbed.broker.metrics_requests.RequestStats`, turned into
+Prometheus families only at scrape time); a Produce or Fetch adds, per topic in it, its
+byte count and its record count read from record-batch headers
+(:mod:`riverbed.broker.metrics_traffic`), never per record.
 
-Thread-safety: the request and connection hooks run on the event loop only (the child
-caches are loop-owned dicts); the flush hooks run on the flusher thread; prometheus-client
-instruments are thread-safe, and its HTTP thread reads them at scrape time.
+Thread-safety: the request and connection hooks run on the event loop only; the flush
+hooks run on the flusher thread; prometheus-client instruments and RequestStats are
+thread-safe, and the HTTP thread reads them at scrape time.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from riverbed.broker.metrics_requests import RequestStats
 from riverbed.broker.metrics_traffic import (
     TopicName,
-    Traffic,
     fetch_traffic,
     produce_error,
     produce_traffic,
@@ -53,12 +53,6 @@ log = logging.getLogger(__name__)
 
 PRODUCE_KEY = 0
 FETCH_KEY = 1
-
-REQUEST_BUCKETS = (
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-)  # fmt: skip
-"""Request latency buckets (seconds): 100 µs up to a long-poll Fetch or a join wait."""
 
 FSYNC_BUCKETS = (
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
@@ -84,17 +78,6 @@ def error_name(code: int) -> str:
         return str(code)
 
 
-class _ApiChildren:
-    """The per-API instruments of one API key, so the hot path skips label lookups."""
-
-    __slots__ = ("duration", "errors", "name")
-
-    def __init__(self, name: str, duration: Any) -> None:
-        self.name = name
-        self.duration = duration
-        self.errors: dict[int, Any] = {}
-
-
 class BrokerMetrics:
     """Live instruments of one broker (see the module docstring)."""
 
@@ -103,44 +86,10 @@ class BrokerMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._topic_name = topic_name
         r = self.registry
-        self._requests = Counter(
-            "riverbed_requests",
-            "Requests answered, by API and by the error code the response reports "
-            "(the first non-zero error_code in it, NONE otherwise).",
-            ["api", "error"],
-            registry=r,
-        )
-        self._duration = Histogram(
-            "riverbed_request_duration_seconds",
-            "Time from dispatching a request to its handler until its response is known.",
-            ["api"],
-            buckets=REQUEST_BUCKETS,
-            registry=r,
-        )
-        self._bytes_in = Counter(
-            "riverbed_topic_bytes_in",
-            "Record-batch bytes appended by Produce requests, per topic.",
-            ["topic"],
-            registry=r,
-        )
-        self._records_in = Counter(
-            "riverbed_topic_records_in",
-            "Records appended by Produce requests, per topic.",
-            ["topic"],
-            registry=r,
-        )
-        self._bytes_out = Counter(
-            "riverbed_topic_bytes_out",
-            "Record-batch bytes returned by Fetch responses, per topic.",
-            ["topic"],
-            registry=r,
-        )
-        self._records_out = Counter(
-            "riverbed_topic_records_out",
-            "Records in the complete batches returned by Fetch responses, per topic.",
-            ["topic"],
-            registry=r,
-        )
+        self.requests = RequestStats()
+        r.register(self.requests)
+        self._error_names: dict[int, str] = {}
+        self._api_names: dict[int, str] = {}
         self._connections = Gauge(
             "riverbed_connections",
             "Client connections open now, per listener.",
@@ -172,9 +121,6 @@ class BrokerMetrics:
             buckets=BATCH_BUCKETS,
             registry=r,
         )
-        self._apis: dict[int, _ApiChildren] = {}
-        self._topics_in: dict[str, tuple[Any, Any]] = {}
-        self._topics_out: dict[str, tuple[Any, Any]] = {}
 
     # -- requests (event loop) ----------------------------------------------------------
     def request_done(
@@ -183,31 +129,33 @@ class BrokerMetrics:
         """A request's response is known; ``started`` is its ``time.perf_counter()``."""
         elapsed = time.perf_counter() - started
         api_key = header.api_key
-        children = self._apis.get(api_key)
-        if children is None:
-            name = api_name(api_key)
-            children = self._apis[api_key] = _ApiChildren(name, self._duration.labels(name))
-        children.duration.observe(elapsed)
         produced = response if isinstance(response, ProduceResponse) else None
         code = produce_error(produced) if produced is not None else response_error(response)
-        counter = children.errors.get(code)
-        if counter is None:
-            counter = children.errors[code] = self._requests.labels(children.name, error_name(code))
-        counter.inc()
+        traffic_in = traffic_out = None
         if api_key == PRODUCE_KEY and isinstance(request, ProduceRequest):
-            self._count(
-                produce_traffic(request, produced, self._topic_name, code),
-                self._topics_in,
-                self._bytes_in,
-                self._records_in,
-            )
+            traffic_in = produce_traffic(request, produced, self._topic_name, code)
         elif api_key == FETCH_KEY and isinstance(response, FetchResponse):
-            self._count(
-                fetch_traffic(response, self._topic_name),
-                self._topics_out,
-                self._bytes_out,
-                self._records_out,
-            )
+            traffic_out = fetch_traffic(response, self._topic_name)
+        self.requests.record(
+            api_key,
+            self._api_name(api_key),
+            self._error_name(code),
+            elapsed,
+            traffic_in,
+            traffic_out,
+        )
+
+    def _api_name(self, api_key: int) -> str:
+        name = self._api_names.get(api_key)
+        if name is None:
+            name = self._api_names[api_key] = api_name(api_key)
+        return name
+
+    def _error_name(self, code: int) -> str:
+        name = self._error_names.get(code)
+        if name is None:
+            name = self._error_names[code] = error_name(code)
+        return name
 
     def watch(
         self, task: asyncio.Future[Any], header: RequestHeader, request: Any, started: float
@@ -227,21 +175,9 @@ class BrokerMetrics:
         task.add_done_callback(done)
 
     def _failed(self, header: RequestHeader, started: float) -> None:
-        name = api_name(header.api_key)
-        self._duration.labels(name).observe(time.perf_counter() - started)
-        self._requests.labels(name, ErrorCode.UNKNOWN_SERVER_ERROR.name).inc()
-
-    @staticmethod
-    def _count(
-        traffic: Traffic, cache: dict[str, tuple[Any, Any]], by_bytes: Counter, by_records: Counter
-    ) -> None:
-        for topic, (nbytes, nrecords) in traffic.items():
-            children = cache.get(topic)
-            if children is None:
-                children = cache[topic] = (by_bytes.labels(topic), by_records.labels(topic))
-            children[0].inc(nbytes)
-            if nrecords:
-                children[1].inc(nrecords)
+        elapsed = time.perf_counter() - started
+        name = self._api_name(header.api_key)
+        self.requests.record(header.api_key, name, ErrorCode.UNKNOWN_SERVER_ERROR.name, elapsed)
 
     # -- connections (event loop) -------------------------------------------------------
     def connection_opened(self, listener: str) -> None:
