@@ -1,17 +1,20 @@
-"""The broker's Prometheus metrics: live counters and histograms fed by cheap hooks.
+"""The broker's Prometheus metrics: counters and histograms fed by cheap hooks.
 
 One :class:`BrokerMetrics` per broker, created only when ``metrics.listen`` (the
 ``--metrics-listen`` flag) is set; a broker without it pays nothing but a ``None`` check
 per request.  It owns a private :class:`~prometheus_client.CollectorRegistry` (two
 brokers in one process do not mix their figures) holding:
 
-* the instruments below, updated where things happen -- once per *request* by the
-  connection (:meth:`BrokerMetrics.request_done` / :meth:`BrokerMetrics.watch`), per
-  connection opened or closed, per fsync and per group-commit round by the flusher
-  thread (:class:`~riverbed.storage.flusher.FlushObserver`);
+* :attr:`BrokerMetrics.requests` (:class:`~riverbed.broker.metrics_requests.RequestStats`),
+  fed once per *request* by the connection (:meth:`BrokerMetrics.request_done` /
+  :meth:`BrokerMetrics.watch`): request counts by API and error, latency histograms,
+  bytes and records per topic;
+* prometheus-client instruments updated per connection opened or closed, and per fsync
+  and per group-commit round by the flusher thread
+  (:class:`~riverbed.storage.flusher.FlushObserver`);
 * a :class:`~riverbed.broker.metrics_collector.BrokerStateCollector` that computes the
   gauges read from broker state (log offsets and sizes, consumer-group lag) at scrape
-  time, registered by the broker once its data dir is open.
+  time, registered by the broker when it binds the endpoint.
 
 Every metric is documented in ``docs/metrics.md``; names follow Prometheus conventions
 under the ``riverbed_`` prefix (``_total`` counters, ``_seconds`` and ``_bytes`` units).
