@@ -30,6 +30,11 @@ coordinator:
   PrepareCommit/PrepareAbort.  The group service's replay applies transactional
   offsets whose COMMIT marker it reads and hands over the rest
   (:attr:`GroupService.replayed_txn_offsets`), which the re-sent markers settle.
+* **Waiting for markers.**  A producer's request that would be answered
+  CONCURRENT_TRANSACTIONS because its previous transaction's markers are still being
+  written (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn right after EndTxn) waits for them
+  (:meth:`markers_done`, bounded) and runs again, as Kafka's partition leaders retry an
+  implicit add internally, instead of costing the client a backoff.
 * **Timers.**  One ``loop.call_later`` at :meth:`TransactionCoordinator.next_deadline_ms`
   (transaction timeouts, id expiration), plus a retry of failed marker writes.
 
@@ -184,6 +189,7 @@ class TransactionService:
         self._timer_deadline_ms: float | None = None
         self._creating: asyncio.Future[None] | None = None
         self._tasks: set[asyncio.Future[None]] = set()
+        self._marker_waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._closed = False
         topic = host.topics.get(TRANSACTION_STATE_TOPIC_NAME)
         self.num_partitions: int | None = None if topic is None else topic.partitions
@@ -267,6 +273,8 @@ class TransactionService:
             )
         self._handle(self.coordinator.recover(self._clock.now_ms()))
         self._rearm()
+        if self._marker_waiters:
+            self._wake()
         return count
 
     def _replay_partition(self, plog: PartitionLog) -> int:
@@ -314,6 +322,40 @@ class TransactionService:
         if self._closed:
             raise CoordinatorClosedError("the transaction coordinator is shutting down")
         return fn()
+
+    def preparing(self, transactional_id: str) -> bool:
+        """Is ``transactional_id`` in PrepareCommit/PrepareAbort (its markers being written)?"""
+        meta = self.coordinator.transaction(transactional_id)
+        return meta is not None and meta.state.is_prepare
+
+    async def markers_done(self, transactional_id: str, timeout_s: float) -> None:
+        """Return once ``transactional_id`` has left PrepareCommit/PrepareAbort (its markers
+        are written and the transaction completed), or after ``timeout_s``, or when the
+        service reloads or closes.  A request the coordinator would answer
+        CONCURRENT_TRANSACTIONS waits here and is then run again, instead of making its
+        client back off (librdkafka waits 20 ms or more; the markers take a few ms)."""
+        if not self.preparing(transactional_id) or self._closed:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._marker_waiters.setdefault(transactional_id, []).append(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            waiters = self._marker_waiters.get(transactional_id, [])
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters:
+                self._marker_waiters.pop(transactional_id, None)
+
+    def _wake(self, transactional_ids: Iterable[str] | None = None) -> None:
+        """Release the :meth:`markers_done` waiters of ``transactional_ids`` (None: all)."""
+        ids = list(self._marker_waiters) if transactional_ids is None else transactional_ids
+        for transactional_id in ids:
+            for waiter in self._marker_waiters.pop(transactional_id, []):
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def _handle(self, reply: TxnReply[R]) -> tuple[R, tuple[concurrent.futures.Future[None], ...]]:
         flushes = self._append(reply.records)
@@ -513,6 +555,8 @@ class TransactionService:
         )
         try:
             flushes_done = self._append(records)
+            if records:  # complete (in memory and appended): the next request may run
+                self._wake((marker.transactional_id,))
             for fut in flushes_done:
                 await asyncio.wrap_future(fut)
         except Exception:
@@ -590,6 +634,8 @@ class TransactionService:
         """Stop the timers and marker writers (broker stop).  Markers not yet written
         are re-sent by :meth:`load` at the next start."""
         self._closed = True
+        if self._marker_waiters:
+            self._wake()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -9,7 +9,10 @@ retries, and the retry succeeds once the markers are written.
 
 The two EndTxn requests go out in one write: the broker dispatches pipelined frames
 synchronously, in order, so the second is handled before the marker task runs -- the race
-every time, without sleeps.
+every time, without sleeps.  The same pipelining shows that a transaction version 1
+client (librdkafka) beginning its next transaction at once (AddPartitionsToTxn v3 right
+behind EndTxn) is answered only after the markers, with success, not
+CONCURRENT_TRANSACTIONS and a client backoff.
 """
 
 from __future__ import annotations
@@ -28,10 +31,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
-from riverbed.protocol.messages import EndTxnRequest, InitProducerIdRequest, TxnOffsetCommitRequest
+from riverbed.protocol.messages import (
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    TxnOffsetCommitRequest,
+)
 from riverbed.testing.embedded import EmbeddedBroker
 
-INIT_PRODUCER_ID, END_TXN, TXN_OFFSET_COMMIT = 22, 26, 28
+INIT_PRODUCER_ID, ADD_PARTITIONS, END_TXN, TXN_OFFSET_COMMIT = 22, 24, 26, 28
 TXN_ID, GROUP, TOPIC = "etl-race", "etl-race-group", "etl-race-in"
 
 
@@ -192,3 +200,47 @@ class _PartitionCode:
 
     def __init__(self, response: Any) -> None:
         self.error_code = int(response.topics[0].partitions[0].error_code)
+
+
+def _add_partition(pid: int, epoch: int) -> AddPartitionsToTxnRequest:
+    return AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TXN_ID,
+        v3_and_below_producer_id=pid,
+        v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=TOPIC, partitions=[0])
+        ],
+    )
+
+
+def test_next_add_partitions_waits_for_the_markers(broker: EmbeddedBroker) -> None:
+    bootstrap = broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(timeout=60)
+    wire = _Wire(bootstrap)
+    try:
+        init = _until_not(
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            lambda: wire.call(
+                INIT_PRODUCER_ID,
+                4,
+                InitProducerIdRequest(transactional_id=TXN_ID, transaction_timeout_ms=60_000),
+            ),
+        )
+        pid, epoch = init.producer_id, init.producer_epoch
+        added = wire.call(ADD_PARTITIONS, 3, _add_partition(pid, epoch))
+        assert (
+            added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        )
+        for round_ in range(3):
+            wire.send_all(
+                wire.frame(END_TXN, 3, _end(pid, epoch, commit=True)),
+                wire.frame(ADD_PARTITIONS, 3, _add_partition(pid, epoch)),
+            )
+            commit, next_add = wire.receive(), wire.receive()
+            assert commit.error_code == ErrorCode.NONE, round_
+            [topic] = next_add.results_by_topic_v3_and_below
+            code = topic.results_by_partition[0].partition_error_code
+            assert code == ErrorCode.NONE, f"round {round_}: {ErrorCode(code).name}"
+    finally:
+        wire.close()

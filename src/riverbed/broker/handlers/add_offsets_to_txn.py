@@ -1,6 +1,7 @@
 """AddOffsetsToTxn (key 25): add a group's ``__consumer_offsets`` partition to a
 producer's transaction (before TxnOffsetCommit).  PRODUCER_FENCED is answered
-INVALID_PRODUCER_EPOCH below v2."""
+INVALID_PRODUCER_EPOCH below v2.  While the previous transaction's markers are being
+written the request waits for them instead of being answered CONCURRENT_TRANSACTIONS."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Awaitable
 
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import TransactionDeps
-from riverbed.broker.handlers.txn_common import call, legacy_code
+from riverbed.broker.handlers.txn_common import call_after_markers, legacy_code
 from riverbed.coordinator.transactions import AddOffsetsToTxnRequest as AddOffsets
 from riverbed.coordinator.transactions import AddOffsetsToTxnResponse as Added
 from riverbed.protocol.error_codes import ErrorCode
@@ -30,7 +31,14 @@ def handle(
     def encode(answer: Added) -> AddOffsetsToTxnResponse:
         return _encode(legacy_code(answer.error_code, version, FENCED_VERSION))
 
-    return call(txns, lambda now: txns.coordinator.add_offsets_to_txn(req, now), encode, _encode)
+    return call_after_markers(
+        txns,
+        req.transactional_id,
+        lambda now: txns.coordinator.add_offsets_to_txn(req, now),
+        lambda answer: answer.error_code == ErrorCode.CONCURRENT_TRANSACTIONS,
+        encode,
+        _encode,
+    )
 
 
 def _encode(code: ErrorCode) -> AddOffsetsToTxnResponse:

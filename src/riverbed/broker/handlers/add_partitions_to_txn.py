@@ -5,7 +5,10 @@ Kafka's ``KafkaApis`` does, partitions of unknown topics are answered
 UNKNOWN_TOPIC_OR_PARTITION and then every other partition OPERATION_NOT_ATTEMPTED,
 without reaching the coordinator.  v4-5 (partition leaders, KIP-890): a batch of
 transactions, some ``verify_only``, one result each.  PRODUCER_FENCED is answered
-INVALID_PRODUCER_EPOCH below v2.
+INVALID_PRODUCER_EPOCH below v2.  A v0-3 request that arrives while the transaction's
+previous markers are still being written (a client beginning its next transaction right
+after EndTxn) waits for them instead of being answered CONCURRENT_TRANSACTIONS, which
+would cost the client a 20-100 ms backoff.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Awaitable, Iterable, Mapping
 
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import TopicNames, TransactionDeps
-from riverbed.broker.handlers.txn_common import call, legacy_code
+from riverbed.broker.handlers.txn_common import call, call_after_markers, legacy_code
 from riverbed.coordinator.transactions import TV_2
 from riverbed.coordinator.transactions import AddPartitionsToTxnRequest as Add
 from riverbed.coordinator.transactions import AddPartitionsToTxnResult as Added
@@ -62,9 +65,11 @@ def handle(
             {tp: legacy_code(code, version, FENCED_VERSION) for tp, code in answer.errors.items()}
         )
 
-    return call(
+    return call_after_markers(
         txns,
+        req.transactional_id,
         lambda now: txns.coordinator.add_partitions_to_txn(req, now),
+        lambda answer: ErrorCode.CONCURRENT_TRANSACTIONS in answer.errors.values(),
         encode,
         lambda code: _v3(dict.fromkeys(tps, code)),
     )

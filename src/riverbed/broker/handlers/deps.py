@@ -211,6 +211,10 @@ class TransactionsPort(Protocol):
 
     def query(self, fn: Callable[[], R]) -> R: ...
 
+    def preparing(self, transactional_id: str) -> bool: ...
+
+    async def markers_done(self, transactional_id: str, timeout_s: float) -> None: ...
+
     def add_pending_offsets(
         self,
         producer_id: int,

@@ -3,7 +3,9 @@
 Answered once PrepareCommit/PrepareAbort is durable in ``__transaction_state``; the
 markers are written afterwards (:mod:`riverbed.broker.transactions`).  v5+ is transaction
 version 2 (KIP-890): the epoch is bumped and the response names the producer id and
-epoch to use next.  PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH below v2.
+epoch to use next.  PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH below v2.  An
+EndTxn that arrives while the previous transaction's markers are still being written
+waits for them rather than being answered CONCURRENT_TRANSACTIONS.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Awaitable
 
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import TransactionDeps
-from riverbed.broker.handlers.txn_common import call, legacy_code
+from riverbed.broker.handlers.txn_common import call_after_markers, legacy_code
 from riverbed.coordinator.transactions import TV_2
 from riverbed.coordinator.transactions import EndTxnRequest as End
 from riverbed.coordinator.transactions import EndTxnResponse as Ended
@@ -44,7 +46,14 @@ def handle(
             answer.producer_epoch,
         )
 
-    return call(txns, lambda now: txns.coordinator.end_txn(req, now), encode, _encode)
+    return call_after_markers(
+        txns,
+        req.transactional_id,
+        lambda now: txns.coordinator.end_txn(req, now),
+        lambda answer: answer.error_code == ErrorCode.CONCURRENT_TRANSACTIONS,
+        encode,
+        _encode,
+    )
 
 
 def _encode(code: ErrorCode, pid: int = -1, epoch: int = -1) -> EndTxnResponse:

@@ -54,6 +54,52 @@ def call(
     return encode(executed.response)
 
 
+MARKERS_WAIT_S = 0.5
+"""How long a request answered CONCURRENT_TRANSACTIONS waits for the previous
+transaction's markers before it is answered so (the markers normally take milliseconds;
+a failed marker write is retried every second)."""
+
+
+def call_after_markers(
+    txns: TransactionsPort,
+    transactional_id: str,
+    handler: Callable[[int], TxnReply[R]],
+    busy: Callable[[R], bool],
+    encode: Callable[[R], W],
+    error: Callable[[ErrorCode], W],
+) -> W | Awaitable[W]:
+    """:func:`call`, except that an answer ``busy`` (CONCURRENT_TRANSACTIONS) given while
+    the id's previous transaction is still writing its markers is not sent: the request
+    waits for the markers (at most :data:`MARKERS_WAIT_S`) and runs once more.  Such an
+    answer writes nothing, so running the request later changes nothing before it."""
+    try:
+        executed = txns.execute(handler)
+    except RiverbedError as exc:
+        code = error_code_for(exc)
+        if code != ErrorCode.COORDINATOR_NOT_AVAILABLE:
+            raise
+        return error(code)
+    if busy(executed.response) and not executed.flushes and txns.preparing(transactional_id):
+        return _after_markers(txns, transactional_id, handler, encode, error)
+    if executed.flushes:
+        return _after_flush(executed.flushes, encode(executed.response))
+    return encode(executed.response)
+
+
+async def _after_markers(
+    txns: TransactionsPort,
+    transactional_id: str,
+    handler: Callable[[int], TxnReply[R]],
+    encode: Callable[[R], W],
+    error: Callable[[ErrorCode], W],
+) -> W:
+    await txns.markers_done(transactional_id, MARKERS_WAIT_S)
+    answer = call(txns, handler, encode, error)
+    if isinstance(answer, Awaitable):
+        return await answer
+    return answer
+
+
 async def _after_flush(flushes: tuple[concurrent.futures.Future[None], ...], answer: W) -> W:
     for fut in flushes:
         await asyncio.wrap_future(fut)
