@@ -155,9 +155,11 @@ async def _share_fetch(
                 known = deps.topics.get(tp.topic)
                 if known is not None:
                     parts[tp] = _Partition(known.topic_id, tp)
-        await _acquire_long_poll(
-            deps, request, group_id, member_id, parts, list(session.partitions)
-        )
+        tps = list(session.partitions)
+        if tps:  # start each fetch at another partition: max_records never starves one
+            k = session.next_epoch % len(tps)
+            tps = tps[k:] + tps[:k]
+        await _acquire_long_poll(deps, request, group_id, member_id, parts, tps)
     for fut in flushes:
         await asyncio.wrap_future(fut)
     lock_ms = shares.partitions.partition_config(group_id).record_lock_duration_ms
