@@ -303,6 +303,7 @@ class SharePartition:
         self._snapshot_epoch = -1  # no snapshot written yet: the first change writes one
         self._updates_since_snapshot = 0
         self._create_timestamp_ms = -1
+        self._last_snapshot_ms = -1
 
     # ------------------------------------------------------------------ accessors
 
@@ -341,6 +342,18 @@ class SharePartition:
     def snapshot_epoch(self) -> int:
         """Epoch of the last snapshot written (-1: none yet)."""
         return self._snapshot_epoch
+
+    @property
+    def last_snapshot_ms(self) -> int:
+        """When this process last wrote a snapshot of it (-1: never, e.g. just restored).
+
+        Kafka re-snapshots *cold* share partitions every
+        ``share.coordinator.cold.partition.snapshot.interval.ms`` (5 min), so that the
+        redundant prefix of ``__share_group_state`` keeps moving (pruning) and retention
+        never removes the only snapshot of a quiet partition: call :meth:`snapshot` when
+        ``now_ms - last_snapshot_ms`` exceeds that interval and append the record.
+        """
+        return self._last_snapshot_ms
 
     @property
     def in_flight_records(self) -> int:
@@ -615,6 +628,7 @@ class SharePartition:
         a share partition is first created, so its start offset is durable."""
         self._snapshot_epoch += 1
         self._updates_since_snapshot = 0
+        self._last_snapshot_ms = now_ms
         if self._create_timestamp_ms < 0:
             self._create_timestamp_ms = now_ms
         return ShareStateRecord(

@@ -331,3 +331,14 @@ def test_snapshot_every_n_updates() -> None:
     # First change: snapshot (epoch 0); then 3 updates; then a snapshot (epoch 1)...
     assert kinds == [True, False, False, False, True, False, False, False]
     assert sp.snapshot_epoch == 1
+
+
+def test_last_snapshot_ms_tells_when_a_cold_partition_needs_one() -> None:
+    sp = make(snapshot_update_records=2)
+    assert sp.last_snapshot_ms == -1
+    sp.acquire("m1", [(10, 10)], 1, now_ms=5)  # the first change is a snapshot
+    assert sp.last_snapshot_ms == 5
+    sp.acquire("m1", [(11, 11)], 1, now_ms=9)  # an update
+    assert sp.last_snapshot_ms == 5
+    rec = sp.snapshot(400_000)
+    assert rec.is_snapshot and sp.last_snapshot_ms == 400_000 and rec.write_timestamp_ms == 400_000
