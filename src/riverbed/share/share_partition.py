@@ -389,6 +389,19 @@ class SharePartition:
                     return r.first
         return self._end
 
+    def has_acquirable(self, high_watermark: int) -> bool:
+        """Whether an :meth:`acquire` could lock anything now: an offset is AVAILABLE
+        again, or the log has offsets beyond ``end_offset`` within the in-flight limit.
+        False means a ShareFetch should wait (for new records, a release, a lock timeout
+        or the start offset moving up).  True may still acquire nothing when only
+        non-deliverable offsets (control or aborted records) lie below the watermark.
+        O(1)."""
+        if self._counts[RecordState.AVAILABLE]:
+            return True
+        return self._end < high_watermark and (
+            self._end < self._start + self.config.max_in_flight_records
+        )
+
     def next_lock_deadline_ms(self) -> int | None:
         """The deadline of the next lock to time out (None: nothing locked); call
         :meth:`expire_locks` then.  Exact: locks whose offsets were all acknowledged,

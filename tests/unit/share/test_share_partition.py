@@ -342,3 +342,16 @@ def test_last_snapshot_ms_tells_when_a_cold_partition_needs_one() -> None:
     assert sp.last_snapshot_ms == 5
     rec = sp.snapshot(400_000)
     assert rec.is_snapshot and sp.last_snapshot_ms == 400_000 and rec.write_timestamp_ms == 400_000
+
+
+def test_has_acquirable() -> None:
+    sp = make(max_in_flight_records=3)
+    assert not sp.has_acquirable(high_watermark=10)  # nothing produced yet
+    assert sp.has_acquirable(high_watermark=11)
+    sp.acquire("m1", [(10, 20)], 100, 0)
+    assert sp.end_offset == 13 and not sp.has_acquirable(high_watermark=21)  # limit
+    sp.acknowledge("m1", [(11, 11, [RELEASE])], 1)
+    assert sp.has_acquirable(high_watermark=13)  # 11 is available again
+    sp.acquire("m2", [(11, 11)], 100, 2)
+    sp.acknowledge("m1", [(10, 10, [ACCEPT])], 3)  # start moves: the window opens
+    assert sp.has_acquirable(high_watermark=21)
