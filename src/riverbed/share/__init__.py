@@ -23,14 +23,22 @@ from riverbed.share.share_partition import (
     ShareStateChange,
     initial_start_offset,
 )
-from riverbed.share.share_state_log import PersistedShareState, ShareStateReplay, replay
+from riverbed.share.share_state_log import (
+    PersistedShareState,
+    ShareStateReplay,
+    SnapshotOffsets,
+    replay,
+    replay_partition_log,
+)
 from riverbed.share.share_state_records import (
     DeliveryState,
     SharePartitionKey,
     ShareStateRecord,
     ShareStateTombstone,
     StateBatch,
+    coordinator_key,
     decode_share_state_record,
+    state_partition_for,
 )
 
 __all__ = [
@@ -50,8 +58,12 @@ __all__ = [
     "ShareStateRecord",
     "ShareStateReplay",
     "ShareStateTombstone",
+    "SnapshotOffsets",
     "StateBatch",
+    "coordinator_key",
     "decode_share_state_record",
     "initial_start_offset",
     "replay",
+    "replay_partition_log",
+    "state_partition_for",
 ]

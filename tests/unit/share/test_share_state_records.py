@@ -235,3 +235,17 @@ def test_coordinator_key_is_kafkas() -> None:
     # Kafka's Uuid.toString(): URL-safe base64 without padding.
     assert coordinator_key(KEY) == "grp:ABEiM0RVZneImaq7zN3u_w:3"
     assert 0 <= state_partition_for(KEY, 50) < 50
+
+
+def test_public_api() -> None:
+    import riverbed.share as share
+
+    assert sorted(share.__all__) == [
+        "AcknowledgeResult", "AcknowledgeType", "AcquireResult", "AcquiredRecords",
+        "ArchiveReason", "ArchivedRecords", "DeliveryState", "PersistedShareState",
+        "RecordState", "SharePartition", "SharePartitionConfig", "SharePartitionKey",
+        "ShareStateChange", "ShareStateRecord", "ShareStateReplay", "ShareStateTombstone",
+        "SnapshotOffsets", "StateBatch", "coordinator_key", "decode_share_state_record",
+        "initial_start_offset", "replay", "replay_partition_log", "state_partition_for",
+    ]  # fmt: skip
+    assert all(hasattr(share, name) for name in share.__all__)
