@@ -95,3 +95,49 @@ def enrich(
         value |= {"name": row and row["name"], "country": row and row["country"]}
         out.append((str(a["user_id"]), value))
     return out
+
+
+# -- timeline ----------------------------------------------------------------------------
+
+
+def timeline_view(
+    tweets: Sequence[dict[str, Any]], follows: Sequence[dict[str, Any]]
+) -> dict[tuple[int, int], dict[str, Any]]:
+    """The timelines after all changes (envelopes in commit order per table): (follower,
+    tweet_id) -> value, for every tweet whose author the follower follows."""
+    table: dict[int, dict[str, Any]] = {}
+    for change in tweets:
+        if change["op"] == "d":
+            table.pop(change["before"]["id"], None)
+        else:
+            table[change["after"]["id"]] = change["after"]
+    edges: set[tuple[int, int]] = set()
+    for change in follows:
+        if change["op"] == "d":
+            edges.discard((change["before"]["follower"], change["before"]["followee"]))
+        else:
+            edges.add((change["after"]["follower"], change["after"]["followee"]))
+    view = {}
+    for follower, followee in edges:
+        for tweet in table.values():
+            if tweet["user_id"] == followee:
+                value = {"follower": follower, "tweet_id": tweet["id"], "author": followee}
+                value |= {"text": tweet["text"], "ts": tweet["ts"]}
+                view[(follower, tweet["id"])] = value
+    return view
+
+
+def fold_compacted(records: Sequence[tuple[Any, Any]]) -> dict[tuple[int, int], Any]:
+    """The latest value per key of a drained upsert/tombstone topic (keys as JSON)."""
+    view: dict[tuple[int, int], Any] = {}
+    for key, value in records:
+        doc = json.loads(key)
+        assert set(doc) == {"follower", "tweet_id"}, doc
+        assert all(type(v) is int for v in doc.values()), doc
+        k = (doc["follower"], doc["tweet_id"])
+        if value is None:
+            view.pop(k, None)
+        else:
+            assert (value["follower"], value["tweet_id"]) == k, (key, value)
+            view[k] = value
+    return view

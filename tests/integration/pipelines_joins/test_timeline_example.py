@@ -1,0 +1,126 @@
+"""timeline: hand-written cases with known answers (inserts, text updates, tweet deletes,
+unfollows, re-follows, a restart) and a seeded differential test against the batch
+model; the output topic is folded by key as a compacted topic's reader would."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from .conftest import drain, produce
+from .joins_model import envelope, fold_compacted, timeline_view
+
+TWEETS, FOLLOWS = "riverbed.main.tweets", "riverbed.main.follows"
+T0 = 1_700_000_000_000
+
+
+def tweet(op: str, tid: int, author: int, text: Any = "hi", ts: int = T0) -> dict[str, Any]:
+    row = {"id": tid, "user_id": author, "text": text, "ts": ts}
+    if op == "d":
+        return envelope("d", row, None, ts, "tweets")
+    return envelope(op, row if op == "u" else None, row, ts, "tweets")
+
+
+def follow(op: str, follower: int, followee: int) -> dict[str, Any]:
+    row = {"follower": follower, "followee": followee}
+    return envelope(op, row if op == "d" else None, None if op == "d" else row, T0, "follows")
+
+
+def records(changes: list[dict[str, Any]], key_columns: tuple[str, ...]) -> list[Any]:
+    out: list[Any] = []
+    for c in changes:
+        image = c["before"] if c["op"] == "d" else c["after"]
+        key = {k: image[k] for k in key_columns}
+        out.append((key, c))
+        if c["op"] == "d":
+            out.append((key, None))
+    return out
+
+
+def publish(bs: str, tweets: list[Any], follows: list[Any]) -> None:
+    produce(bs, TWEETS, records(tweets, ("id",)))
+    produce(bs, FOLLOWS, records(follows, ("follower", "followee")))
+
+
+def value(follower: int, tid: int, author: int, text: Any, ts: int = T0) -> dict[str, Any]:
+    return {"follower": follower, "tweet_id": tid, "author": author, "text": text, "ts": ts}
+
+
+def test_known_answers_and_restart(broker: Any, run_example: Any) -> None:
+    bs = broker.bootstrap_servers
+    tweets = [tweet("c", 10, 1, "a"), tweet("c", 11, 1, "b"), tweet("c", 20, 2, "c")]
+    follows = [follow("c", 100, 1), follow("c", 101, 1), follow("r", 100, 2), follow("c", 102, 3)]
+    publish(bs, tweets, follows)
+    run_example("timeline", bs)
+    first = drain(bs, "timelines")
+    assert fold_compacted(first) == {
+        (100, 10): value(100, 10, 1, "a"),
+        (100, 11): value(100, 11, 1, "b"),
+        (101, 10): value(101, 10, 1, "a"),
+        (101, 11): value(101, 11, 1, "b"),
+        (100, 20): value(100, 20, 2, "c"),
+    }
+    assert all(v is not None for _, v in first)
+
+    # Restart: delete tweet 11, 101 unfollows 1, tweet 10's text changes, 102's author
+    # posts, 100 unfollows and re-follows 2 in one batch (ends following: no tombstone).
+    publish(
+        bs,
+        [tweet("d", 11, 1), tweet("u", 10, 1, None, T0 + 1), tweet("c", 30, 3, "d")],
+        [follow("d", 101, 1), follow("d", 100, 2), follow("c", 100, 2)],
+    )
+    run_example("timeline", bs)
+    both = drain(bs, "timelines")  # in offset order per partition, partitions interleaved
+    assert fold_compacted(both) == {
+        (100, 10): value(100, 10, 1, None, T0 + 1),
+        (100, 20): value(100, 20, 2, "c"),
+        (102, 30): value(102, 30, 3, "d"),
+    }
+    tombstones = sorted(k for k, v in both if v is None)
+    assert tombstones == sorted(
+        [
+            b'{"follower":100,"tweet_id":11}',
+            b'{"follower":101,"tweet_id":10}',
+            b'{"follower":101,"tweet_id":11}',
+        ]
+    )
+
+
+def test_differential_seeded_with_restart(broker: Any, run_example: Any) -> None:
+    rng = random.Random(1213)
+    bs = broker.bootstrap_servers
+    tweets: list[dict[str, Any]] = []
+    follows: list[dict[str, Any]] = []
+    live_tweets: dict[int, int] = {}
+    edges: set[tuple[int, int]] = set()
+    for step in range(400):
+        ts = T0 + step * 1000
+        if rng.random() < 0.55:
+            if live_tweets and rng.random() < 0.3:
+                tid = rng.choice(sorted(live_tweets))
+                if rng.random() < 0.5:
+                    tweets.append(tweet("d", tid, live_tweets.pop(tid), ts=ts))
+                else:
+                    tweets.append(tweet("u", tid, live_tweets[tid], f"edit {step}", ts))
+            else:
+                tid, author = 1000 + step, rng.randrange(1, 8)
+                live_tweets[tid] = author
+                tweets.append(tweet("c", tid, author, rng.choice([f"t{step}", None]), ts))
+        else:
+            pair = (rng.randrange(100, 110), rng.randrange(1, 8))
+            if pair in edges:
+                edges.discard(pair)
+                follows.append(follow("d", *pair))
+            else:
+                edges.add(pair)
+                follows.append(follow("c", *pair))
+    cut_t, cut_f = len(tweets) // 2, len(follows) // 3
+    publish(bs, tweets[:cut_t], follows[:cut_f])
+    run_example("timeline", bs, extra_source_options=(("maxOffsetsPerTrigger", "150"),))
+    first = drain(bs, "timelines")
+    assert fold_compacted(first) == timeline_view(tweets[:cut_t], follows[:cut_f])
+    publish(bs, tweets[cut_t:], follows[cut_f:])
+    run_example("timeline", bs)
+    view = fold_compacted(drain(bs, "timelines"))
+    assert view == timeline_view(tweets, follows)
+    assert len(view) > 30
