@@ -117,7 +117,8 @@ def view_records(
 ) -> pd.DataFrame:
     """The output records (``key``, ``value`` JSON texts; value None = tombstone)."""
     author_json = _author_json(author)
-    keys, values = [], []
+    keys: list[str] = []
+    values: list[str | None] = []
     for follower, tweet_id, tweet in emitted:
         keys.append(f'{{"follower":{follower},"tweet_id":{tweet_id}}}')
         if tweet is None:
