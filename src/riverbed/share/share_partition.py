@@ -575,10 +575,14 @@ class SharePartition:
         )
 
     def release_member(self, member_id: str, now_ms: int) -> ShareStateChange:
-        """``member_id`` left or was fenced: its locked offsets become AVAILABLE again
-        (ARCHIVED at the delivery limit).  O(ranges)."""
+        """``member_id`` left, was fenced or closed its share session: its locked offsets
+        become AVAILABLE again with their delivery count *decreased* by one, never
+        archived, as Kafka's ``releaseAcquiredRecords`` does ("fetched but not actually
+        delivered to the client": a consumer acknowledges what it processed before it
+        closes).  A crashed consumer's records normally time out first (the lock is
+        shorter than the session timeout) and keep their count.  O(ranges)."""
         spans = [(r.first, r.last) for r in self._ranges if r.member_id == member_id]
-        return self._release_spans(spans, lambda r: r.member_id == member_id, now_ms)
+        return self._release_spans(spans, lambda r: r.member_id == member_id, now_ms, uncount=True)
 
     def expire_locks(self, now_ms: int) -> ShareStateChange:
         """Release every lock whose deadline is at or before ``now_ms`` (AVAILABLE again,
@@ -878,7 +882,12 @@ class SharePartition:
         heapq.heappush(self._locks, (deadline, lock_id, first, last))
 
     def _release_spans(
-        self, spans: list[tuple[int, int]], pick: Callable[[_Range], bool], now_ms: int
+        self,
+        spans: list[tuple[int, int]],
+        pick: Callable[[_Range], bool],
+        now_ms: int,
+        *,
+        uncount: bool = False,
     ) -> ShareStateChange:
         changed: list[StateBatch] = []
         archived: list[ArchivedRecords] = []
@@ -893,7 +902,11 @@ class SharePartition:
             while i < len(self._ranges) and self._ranges[i].first <= last:
                 r = self._ranges[i]
                 if r.state is RecordState.ACQUIRED and pick(r):
-                    self._release(r, limit, archived)
+                    if uncount:
+                        r.delivery_count = max(r.delivery_count - 1, 0)
+                        self._set(r, RecordState.AVAILABLE)
+                    else:
+                        self._release(r, limit, archived)
                     released += r.size
                     _append_batch(changed, r.first, r.last, _PERSISTED[r.state], r.delivery_count)
                     lo, hi = min(lo, r.first), max(hi, r.last)

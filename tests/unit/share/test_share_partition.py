@@ -266,24 +266,17 @@ def test_acknowledging_twice_is_invalid_record_state() -> None:
     )
 
 
-def test_release_member_frees_only_its_records() -> None:
+def test_release_member_frees_only_its_records_and_uncounts_them() -> None:
+    # Kafka's releaseAcquiredRecords: DeliveryCountOps.DECREASE, AVAILABLE, never archived.
     sp = make(delivery_count_limit=1)
     sp.acquire("m1", [(10, 11)], 100, 0)
     sp.acquire("m2", [(12, 13)], 100, 0)
     c = sp.release_member("m1", 5)
-    # delivery_count_limit=1: a released first delivery is already at the limit.
-    assert c.released == 2
-    assert c.archived == (ArchivedRecords(10, 11, 1, ArchiveReason.DELIVERY_LIMIT),)
-    assert states(sp) == [(12, 13, Q, 1, "m2")] and sp.start_offset == 12
-    assert sp.release_member("nobody", 6).records == ()
-
-
-def test_release_member_makes_records_available() -> None:
-    sp = make()
-    sp.acquire("m1", [(10, 11)], 100, 0)
-    c = sp.release_member("m1", 5)
     assert c.released == 2 and c.archived == ()
-    assert states(sp) == [(10, 11, A, 1, None)]
+    assert states(sp) == [(10, 11, A, 0, None), (12, 13, Q, 1, "m2")]
+    assert c.records[0].state_batches == (StateBatch(10, 11, DeliveryState.AVAILABLE, 0),)
+    assert sp.release_member("nobody", 6).records == ()
+    assert sp.acquire("m3", [(10, 11)], 100, 7).acquired == (AcquiredRecords(10, 11, 1),)
 
 
 def test_reset_start_offset_forgets_in_flight_and_bumps_the_state_epoch() -> None:

@@ -133,7 +133,7 @@ class Model:
         n = 0
         for e in self.st.values():
             if e.state is R.ACQUIRED and e.member == member:
-                self.release(e)
+                e.state, e.count, e.member, e.deadline = R.AVAILABLE, max(e.count - 1, 0), None, 0
                 n += 1
         self.trim()
         return n
