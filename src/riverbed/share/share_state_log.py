@@ -13,6 +13,13 @@ Replay rule (Kafka's ``ShareCoordinatorShard``)::
                    with another snapshot epoch (or before any snapshot): stale, skipped
     tombstone      forgets the share partition
 
+What a replayed offset becomes (:meth:`~riverbed.share.share_partition.SharePartition.restore`)::
+
+    persisted AVAILABLE (was AVAILABLE or ACQUIRED) ──▶ AVAILABLE, count kept
+                                                        (ARCHIVED if count >= limit)
+    persisted ACKNOWLEDGED / ARCHIVED ───────────────▶ unchanged, final
+    no batch, between start and the last batch ──────▶ AVAILABLE, count 0
+
 Crash behaviour: a crash can cut the log after any record (a truncated tail).  Each
 record is self-contained (a whole snapshot, or absolute states and delivery counts for
 the offsets it names, never deltas), so any prefix replays to the state as it was when

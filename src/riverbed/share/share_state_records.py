@@ -20,7 +20,11 @@ fields; ``DeliveryCompleteCount`` is tag 0, omitted when -1)::
 
 ``delivery_state`` is 0 AVAILABLE, 2 ACKNOWLEDGED, 4 ARCHIVED: an *acquired* offset is
 never persisted as acquired (a lock does not survive a restart) but as AVAILABLE with the
-delivery count it was acquired with.  A record with no value (a tombstone) deletes the
+delivery count it was acquired with.  The states of an offset, and what is written::
+
+    AVAILABLE ──acquire──▶ ACQUIRED ──ACCEPT──────────────────▶ ACKNOWLEDGED  (2, final)
+        ▲  (0, count)      (0, count) ──REJECT / GAP / limit──▶ ARCHIVED      (4, final)
+        └──── RELEASE / lock timeout / member left ───┘  A record with no value (a tombstone) deletes the
 share partition's state (the group was deleted).
 
 Replay rule (see :mod:`riverbed.share.share_state_log`): a snapshot replaces the state; an
