@@ -24,8 +24,10 @@ delivery count it was acquired with.  The states of an offset, and what is writt
 
     AVAILABLE ──acquire──▶ ACQUIRED ──ACCEPT──────────────────▶ ACKNOWLEDGED  (2, final)
         ▲  (0, count)      (0, count) ──REJECT / GAP / limit──▶ ARCHIVED      (4, final)
-        └──── RELEASE / lock timeout / member left ───┘  A record with no value (a tombstone) deletes the
-share partition's state (the group was deleted).
+        └──── RELEASE / lock timeout / member left ───┘
+
+A record with no value (a tombstone) deletes the share partition's state (the group was
+deleted).
 
 Replay rule (see :mod:`riverbed.share.share_state_log`): a snapshot replaces the state; an
 update whose ``snapshot_epoch`` equals the current snapshot's is laid over it (its batches
