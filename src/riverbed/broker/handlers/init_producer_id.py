@@ -4,10 +4,12 @@ producers.
 Without a transactional id: a new id at epoch 0, or — when the producer presents its
 current id and epoch (KIP-360) — the same id with the epoch bumped.  With one: the
 transaction coordinator (:mod:`riverbed.broker.transactions`) bumps the id's epoch,
-fencing older instances and aborting their open transaction (CONCURRENT_TRANSACTIONS
-while that abort completes; the client retries), after creating ``__transaction_state``
-on first use.  v0-5 are served (v6, KIP-939's keep_prepared_txn, is not); PRODUCER_FENCED
-is answered INVALID_PRODUCER_EPOCH below v4.
+fencing older instances and aborting their open transaction, after creating
+``__transaction_state`` on first use.  While that abort's (or a previous commit's)
+markers are being written the request waits for them and then runs again, as the
+client's retry of CONCURRENT_TRANSACTIONS would (answered so only if they take longer
+than ``MARKERS_WAIT_S``).  v0-5 are served (v6, KIP-939's keep_prepared_txn, is not);
+PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH below v4.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Awaitable
 
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import InitProducerIdDeps
-from riverbed.broker.handlers.txn_common import call, legacy_code
+from riverbed.broker.handlers.txn_common import call_after_markers, legacy_code
 from riverbed.coordinator.transactions import InitProducerIdRequest as Init
 from riverbed.coordinator.transactions import InitProducerIdResponse as Inited
 from riverbed.errors import RiverbedError, error_code_for
@@ -57,7 +59,14 @@ async def _transactional(
         code = legacy_code(answer.error_code, version, FENCED_VERSION)
         return _encode(code, answer.producer_id, answer.producer_epoch)
 
-    result = call(txns, lambda now: txns.coordinator.init_producer_id(req, now), encode, _encode)
+    result = call_after_markers(
+        txns,
+        request.transactional_id or "",
+        lambda now: txns.coordinator.init_producer_id(req, now),
+        lambda answer: answer.error_code == ErrorCode.CONCURRENT_TRANSACTIONS,
+        encode,
+        _encode,
+    )
     if isinstance(result, InitProducerIdResponse):
         return result
     return await result

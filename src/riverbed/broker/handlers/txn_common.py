@@ -70,8 +70,9 @@ def call_after_markers(
 ) -> W | Awaitable[W]:
     """:func:`call`, except that an answer ``busy`` (CONCURRENT_TRANSACTIONS) given while
     the id's previous transaction is still writing its markers is not sent: the request
-    waits for the markers (at most :data:`MARKERS_WAIT_S`) and runs once more.  Such an
-    answer writes nothing, so running the request later changes nothing before it."""
+    waits for the markers (at most :data:`MARKERS_WAIT_S`) and runs once more, as the
+    client's retry would.  What the busy call wrote (InitProducerId fencing an Ongoing
+    transaction: its PrepareAbort) is durable before the wait."""
     try:
         executed = txns.execute(handler)
     except RiverbedError as exc:
@@ -79,8 +80,8 @@ def call_after_markers(
         if code != ErrorCode.COORDINATOR_NOT_AVAILABLE:
             raise
         return error(code)
-    if busy(executed.response) and not executed.flushes and txns.preparing(transactional_id):
-        return _after_markers(txns, transactional_id, handler, encode, error)
+    if busy(executed.response) and txns.preparing(transactional_id):
+        return _after_markers(txns, transactional_id, executed.flushes, handler, encode, error)
     if executed.flushes:
         return _after_flush(executed.flushes, encode(executed.response))
     return encode(executed.response)
@@ -89,10 +90,13 @@ def call_after_markers(
 async def _after_markers(
     txns: TransactionsPort,
     transactional_id: str,
+    flushes: tuple[concurrent.futures.Future[None], ...],
     handler: Callable[[int], TxnReply[R]],
     encode: Callable[[R], W],
     error: Callable[[ErrorCode], W],
 ) -> W:
+    for fut in flushes:  # what the busy call wrote (InitProducerId's fencing abort)
+        await asyncio.wrap_future(fut)
     await txns.markers_done(transactional_id, MARKERS_WAIT_S)
     answer = call(txns, handler, encode, error)
     if isinstance(answer, Awaitable):

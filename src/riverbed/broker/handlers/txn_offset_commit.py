@@ -9,7 +9,8 @@ them, so OffsetFetch sees them exactly when the transaction commits.
 v5 (transaction version 2, KIP-890) first adds the group's partition to the transaction
 itself (the client sends no AddOffsetsToTxn), as the group coordinator's implicit
 AddPartitionsToTxn does in Kafka; a coordinator busy with the previous transaction's
-markers (CONCURRENT_TRANSACTIONS) answers COORDINATOR_NOT_AVAILABLE, retriable, as Kafka's.
+markers (CONCURRENT_TRANSACTIONS) first waits for them (at most ``MARKERS_WAIT_S``) and
+runs again; still busy, it answers COORDINATOR_NOT_AVAILABLE, retriable, as Kafka's.
 Checks, as Kafka's: partitions of unknown topics
 answer UNKNOWN_TOPIC_OR_PARTITION; an unknown transactional id or another producer id
 INVALID_PRODUCER_ID_MAPPING, an older epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
@@ -29,7 +30,7 @@ from typing import Protocol
 
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import GroupsPort, TopicNames, TransactionsPort
-from riverbed.broker.handlers.txn_common import legacy_code
+from riverbed.broker.handlers.txn_common import MARKERS_WAIT_S, legacy_code
 from riverbed.broker.transactions import PendingOffset
 from riverbed.coordinator import OFFSETS_TOPIC_NAME
 from riverbed.coordinator.classic_group import ClassicGroup
@@ -67,11 +68,27 @@ class TxnOffsetCommitDeps(Protocol):
 def handle(
     deps: TxnOffsetCommitDeps, ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse | Awaitable[TxnOffsetCommitResponse]:
+    return _handle(deps, ctx, request, may_wait=True)
+
+
+def _handle(
+    deps: TxnOffsetCommitDeps,
+    ctx: RequestContext,
+    request: TxnOffsetCommitRequest,
+    may_wait: bool,
+) -> TxnOffsetCommitResponse | Awaitable[TxnOffsetCommitResponse]:
     version = ctx.api_version
     flushes: tuple[concurrent.futures.Future[None], ...] = ()
     code = ErrorCode.NONE
     if version >= IMPLICIT_ADD_VERSION:
         code, flushes = _add_implicitly(deps, request)
+        if (
+            code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+            and may_wait
+            and deps.transactions.preparing(request.transactional_id)
+        ):
+            # the previous transaction's markers are being written: wait, then run again
+            return _after_markers(deps, ctx, request)
     if code == ErrorCode.NONE:
         code = legacy_code(_check(deps, version, request), version, FENCED_VERSION)
     results: list[tuple[str, int, ErrorCode]] = []
@@ -109,6 +126,16 @@ def handle(
     if flushes:
         return _after_flush(flushes, response, results)
     return response
+
+
+async def _after_markers(
+    deps: TxnOffsetCommitDeps, ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> TxnOffsetCommitResponse:
+    await deps.transactions.markers_done(request.transactional_id, MARKERS_WAIT_S)
+    answer = _handle(deps, ctx, request, may_wait=False)
+    if isinstance(answer, TxnOffsetCommitResponse):
+        return answer
+    return await answer
 
 
 def _encode(results: list[tuple[str, int, ErrorCode]]) -> TxnOffsetCommitResponse:
