@@ -7,11 +7,13 @@ ever fetched (SPEO), a state per offset; so does :class:`SharePartition`::
 
                       acquire (delivery_count += 1)
         AVAILABLE ─────────────────────────────────────▶ ACQUIRED ──ACCEPT──▶ ACKNOWLEDGED
-            ▲                                             │  │  │ ▲
-            │  RELEASE / lock timeout / member left       │  │  │ └─RENEW (lock extended)
-            └─────────── (delivery_count < limit) ────────┘  │  │
-                                                             │  └──REJECT / GAP──▶ ARCHIVED
-            RELEASE / lock timeout / member left             │
+            ▲  ▲                                          │  │  │ ▲
+            │  │ RELEASE / lock timeout                   │  │  │ └─RENEW (lock extended)
+            │  └──────── (delivery_count < limit) ────────┤  │  │
+            │                                             │  │  └──REJECT / GAP──▶ ARCHIVED
+            └─ member left / session closed ──────────────┘  │
+               (delivery_count -= 1, never archived)         │
+            RELEASE / lock timeout                           │
             (delivery_count >= limit) ───────────────────────┴────────────────────▶ ARCHIVED
 
 ACKNOWLEDGED and ARCHIVED are final.  The SPSO moves past the contiguous prefix of final
