@@ -19,7 +19,8 @@ Output, text rows or with ``--output json`` one JSON document:
   "assignment": [{"topic", "partition"}]}], "offsets": [{"topic", "partition",
   "start_offset", "lag"}]}``.  ``start_offset`` is the share-partition start offset (every
   record below it is done for the group); ``lag`` counts records at or above it not yet
-  acknowledged (``-1`` where the broker does not say).
+  acknowledged (``-1`` where the broker does not say).  ``offsets`` is null, with a warning
+  on stderr, where the broker lacks DescribeShareGroupOffsets.
 
 ``reset-offsets`` prints the plan (``TOPIC PARTITION NEW-START-OFFSET``) and changes
 nothing unless ``--execute`` is given, as ``kafka-share-groups.sh`` does.  Kafka refuses
@@ -42,7 +43,13 @@ from riverbed.cli.kafka_admin import (
     output_option,
 )
 from riverbed.errors import RiverbedError
-from riverbed.queue.admin import ShareAdminError, ShareGroupAdmin, ShareGroupDescription
+from riverbed.queue.admin import (
+    ShareAdminError,
+    ShareAdminUnsupportedError,
+    ShareGroupAdmin,
+    ShareGroupDescription,
+    SharePartitionOffset,
+)
 
 
 class ShareGroupCommandError(RiverbedError):
@@ -73,7 +80,9 @@ def list_command(bootstrap: str, output: str) -> None:
         click.echo(f"{g.group_id} {g.state}")
 
 
-def _description_json(described: ShareGroupDescription, offsets: list[Any]) -> dict[str, Any]:
+def _description_json(
+    described: ShareGroupDescription, offsets: list[SharePartitionOffset] | None
+) -> dict[str, Any]:
     return {
         "group": described.group_id,
         "state": described.state,
@@ -99,7 +108,9 @@ def _description_json(described: ShareGroupDescription, offsets: list[Any]) -> d
                 "lag": o.lag,
             }
             for o in offsets
-        ],
+        ]
+        if offsets is not None
+        else None,
     }
 
 
@@ -111,7 +122,12 @@ def describe_command(group: str, bootstrap: str, output: str) -> None:
     """Show a share group's state, members and start offsets."""
     with _admin(bootstrap) as admin:
         described = admin.describe_group(group)
-        offsets = admin.describe_offsets(group)
+        offsets: list[SharePartitionOffset] | None
+        try:
+            offsets = admin.describe_offsets(group)
+        except ShareAdminUnsupportedError as exc:
+            offsets = None  # members are still worth showing
+            click.echo(f"riverbed: warning: no start offsets: {exc}", err=True)
     document = _description_json(described, offsets)
     if output == "json":
         echo_json(document)
@@ -125,7 +141,7 @@ def describe_command(group: str, bootstrap: str, output: str) -> None:
         parts = ",".join(f"{a['topic']}-{a['partition']}" for a in m["assignment"]) or "-"
         click.echo(f"{m['member_id']} {m['client_id']} {m['host']} {parts}")
     click.echo("TOPIC PARTITION START-OFFSET LAG")
-    for o in offsets:
+    for o in offsets or ():
         start = o.start_offset if o.start_offset >= 0 else "-"
         lag = o.lag if o.lag >= 0 else "-"
         click.echo(f"{o.topic} {o.partition} {start} {lag}")

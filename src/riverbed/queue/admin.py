@@ -55,6 +55,10 @@ class ShareAdminError(RiverbedError):
     """A share-group admin request failed; the message names Kafka's error."""
 
 
+class ShareAdminUnsupportedError(ShareAdminError):
+    """The broker does not advertise the API (ApiVersions) at a version the codec speaks."""
+
+
 def _error_name(code: int) -> str:
     try:
         return ErrorCode(code).name
@@ -135,7 +139,7 @@ class _Connection:
         low = max(spec.min_version, broker[0]) if broker else spec.min_version
         high = min(spec.codec_max_version, broker[1]) if broker else -1
         if broker is None or high < low:
-            raise ShareAdminError(
+            raise ShareAdminUnsupportedError(
                 f"the broker does not support {spec.name} (share groups need Kafka 4.2+ "
                 "or a Riverbed broker with share groups)"
             )

@@ -11,8 +11,6 @@ from queue_helpers import QueueNames, produce, wait_until
 from riverbed.cli.main import _Group
 from riverbed.cli.share_groups_command import share_groups
 
-pytestmark = pytest.mark.kafka
-
 ROOT = _Group("riverbed", commands={"share-groups": share_groups})
 
 
@@ -23,7 +21,7 @@ def run(bootstrap: str, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_list_describe_reset(queue_names: QueueNames) -> None:
+def test_list_describe_reset(queue_names: QueueNames, server_name: str) -> None:
     from confluent_kafka import ShareConsumer
 
     bootstrap, group, topic = queue_names.bootstrap, queue_names.group, queue_names.topic
@@ -42,7 +40,7 @@ def test_list_describe_reset(queue_names: QueueNames) -> None:
         assert {"group": group, "state": "Stable"} in json.loads(out)
         code, out = run(bootstrap, "describe", group, "--output", "json")
         assert code == 0, out
-        described = json.loads(out)
+        described = json.loads(out.splitlines()[-1])
         assert described["state"] == "Stable" and len(described["members"]) == 1
         assignment = described["members"][0]["assignment"]
         assert sorted((a["topic"], a["partition"]) for a in assignment) == [
@@ -50,11 +48,15 @@ def test_list_describe_reset(queue_names: QueueNames) -> None:
             (topic, 1),
         ]
         code, out = run(bootstrap, "describe", group)
-        assert code == 0 and out.startswith(f"GROUP {group} STATE Stable")
+        assert code == 0 and f"GROUP {group} STATE Stable" in out
         code, out = run(bootstrap, "reset-offsets", group, "--topic", topic, "--to-earliest")
         assert code == 1 and "has 1 member(s)" in out
     finally:
         consumer.close()
+
+    if described["offsets"] is None:  # the broker lacks DescribeShareGroupOffsets
+        assert server_name == "riverbed"
+        pytest.xfail("Riverbed serves no DescribeShareGroupOffsets/AlterShareGroupOffsets yet")
 
     def start_offsets() -> dict[int, int]:
         code, out = run(bootstrap, "describe", group, "--output", "json")
