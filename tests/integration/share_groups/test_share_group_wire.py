@@ -3,9 +3,13 @@ with the type filter, DeleteGroups, group type conflicts, share session epochs."
 
 from __future__ import annotations
 
+import shutil
 import time
 import uuid
+from collections.abc import Iterator
+from typing import Any
 
+import pytest
 from share_helpers import Wire, close_all, create_topic, poll, produce, share_consumer
 
 from riverbed.protocol.error_codes import ErrorCode
@@ -13,7 +17,9 @@ from riverbed.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeConfigsRequest,
+    FindCoordinatorRequest,
     IncrementalAlterConfigsRequest,
+    JoinGroupRequest,
     ListGroupsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
@@ -21,18 +27,62 @@ from riverbed.protocol.messages import (
     ShareGroupHeartbeatRequest,
 )
 from riverbed.testing.broker_process import BrokerProcess
+from riverbed.testing.kafka_share_reference import share_kafka
 
 E = ErrorCode
-LIST_GROUPS, DELETE_GROUPS, CONSUMER_HEARTBEAT = 16, 42, 68
+LIST_GROUPS, DELETE_GROUPS, CONSUMER_HEARTBEAT, FIND_COORDINATOR = 16, 42, 68, 10
+JOIN_GROUP = 11
 SHARE_HEARTBEAT, SHARE_DESCRIBE, SHARE_FETCH, SHARE_ACK = 76, 77, 78, 79
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, GROUP_RESOURCE = 32, 44, 32
 
 
-def heartbeat(wire: Wire, group: str, member: str, epoch: int, topics: list[str] | None) -> object:
+@pytest.fixture(scope="module")
+def kafka_bootstrap() -> Iterator[str]:
+    for tool in ("java", "mvn"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not on PATH")
+    with share_kafka() as broker:
+        yield broker.bootstrap_servers
+
+
+@pytest.fixture(params=["riverbed", pytest.param("kafka", marks=pytest.mark.kafka)])
+def bootstrap(request: pytest.FixtureRequest) -> str:
+    """The same wire checks against Riverbed and Apache Kafka 4.4 (differential)."""
+    if request.param == "kafka":
+        return str(request.getfixturevalue("kafka_bootstrap"))
+    broker: BrokerProcess = request.getfixturevalue("share_broker")
+    return broker.bootstrap_servers
+
+
+def heartbeat(wire: Wire, group: str, member: str, epoch: int, topics: list[str] | None) -> Any:
     req = ShareGroupHeartbeatRequest(
         group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=topics
     )
     return wire.call(SHARE_HEARTBEAT, 1, req)
+
+
+def find_coordinator(wire: Wire, group: str) -> None:
+    """Kafka creates ``__consumer_offsets`` on the first FindCoordinator (NOT_COORDINATOR
+    until then); wait until this node answers as the group's coordinator."""
+    deadline = time.monotonic() + 60
+    while True:
+        req = FindCoordinatorRequest(key_type=0, coordinator_keys=[group])
+        [found] = wire.call(FIND_COORDINATOR, 4, req).coordinators
+        if found.error_code == E.NONE:
+            return
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
+
+
+def join(wire: Wire, group: str, member: str, topics: list[str]) -> Any:
+    """A join (epoch 0), retried while the coordinator is still loading (Kafka)."""
+    deadline = time.monotonic() + 60
+    while True:
+        answer = heartbeat(wire, group, member, 0, topics)
+        retriable = (E.COORDINATOR_LOAD_IN_PROGRESS, E.NOT_COORDINATOR)
+        if answer.error_code not in retriable or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
 
 
 def listed(wire: Wire, types: list[str]) -> dict[str, tuple[str, str]]:
@@ -40,25 +90,38 @@ def listed(wire: Wire, types: list[str]) -> dict[str, tuple[str, str]]:
     return {g.group_id: (g.group_type, g.group_state) for g in resp.groups}
 
 
-def test_membership_describe_list_delete_and_conflicts(share_broker: BrokerProcess) -> None:
-    bs = share_broker.bootstrap_servers
+def test_membership_describe_list_delete_and_conflicts(bootstrap: str) -> None:
+    bs = bootstrap
     create_topic(bs, "q", 2)
     wire = Wire(bs)
     try:
+        find_coordinator(wire, "sg")
         members = [uuid.uuid4().hex for _ in range(3)]
-        answers = [heartbeat(wire, "sg", m, 0, ["q"]) for m in members]
+        answers = [join(wire, "sg", m, ["q"]) for m in members]
         assert all(a.error_code == E.NONE for a in answers), answers
-        # three members, two partitions: every member has work, partitions are shared
-        epoch = answers[-1].member_epoch
-        final = [
-            heartbeat(wire, "sg", m, a.member_epoch, None)
+        # three members, two partitions: every member gets work, partitions are shared
+        # (Kafka assigns once the share partitions' state is initialized: heartbeat on)
+        epochs = {m: a.member_epoch for m, a in zip(members, answers, strict=True)}
+        owned = {
+            m: sorted(p for t in a.assignment.topic_partitions for p in t.partitions)
+            if a.assignment is not None
+            else []
             for m, a in zip(members, answers, strict=True)
-        ]
-        owned = [
-            sorted(p for t in (f.assignment or a.assignment).topic_partitions for p in t.partitions)
-            for f, a in zip(final, answers, strict=True)
-        ]
-        assert all(owned) and {p for ps in owned for p in ps} == {0, 1}, owned
+        }
+        deadline = time.monotonic() + 60
+        while not all(owned.values()):
+            assert time.monotonic() < deadline, owned
+            for m in members:
+                a = heartbeat(wire, "sg", m, epochs[m], None)
+                assert a.error_code == E.NONE, a
+                epochs[m] = a.member_epoch
+                if a.assignment is not None:
+                    owned[m] = sorted(
+                        p for t in a.assignment.topic_partitions for p in t.partitions
+                    )
+            time.sleep(0.1)
+        assert {p for ps in owned.values() for p in ps} == {0, 1}, owned
+        epoch = max(epochs.values())
         assert heartbeat(wire, "sg", members[0], epoch + 5, None).error_code == (
             E.FENCED_MEMBER_EPOCH
         )
@@ -78,13 +141,27 @@ def test_membership_describe_list_delete_and_conflicts(share_broker: BrokerProce
             ),
         )  # fmt: skip
         assert cg.error_code == E.GROUP_ID_NOT_FOUND
+        classic = JoinGroupRequest(
+            group_id="sg", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+            protocol_type="consumer",
+            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")],
+        )  # fmt: skip
+        assert wire.call(JOIN_GROUP, 9, classic).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        # and the other way round: a consumer group's id is not a share group's
+        other = ConsumerGroupHeartbeatRequest(
+            group_id="cg-only", member_id=uuid.uuid4().hex, member_epoch=0,
+            rebalance_timeout_ms=5000, subscribed_topic_names=["q"], server_assignor=None,
+            topic_partitions=[],
+        )  # fmt: skip
+        assert wire.call(CONSUMER_HEARTBEAT, 1, other).error_code == E.NONE
+        assert join(wire, "cg-only", uuid.uuid4().hex, ["q"]).error_code == (E.GROUP_ID_NOT_FOUND)
         assert listed(wire, ["share"]) == {"sg": ("share", "Stable")}
         assert "sg" not in listed(wire, ["consumer"])
         delete = DeleteGroupsRequest(groups_names=["sg"])
         result = wire.call(DELETE_GROUPS, 2, delete).results[0]
         assert result.error_code == E.NON_EMPTY_GROUP
-        for m, f in zip(members, final, strict=True):
-            assert heartbeat(wire, "sg", m, -1, None).error_code == E.NONE, f
+        for m in members:
+            assert heartbeat(wire, "sg", m, -1, None).error_code == E.NONE
         assert listed(wire, ["share"]) == {"sg": ("share", "Empty")}
         assert wire.call(DELETE_GROUPS, 2, delete).results[0].error_code == E.NONE
         assert listed(wire, []).get("sg") is None
@@ -92,8 +169,8 @@ def test_membership_describe_list_delete_and_conflicts(share_broker: BrokerProce
         wire.close()
 
 
-def test_share_session_epochs(share_broker: BrokerProcess) -> None:
-    bs = share_broker.bootstrap_servers
+def test_share_session_epochs(bootstrap: str) -> None:
+    bs = bootstrap
     wire = Wire(bs)
     try:
 
