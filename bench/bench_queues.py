@@ -1,23 +1,25 @@
 """Work queues: a Kafka share group (KIP-932) next to RabbitMQ, same scenario, same box.
 
-Peers:
+Peers (``--peers``, default ``riverbed,kafka,rabbitmq``):
 
-* ``share``: a share group on ``--bootstrap-server`` (any cluster with share groups:
-  Riverbed, or Kafka), or, with ``--kafka``, Apache Kafka 4.4.0 started privately
+* ``riverbed``: a share group on a ``riverbed broker`` child process started privately on a
+  temporary data dir (acquisition lock ``--lock-ms``);
+* ``kafka``: a share group on Apache Kafka 4.4.0 started privately
   (``riverbed.testing.kafka_share_reference``, acquisition lock ``--lock-ms``);
+* ``share``: a share group on ``--bootstrap-server`` (any running cluster with share groups);
 * ``rabbitmq``: Debian's RabbitMQ 3.10 started privately on free ports
   (``bench/rabbitmq_private.py``), through ``pika``.
 
 Scenario, per message size (``--sizes``, default 100 and 1024 bytes), one run per peer:
 
 * **throughput**: ``--consumers`` (default 4) consumer *processes* wait on an empty queue
-  (``share``: a fresh topic with ``--partitions`` partitions and a fresh share group,
+  (share groups: a fresh topic with ``--partitions`` partitions and a fresh share group,
   ``share.auto.offset.reset=earliest``; ``rabbitmq``: a fresh durable classic queue,
   ``basic_qos(prefetch_count=--prefetch)``).  A warm-up of 200 messages is drained first so
   every consumer has joined.  Then one producer (this process) sends ``--messages``
-  durable messages (``share``: confluent-kafka ``acks=all``, idempotent, ``linger.ms=5``;
+  durable messages (share groups: confluent-kafka ``acks=all``, idempotent, ``linger.ms=5``;
   ``rabbitmq``: ``delivery_mode=2`` with asynchronous publisher confirms, at most 1,000
-  unconfirmed) while the consumers acknowledge each message on its own (``share``:
+  unconfirmed) while the consumers acknowledge each message on its own (share groups:
   explicit ``acknowledge(ACCEPT)`` per record, sent with the next poll; ``rabbitmq``:
   ``basic_ack`` per delivery, ``multiple=False``).  Timed from the first send to the last
   acknowledgement issued by a consumer: messages/s end to end.  The producer's own time
@@ -26,21 +28,22 @@ Scenario, per message size (``--sizes``, default 100 and 1024 bytes), one run pe
   (``os._exit``: no ack, its TCP connection closed by the kernel); a second consumer,
   connected before, starts consuming right then.  Timed from the crash to the second
   consumer's delivery of that message (``delivery_count`` 2 / ``redelivered``).  A share
-  group hands the record back when its acquisition lock expires (``--lock-ms`` with
-  ``--kafka``, the cluster's ``group.share.record.lock.duration.ms`` otherwise; Kafka's
-  default is 30 s); RabbitMQ requeues when it sees the connection close.
+  group hands the record back when its acquisition lock expires (``--lock-ms`` for the
+  private brokers, the cluster's ``group.share.record.lock.duration.ms`` for ``share``;
+  Kafka's default is 30 s) or, in Kafka 4.4, when it sees the consumer's connection close;
+  RabbitMQ requeues when it sees the connection close.
 
-Runs alternate between the peers (share, rabbitmq, rabbitmq, share, ...) ``--repeat``
-times (default 5); medians are printed with the load average before and after.
+Runs alternate between the peers (their order reversed every other round) ``--repeat``
+times (default 5); medians are printed with the load average before and after, and the
+ratio of each share group to RabbitMQ (above 1: the share group is faster).
 
 Run::
 
-    .venv/bin/python bench/bench_queues.py --kafka                  # Kafka 4.4 vs RabbitMQ
-    .venv/bin/python bench/bench_queues.py --bootstrap-server 127.0.0.1:9092  # e.g. Riverbed
-    .venv/bin/python bench/bench_queues.py --kafka --repeat 1 --messages 2000  # a quick look
+    .venv/bin/python bench/bench_queues.py                         # Riverbed, Kafka 4.4, RabbitMQ
+    .venv/bin/python bench/bench_queues.py --peers share,rabbitmq --bootstrap-server HOST:PORT
+    .venv/bin/python bench/bench_queues.py --repeat 1 --messages 2000  # a quick look
 
-Needs ``apt-get install rabbitmq-server`` and the dev extra (``pika``) for the RabbitMQ peer
-(``--peers share`` runs without it).
+Needs ``apt-get install rabbitmq-server`` and the dev extra (``pika``) for the RabbitMQ peer.
 """
 
 from __future__ import annotations
@@ -337,7 +340,7 @@ def _wait_count(counter: Any, target: int, what: str) -> None:
 def throughput_run(peer: str, address: str, size: int, args: argparse.Namespace) -> Result:
     counter, stop = _ctx.Value("q", 0), _ctx.Event()
     ready = _ctx.Semaphore(0)
-    if peer == "share":
+    if peer != "rabbitmq":
         topic, group = _share_setup(address, args.partitions)
         target: Any = _share_consumer
         cargs: tuple[Any, ...] = (address, group, topic)
@@ -380,7 +383,7 @@ def throughput_run(peer: str, address: str, size: int, args: argparse.Namespace)
 def crash_run(peer: str, address: str) -> Result:
     crashed_at, redelivered_at = _ctx.Value("d", 0.0), _ctx.Value("d", 0.0)
     ready, go = _ctx.Semaphore(0), _ctx.Event()
-    if peer == "share":
+    if peer != "rabbitmq":
         topic, group = _share_setup(address, 1)
         survivor = _ctx.Process(
             target=_share_survivor, args=(address, group, topic, ready, go, redelivered_at)
@@ -424,14 +427,29 @@ def crash_run(peer: str, address: str) -> Result:
 
 
 @contextlib.contextmanager
-def share_peer(args: argparse.Namespace) -> Iterator[str]:
-    if not args.kafka:
-        yield args.bootstrap_server
-        return
+def kafka_peer(args: argparse.Namespace) -> Iterator[str]:
     from riverbed.testing.kafka_share_reference import share_kafka
 
     with share_kafka(lock_duration_ms=args.lock_ms, overrides={"num.partitions": "4"}) as kafka:
         yield kafka.bootstrap_servers
+
+
+@contextlib.contextmanager
+def riverbed_peer(args: argparse.Namespace) -> Iterator[str]:
+    import tempfile
+    from pathlib import Path
+
+    from riverbed.testing.broker_process import BrokerProcess, free_port
+
+    with tempfile.TemporaryDirectory(prefix="riverbed-bench-queues-") as tmp:
+        root = Path(tmp)
+        config = {"group.share.record.lock.duration.ms": str(args.lock_ms)}
+        broker = BrokerProcess(root / "data", free_port(), root / "broker.log", config)
+        broker.start(timeout_s=180)
+        try:
+            yield broker.bootstrap_servers
+        finally:
+            broker.close()
 
 
 @contextlib.contextmanager
@@ -449,10 +467,9 @@ def _load() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--bootstrap-server", default="127.0.0.1:9092")
-    parser.add_argument("--kafka", action="store_true", help="start Kafka 4.4.0 privately")
-    parser.add_argument("--lock-ms", type=int, default=5_000, help="with --kafka")
-    parser.add_argument("--peers", default="share,rabbitmq")
+    parser.add_argument("--bootstrap-server", default="127.0.0.1:9092", help="peer share")
+    parser.add_argument("--lock-ms", type=int, default=5_000, help="private brokers' lock")
+    parser.add_argument("--peers", default="riverbed,kafka,rabbitmq")
     parser.add_argument("--sizes", default="100,1024")
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--consumers", type=int, default=4)
@@ -468,7 +485,11 @@ def main(argv: list[str] | None = None) -> None:
     with contextlib.ExitStack() as stack:
         address = {}
         if "share" in peers:
-            address["share"] = stack.enter_context(share_peer(args))
+            address["share"] = args.bootstrap_server
+        if "riverbed" in peers:
+            address["riverbed"] = stack.enter_context(riverbed_peer(args))
+        if "kafka" in peers:
+            address["kafka"] = stack.enter_context(kafka_peer(args))
         if "rabbitmq" in peers:
             address["rabbitmq"] = stack.enter_context(rabbit_peer())
         for i in range(args.repeat):
@@ -503,8 +524,12 @@ def main(argv: list[str] | None = None) -> None:
             f"{p} {v:,.3f}" if what == "crash" else f"{p} {v:,.0f}" for p, v in row.items()
         )
         ratio = ""
-        if what != "crash" and "share" in row and "rabbitmq" in row:
-            ratio = f"  share/rabbitmq {row['share'] / row['rabbitmq']:.2f}x"
+        if what != "crash" and "rabbitmq" in row:
+            ratio = "".join(
+                f"  {p}/rabbitmq {v / row['rabbitmq']:.2f}x"
+                for p, v in row.items()
+                if p != "rabbitmq"
+            )
         print(f"  {what:6} {unit}: {cells}{ratio}")
 
 
