@@ -346,6 +346,7 @@ class SharePartitions:
         if sp is None:
             return Persisted(ErrorCode.INVALID_RECORD_STATE, (), f"nothing was acquired from {tp}")
         start = sp.start_offset
+        batches = _above(batches, start)
         result: AcknowledgeResult = sp.acknowledge(member_id, batches, self._clock.now_ms())
         if result.error_code != ErrorCode.NONE:
             return Persisted(result.error_code, (), result.error_message)
@@ -489,6 +490,23 @@ class SharePartitions:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+def _above(
+    batches: Sequence[tuple[int, int, Sequence[int]]], start: int
+) -> list[tuple[int, int, Sequence[int]]]:
+    """``batches`` without the offsets below the share-partition start offset: those are
+    done, and Kafka ignores acknowledgements of them (no error), as checked against
+    Kafka 4.4 (tests/integration/share_groups/test_share_group_wire.py)."""
+    out: list[tuple[int, int, Sequence[int]]] = []
+    for first, last, types in batches:
+        if last < start:
+            continue
+        if first < start:
+            types = types if len(types) == 1 else types[start - first :]
+            first = start
+        out.append((first, last, types))
+    return out
 
 
 def _replay_logs(logs: list[PartitionLog]) -> ShareStateReplay:

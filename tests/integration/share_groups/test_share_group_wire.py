@@ -10,7 +10,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from share_helpers import Wire, close_all, create_topic, poll, produce, share_consumer
+from share_helpers import (
+    Wire,
+    close_all,
+    create_topic,
+    poll,
+    produce,
+    set_group_configs,
+    share_consumer,
+)
 
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
@@ -21,6 +29,7 @@ from riverbed.protocol.messages import (
     IncrementalAlterConfigsRequest,
     JoinGroupRequest,
     ListGroupsRequest,
+    MetadataRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupDescribeRequest,
@@ -31,7 +40,7 @@ from riverbed.testing.kafka_share_reference import share_kafka
 
 E = ErrorCode
 LIST_GROUPS, DELETE_GROUPS, CONSUMER_HEARTBEAT, FIND_COORDINATOR = 16, 42, 68, 10
-JOIN_GROUP = 11
+JOIN_GROUP, METADATA = 11, 3
 SHARE_HEARTBEAT, SHARE_DESCRIBE, SHARE_FETCH, SHARE_ACK = 76, 77, 78, 79
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, GROUP_RESOURCE = 32, 44, 32
 
@@ -269,3 +278,96 @@ def test_group_configs_survive_a_kill_9_and_earliest_delivers_older_records(
         assert got == [b"before-1", b"before-2"]
     finally:
         close_all([consumer])
+
+
+def test_share_fetch_and_acknowledge_over_the_wire(bootstrap: str) -> None:
+    bs = bootstrap
+    create_topic(bs, "wq", 1)
+    set_group_configs(bs, "wg", share_auto_offset_reset="earliest")
+    produce(bs, "wq", [f"w{i}".encode() for i in range(5)], 1)
+    wire = Wire(bs)
+    try:
+        meta = wire.call(
+            METADATA,
+            12,
+            MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name="wq")],
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+        topic_id = meta.topics[0].topic_id
+        find_coordinator(wire, "wg")
+        member = uuid.uuid4().hex
+        answer = join(wire, "wg", member, ["wq"])
+        epoch = answer.member_epoch
+        deadline = time.monotonic() + 60
+        while answer.assignment is None or not answer.assignment.topic_partitions:
+            assert time.monotonic() < deadline, answer  # Kafka: state initialized first
+            time.sleep(0.2)
+            answer = heartbeat(wire, "wg", member, epoch, None)
+            epoch = answer.member_epoch
+        session = 0
+
+        def fetch(topics: list[int]) -> Any:
+            nonlocal session
+            req = ShareFetchRequest(
+                group_id="wg", member_id=member, share_session_epoch=session, max_wait_ms=5000,
+                min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+                topics=[
+                    ShareFetchRequest.FetchTopic(
+                        topic_id=topic_id,
+                        partitions=[ShareFetchRequest.FetchPartition(partition_index=0)],
+                    )
+                ] if topics else [],
+                forgotten_topics_data=[],
+            )  # fmt: skip
+            resp = wire.call(SHARE_FETCH, 1, req)
+            assert resp.error_code == E.NONE, resp
+            session += 1
+            return [
+                (a.first_offset, a.last_offset, a.delivery_count)
+                for t in resp.responses
+                for p in t.partitions
+                for a in p.acquired_records
+            ]
+
+        def ack(batches: list[tuple[int, int, list[int]]], final: bool = False) -> int:
+            nonlocal session
+            req = ShareAcknowledgeRequest(
+                group_id="wg", member_id=member, share_session_epoch=-1 if final else session,
+                topics=[
+                    ShareAcknowledgeRequest.AcknowledgeTopic(
+                        topic_id=topic_id,
+                        partitions=[
+                            ShareAcknowledgeRequest.AcknowledgePartition(
+                                partition_index=0,
+                                acknowledgement_batches=[
+                                    ShareAcknowledgeRequest.AcknowledgementBatch(
+                                        first_offset=f, last_offset=last, acknowledge_types=t
+                                    )
+                                    for f, last, t in batches
+                                ],
+                            )
+                        ],
+                    )
+                ],
+            )  # fmt: skip
+            resp = wire.call(SHARE_ACK, 1, req)
+            assert resp.error_code == E.NONE, resp
+            session += 1
+            return int(resp.responses[0].partitions[0].error_code)
+
+        acquired = fetch([0])
+        while sum(last - first + 1 for first, last, _ in acquired) < 5:
+            acquired += fetch([])
+        assert acquired == [(0, 4, 1)], acquired
+        # 0-1 ACCEPT, 2 RELEASE, 3-4 REJECT (one type per offset)
+        assert ack([(0, 4, [1, 1, 2, 3, 3])]) == E.NONE
+        assert ack([(0, 0, [1])]) == E.NONE  # below the start offset: done, ignored
+        assert ack([(3, 3, [1])]) == E.INVALID_RECORD_STATE  # archived, not held
+        again = fetch([])
+        assert again == [(2, 2, 2)], again  # only the released record, delivered twice
+        assert ack([(2, 2, [1])], final=True) == E.NONE
+    finally:
+        wire.close()
