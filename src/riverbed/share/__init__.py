@@ -2,6 +2,8 @@
 
 * :mod:`~riverbed.share.share_partition`: which offsets are available, locked (by which
   member, until when), acknowledged or archived; pure and synchronous, loop thread only.
+* :mod:`~riverbed.share.share_values`: acknowledge types, record states, settings and
+  the results of its calls (re-exported by ``share_partition``).
 * :mod:`~riverbed.share.share_state_records`: the ``__share_group_state`` records
   (ShareSnapshot, ShareUpdate) in Kafka's formats.
 * :mod:`~riverbed.share.share_state_log`: replaying those records after a restart.
