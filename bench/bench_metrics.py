@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_metrics.py [--messages 1000000] [--size 100] [--trials 5]
         [--linger-ms 5] [--scrape-interval 1.0]
+    .venv/bin/python bench/bench_metrics.py --wire [--requests 20000] [--records-per-request 10]
 
 Each trial starts a fresh ``riverbed broker`` child (so the broker has its own
 interpreter and GIL), alternating ``--metrics-listen`` off and on, creates a one-partition
@@ -12,13 +13,19 @@ pessimistic).  Prints each trial, the median msg/s and broker CPU time per messa
 (user + system, from ``/proc``: steadier than throughput on a shared machine) of each
 mode and their ratios, and the load average, which the field notes ask for: compare
 within one run only.
+
+``--wire`` measures the per-request cost directly instead: a raw connection sends a fixed
+number of identical Produce requests (acks=1, 50 in flight) and the broker's CPU time per
+request is compared, off against on (no scrapes: the request path alone).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import statistics
+import struct
 import tempfile
 import threading
 import time
@@ -29,7 +36,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from riverbed.broker.metrics import BrokerMetrics
-from riverbed.protocol.framing import RequestHeader
+from riverbed.protocol.framing import RequestHeader, encode_request
 from riverbed.protocol.messages import ProduceRequest, ProduceResponse
 from riverbed.protocol.records import build_batch
 from riverbed.testing.broker_process import BrokerProcess, free_port
@@ -72,6 +79,64 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time of process ``pid`` so far (``/proc/PID/stat``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _produce_frames(count: int, records: int, size: int) -> list[bytes]:
+    """``count`` Produce v9 requests (acks=1), each one batch of ``records`` records."""
+    batch = build_batch([(None, b"x" * size, 0)] * records)
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=30_000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="bench",
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)],
+            )
+        ],
+    )
+    return [encode_request(RequestHeader(0, 9, i, "bench"), request) for i in range(count)]
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = sock.recv(n)
+        if not chunk:
+            raise ConnectionError("broker closed the connection")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def wire_trial(args: argparse.Namespace, metrics: bool) -> float:
+    """The broker's CPU µs per Produce request, sent over one raw pipelined connection
+    (a fixed number of requests of a fixed size: no client batching to vary)."""
+    frames = _produce_frames(args.requests, args.records_per_request, args.size)
+    config = {"metrics.listen": f"127.0.0.1:{free_port()}"} if metrics else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = BrokerProcess(
+            Path(tmp) / "data", free_port(), Path(tmp) / "broker.log", config=config
+        )
+        broker.start(timeout_s=300)
+        try:
+            admin = AdminClient(
+                {"bootstrap.servers": broker.bootstrap_servers, "log.connection.close": False}
+            )
+            admin.create_topics([NewTopic("bench", 1, 1)])["bench"].result(60)
+            with socket.create_connection(("127.0.0.1", broker.port), timeout=60) as sock:
+                cpu_before = cpu_seconds(broker.pid)
+                window = 50
+                sent = received = 0
+                while received < len(frames):
+                    while sent < len(frames) and sent - received < window:
+                        sock.sendall(frames[sent])
+                        sent += 1
+                    size = struct.unpack(">i", _recv_exactly(sock, 4))[0]
+                    _recv_exactly(sock, size)
+                    received += 1
+                return (cpu_seconds(broker.pid) - cpu_before) / len(frames) * 1e6
+        finally:
+            broker.close()
 
 
 def trial(args: argparse.Namespace, metrics: bool) -> tuple[float, float, int]:
@@ -132,7 +197,17 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--scrape-interval", type=float, default=1.0)
+    parser.add_argument(
+        "--wire",
+        action="store_true",
+        help="instead: broker CPU per Produce request over a raw pipelined connection",
+    )
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--records-per-request", type=int, default=10)
     args = parser.parse_args()
+    if args.wire:
+        wire_main(args)
+        return
     rates: dict[bool, list[float]] = {False: [], True: []}
     cpu: dict[bool, list[float]] = {False: [], True: []}
     print(f"load average before: {os.getloadavg()}")
@@ -157,6 +232,24 @@ def main() -> None:
     print(
         f"median broker CPU: metrics off {cpu_off:.2f} µs/msg, on {cpu_on:.2f} µs/msg "
         f"({(cpu_on / cpu_off - 1) * 100:+.1f}%)"
+    )
+    print(f"load average after: {os.getloadavg()}")
+
+
+def wire_main(args: argparse.Namespace) -> None:
+    print(f"load average before: {os.getloadavg()}")
+    cpu: dict[bool, list[float]] = {False: [], True: []}
+    for i in range(args.trials):
+        for metrics in (False, True) if i % 2 == 0 else (True, False):
+            cpu_us = wire_trial(args, metrics)
+            cpu[metrics].append(cpu_us)
+            mode = "on" if metrics else "off"
+            print(f"trial {i + 1} metrics {mode}: broker CPU {cpu_us:.1f} µs/request", flush=True)
+    off, on = statistics.median(cpu[False]), statistics.median(cpu[True])
+    print(
+        f"median broker CPU per Produce request ({args.records_per_request} x {args.size} B): "
+        f"metrics off {off:.1f} µs, on {on:.1f} µs ({on - off:+.1f} µs, "
+        f"{(on / off - 1) * 100:+.1f}%)"
     )
     print(f"load average after: {os.getloadavg()}")
 

@@ -9,8 +9,9 @@ brokers in one process do not mix their figures) holding:
   fed once per *request* by the connection (:meth:`BrokerMetrics.request_done` /
   :meth:`BrokerMetrics.watch`): request counts by API and error, latency histograms,
   bytes and records per topic;
-* prometheus-client instruments updated per connection opened or closed, and per fsync
-  and per group-commit round by the flusher thread
+* prometheus-client instruments updated per connection opened or closed;
+* :attr:`BrokerMetrics.flushes` (:class:`~riverbed.broker.metrics_flush.FlushStats`),
+  fed per fsync and per group-commit round by the flusher thread
   (:class:`~riverbed.storage.flusher.FlushObserver`);
 * a :class:`~riverbed.broker.metrics_collector.BrokerStateCollector` that computes the
   gauges read from broker state (log offsets and sizes, consumer-group lag) at scrape
@@ -37,8 +38,9 @@ import logging
 import time
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from riverbed.broker.metrics_flush import FlushStats
 from riverbed.broker.metrics_requests import RequestStats
 from riverbed.broker.metrics_traffic import (
     TopicName,
@@ -56,15 +58,6 @@ log = logging.getLogger(__name__)
 
 PRODUCE_KEY = 0
 FETCH_KEY = 1
-
-FSYNC_BUCKETS = (
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-    0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
-)  # fmt: skip
-"""fsync buckets (seconds): ~110-160 µs p50 and up to 5 ms p99.9 measured here."""
-
-BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
-"""Group-commit batch sizes (flush requests or logs per round)."""
 
 
 def api_name(api_key: int) -> str:
@@ -105,25 +98,8 @@ class BrokerMetrics:
             ["listener"],
             registry=r,
         )
-        self._fsync = Histogram(
-            "riverbed_fsync_duration_seconds",
-            "Duration of one partition log flush by the group-commit thread "
-            "(fsync of its active segment and of any segments rolled since the last one).",
-            buckets=FSYNC_BUCKETS,
-            registry=r,
-        )
-        self._batch = Histogram(
-            "riverbed_group_commit_batch_size",
-            "Flush requests (durable appends, forced flushes) served by one group-commit round.",
-            buckets=BATCH_BUCKETS,
-            registry=r,
-        )
-        self._round_logs = Histogram(
-            "riverbed_group_commit_logs",
-            "Partition logs fsynced by one group-commit round.",
-            buckets=BATCH_BUCKETS,
-            registry=r,
-        )
+        self.flushes = FlushStats()
+        r.register(self.flushes)
 
     # -- requests (event loop) ----------------------------------------------------------
     def request_done(
@@ -192,8 +168,7 @@ class BrokerMetrics:
 
     # -- group commit (flusher thread; riverbed.storage.flusher.FlushObserver) ----------
     def fsync_done(self, seconds: float) -> None:
-        self._fsync.observe(seconds)
+        self.flushes.fsync_done(seconds)
 
     def round_done(self, logs: int, requests: int) -> None:
-        self._round_logs.observe(logs)
-        self._batch.observe(requests)
+        self.flushes.round_done(logs, requests)

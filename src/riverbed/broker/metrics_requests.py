@@ -36,7 +36,16 @@ REQUEST_BUCKETS = (
 )  # fmt: skip
 """Request latency buckets (seconds): 100 µs up to a long-poll Fetch or a join wait."""
 
-_LE = [*(repr(float(bound)) for bound in REQUEST_BUCKETS), "+Inf"]
+
+def cumulative_buckets(bounds: tuple[float, ...], counts: list[int]) -> list[tuple[str, float]]:
+    """Prometheus ``le`` points from per-bucket counts (``counts[i]``: values ``<=
+    bounds[i]`` and above the bound before; the last one: above every bound)."""
+    points = []
+    cumulative = 0
+    for le, count in zip([*(repr(float(b)) for b in bounds), "+Inf"], counts, strict=True):
+        cumulative += count
+        points.append((le, float(cumulative)))
+    return points
 
 
 class _Api:
@@ -106,12 +115,7 @@ class RequestStats(Collector):
         for name, buckets, total, errors in sorted(apis):
             for error, count in sorted(errors.items()):
                 requests.add_metric([name, error], count)
-            cumulative = 0
-            points = []
-            for le, count in zip(_LE, buckets, strict=True):
-                cumulative += count
-                points.append((le, float(cumulative)))
-            duration.add_metric([name], points, total)
+            duration.add_metric([name], cumulative_buckets(REQUEST_BUCKETS, buckets), total)
         yield requests
         yield duration
         yield from _traffic_families("in", "appended by Produce requests", traffic_in)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from riverbed.broker.metrics_flush import FlushStats
 from riverbed.broker.metrics_requests import RequestStats
 
 
@@ -45,3 +46,20 @@ def test_histogram_buckets_are_cumulative_and_errors_counted_by_name() -> None:
     assert get("riverbed_topic_records_in_total", topic="t") == 5
     assert get("riverbed_topic_bytes_out_total", topic="t") == 70
     assert get("riverbed_topic_records_out_total", topic="t") == 4
+
+
+def test_flush_stats_become_three_histograms() -> None:
+    stats = FlushStats()
+    stats.fsync_done(0.0002)
+    stats.fsync_done(0.003)
+    stats.round_done(logs=2, requests=7)
+    registry = CollectorRegistry()
+    registry.register(stats)
+    text = generate_latest(registry).decode()
+    assert 'riverbed_fsync_duration_seconds_bucket{le="0.00025"} 1.0' in text
+    assert 'riverbed_fsync_duration_seconds_bucket{le="+Inf"} 2.0' in text
+    assert "riverbed_fsync_duration_seconds_count 2.0" in text
+    assert 'riverbed_group_commit_batch_size_bucket{le="4.0"} 0.0' in text
+    assert 'riverbed_group_commit_batch_size_bucket{le="8.0"} 1.0' in text
+    assert "riverbed_group_commit_batch_size_sum 7.0" in text
+    assert 'riverbed_group_commit_logs_bucket{le="2.0"} 1.0' in text
