@@ -11,8 +11,12 @@ every field present (``null`` for SQL NULL).
 
 Queries read from the earliest offset (a fresh checkpoint starts at the topic's
 beginning: "the log is the database") with ``failOnDataLoss=false`` (CDC topics are
-compacted), and write with the ``riverbed`` sink, at-least-once: a micro-batch replayed
-after a crash is written again with identical keys and values.  Used on the driver only.
+compacted), and write with the ``riverbed`` sink in its exactly-once mode
+(``deliveryGuarantee=exactly_once``: one Kafka transaction per micro-batch and sink task,
+with a batch marker, so a batch replayed after a crash is not written twice; see
+docs/spark.md).  Readers of the outputs should use ``isolation.level=read_committed``
+(librdkafka's default) to skip the aborted attempts of a crashed run.
+``--sink-option deliveryGuarantee=at_least_once`` switches back.  Used on the driver only.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from riverbed.pipelines.examples import ExampleOptions
 
 TRIGGER_INTERVAL = "1 second"
+DELIVERY_GUARANTEE = "exactly_once"
 
 
 def read_topics(spark: SparkSession, options: ExampleOptions, topics: Sequence[str]) -> DataFrame:
@@ -56,6 +61,7 @@ def write_topic(
         .option("kafka.bootstrap.servers", options.bootstrap_server)
         .option("topic", topic)
         .option("checkpointLocation", options.query_checkpoint(query_name))
+        .option("deliveryGuarantee", DELIVERY_GUARANTEE)
     )
     for key, value in options.extra_sink_options:
         writer = writer.option(key, value)

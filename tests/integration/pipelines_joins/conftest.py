@@ -77,14 +77,16 @@ def produce(bootstrap: str, topic: str, records: Sequence[Record]) -> None:
 
 
 def drain(bootstrap: str, topic: str, timeout_s: float = 60) -> list[tuple[bytes | None, Any]]:
-    """Every record of ``topic`` up to its high watermarks, per partition in offset order:
-    ``(key bytes, parsed JSON value or None for a tombstone)``."""
+    """Every committed record of ``topic`` up to its high watermarks (read_committed),
+    per partition in offset order: ``(key bytes, parsed JSON value or None for a
+    tombstone)``."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"drain-{uuid.uuid4()}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
         }
     )
     try:
@@ -104,7 +106,10 @@ def drain(bootstrap: str, topic: str, timeout_s: float = 60) -> list[tuple[bytes
                 if offset < ends[p]:
                     raw = message.value()
                     out.append((message.key(), None if raw is None else json.loads(raw)))
-                position[p] = max(position[p], offset + 1)
+            # the position passes transaction markers, which are never delivered
+            for tp in consumer.position([TopicPartition(topic, p) for p in partitions]):
+                if tp.offset >= 0:
+                    position[tp.partition] = max(position[tp.partition], tp.offset)
 
         wait_until(
             lambda: all(position[p] >= ends[p] for p in partitions),
