@@ -7,7 +7,7 @@ brokers in one process do not mix their figures) holding:
 
 * :attr:`BrokerMetrics.requests` (:class:`~riverbed.broker.metrics_requests.RequestStats`),
   fed once per *request* by the connection (:meth:`BrokerMetrics.request_done` /
-  :meth:`BrokerMetrics.watch`): request counts by API and error, latency histograms,
+  :meth:`BrokerMetrics.task_done`): request counts by API and error, latency histograms,
   bytes and records per topic;
 * prometheus-client instruments updated per connection opened or closed;
 * :attr:`BrokerMetrics.flushes` (:class:`~riverbed.broker.metrics_flush.FlushStats`),
@@ -136,22 +136,18 @@ class BrokerMetrics:
             name = self._error_names[code] = error_name(code)
         return name
 
-    def watch(
+    def task_done(
         self, task: asyncio.Future[Any], header: RequestHeader, request: Any, started: float
     ) -> None:
-        """Record the request once ``task`` (its handler's awaitable) is done; a handler
-        that raised counts as UNKNOWN_SERVER_ERROR, a cancelled one (connection closed)
-        is not counted."""
-
-        def done(task: asyncio.Future[Any]) -> None:
-            if task.cancelled():
-                return
-            if task.exception() is not None:
-                self._failed(header, started)
-                return
-            self.request_done(header, request, task.result(), started)
-
-        task.add_done_callback(done)
+        """The awaitable a handler returned is done: record its request.  A handler that
+        raised counts as UNKNOWN_SERVER_ERROR; a cancelled one (connection closed) is not
+        counted."""
+        if task.cancelled():
+            return
+        if task.exception() is not None:
+            self._failed(header, started)
+            return
+        self.request_done(header, request, task.result(), started)
 
     def _failed(self, header: RequestHeader, started: float) -> None:
         elapsed = time.perf_counter() - started
