@@ -39,6 +39,7 @@ Pure, in memory; not thread-safe (one loader at a time).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -50,13 +51,15 @@ from riverbed.share.share_state_records import (
     ShareStateRecord,
     ShareStateTombstone,
     StateBatch,
-    decode_share_state_record,
+    decode_share_state_key,
+    decode_share_state_value,
 )
 
 if TYPE_CHECKING:
     from riverbed.storage.log import PartitionLog
 
 REPLAY_READ_BYTES = 1 << 20
+_KEY_CACHE_LIMIT = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,15 +182,111 @@ class SnapshotOffsets:
         return min(self._latest.values(), default=self._end)
 
 
+class _Folded:
+    """One share partition's state while replaying: a sorted, disjoint, mutable list of
+    ``[first, last, state, count]`` with their firsts for bisection, so that an update
+    costs O(log n + its batches) (plus list memmoves), not a rebuild of the whole state."""
+
+    __slots__ = (
+        "create_timestamp_ms",
+        "firsts",
+        "items",
+        "key",
+        "leader_epoch",
+        "snapshot_epoch",
+        "start_offset",
+        "state_epoch",
+        "updates_since_snapshot",
+    )
+
+    def __init__(self, record: ShareStateRecord) -> None:
+        self.key = record.key
+        self.start_offset = record.start_offset
+        self.state_epoch = record.state_epoch
+        self.snapshot_epoch = record.snapshot_epoch
+        self.leader_epoch = record.leader_epoch
+        self.create_timestamp_ms = record.create_timestamp_ms
+        self.updates_since_snapshot = 0
+        self.firsts: list[int] = []
+        self.items: list[list[int]] = []
+        for b in record.state_batches:
+            self.write(b)
+        self.trim(self.start_offset)
+
+    def _split(self, offset: int) -> None:
+        """Make ``offset`` the first offset of an item if an item spans it."""
+        i = bisect_right(self.firsts, offset) - 1
+        if i >= 0:
+            item = self.items[i]
+            if item[0] < offset <= item[1]:
+                self.items.insert(i + 1, [offset, item[1], item[2], item[3]])
+                self.firsts.insert(i + 1, offset)
+                item[1] = offset - 1
+
+    def write(self, b: StateBatch) -> None:
+        """``b`` overwrites its offsets (the last one written wins)."""
+        first, last = b.first_offset, b.last_offset
+        if last < first:
+            return
+        self._split(first)
+        self._split(last + 1)
+        lo = bisect_left(self.firsts, first)
+        hi = bisect_right(self.firsts, last)
+        new = [first, last, int(b.delivery_state), b.delivery_count]
+        self.items[lo:hi] = [new]
+        self.firsts[lo:hi] = [first]
+        # Merge with equal, contiguous neighbours so the list stays as short as the runs.
+        if lo + 1 < len(self.items):
+            nxt = self.items[lo + 1]
+            if nxt[0] == last + 1 and nxt[2:] == new[2:]:
+                new[1] = nxt[1]
+                del self.items[lo + 1]
+                del self.firsts[lo + 1]
+        if lo > 0:
+            prev = self.items[lo - 1]
+            if prev[1] + 1 == first and prev[2:] == new[2:]:
+                prev[1] = new[1]
+                del self.items[lo]
+                del self.firsts[lo]
+
+    def trim(self, start: int) -> None:
+        """Forget offsets below ``start``."""
+        if start < 0 or not self.items or self.items[0][0] >= start:
+            return
+        self._split(start)
+        k = bisect_left(self.firsts, start)
+        del self.items[:k]
+        del self.firsts[:k]
+
+    def persisted(self) -> PersistedShareState:
+        return PersistedShareState(
+            key=self.key,
+            start_offset=self.start_offset,
+            state_epoch=self.state_epoch,
+            snapshot_epoch=self.snapshot_epoch,
+            leader_epoch=self.leader_epoch,
+            create_timestamp_ms=self.create_timestamp_ms,
+            state_batches=tuple(
+                StateBatch(f, last, DeliveryState(st), c) for f, last, st, c in self.items
+            ),
+            updates_since_snapshot=self.updates_since_snapshot,
+        )
+
+
 class ShareStateReplay:
-    """Folds ``__share_group_state`` records, in log order, into per-partition state."""
+    """Folds ``__share_group_state`` records, in log order, into per-partition state.
+
+    O(log n + batches) per record, n the state's batches; :meth:`state` builds the
+    immutable :class:`PersistedShareState` on demand.
+    """
 
     def __init__(self) -> None:
-        self._states: dict[SharePartitionKey, PersistedShareState] = {}
+        self._states: dict[SharePartitionKey, _Folded] = {}
         self.skipped_updates = 0
         """Updates ignored as stale (another snapshot epoch, or no snapshot yet)."""
         self.snapshot_offsets = SnapshotOffsets()
         """Fed with the records given an ``offset``: for one state partition's replay."""
+        self._keys: dict[bytes, tuple[int, SharePartitionKey]] = {}
 
     def apply(self, record: ShareStateRecord | ShareStateTombstone, offset: int = -1) -> None:
         """Fold one record into the state of its share partition (``offset``: its log
@@ -198,47 +297,41 @@ class ShareStateReplay:
             self._states.pop(record.key, None)
             return
         if record.is_snapshot:
-            self._states[record.key] = PersistedShareState(
-                key=record.key,
-                start_offset=record.start_offset,
-                state_epoch=record.state_epoch,
-                snapshot_epoch=record.snapshot_epoch,
-                leader_epoch=record.leader_epoch,
-                create_timestamp_ms=record.create_timestamp_ms,
-                state_batches=overlay((), record.state_batches, record.start_offset),
-            )
+            self._states[record.key] = _Folded(record)
             return
         current = self._states.get(record.key)
         if current is None or current.snapshot_epoch != record.snapshot_epoch:
             self.skipped_updates += 1
             return
-        start = current.start_offset
+        for b in record.state_batches:
+            current.write(b)
         if record.start_offset >= 0:
-            start = max(start, record.start_offset)
-        self._states[record.key] = PersistedShareState(
-            key=current.key,
-            start_offset=start,
-            state_epoch=current.state_epoch,
-            snapshot_epoch=current.snapshot_epoch,
-            leader_epoch=max(current.leader_epoch, record.leader_epoch),
-            create_timestamp_ms=current.create_timestamp_ms,
-            state_batches=overlay(current.state_batches, record.state_batches, start),
-            updates_since_snapshot=current.updates_since_snapshot + 1,
-        )
+            current.start_offset = max(current.start_offset, record.start_offset)
+        current.trim(current.start_offset)
+        current.leader_epoch = max(current.leader_epoch, record.leader_epoch)
+        current.updates_since_snapshot += 1
 
     def apply_bytes(
         self, key: bytes | memoryview, value: bytes | memoryview | None, offset: int = -1
     ) -> None:
-        """Decode and fold one record (``value`` None: a tombstone)."""
-        self.apply(decode_share_state_record(key, value), offset)
+        """Decode and fold one record (``value`` None: a tombstone).  Keys repeat (one
+        per share partition and record type), so each distinct key is decoded once."""
+        raw = bytes(key)
+        decoded = self._keys.get(raw)
+        if decoded is None:
+            decoded = decode_share_state_key(raw)
+            if len(self._keys) < _KEY_CACHE_LIMIT:
+                self._keys[raw] = decoded
+        self.apply(decode_share_state_value(decoded[0], decoded[1], value), offset)
 
     def state(self, key: SharePartitionKey) -> PersistedShareState | None:
         """The persisted state of one share partition, or None if none was written."""
-        return self._states.get(key)
+        folded = self._states.get(key)
+        return None if folded is None else folded.persisted()
 
     def states(self) -> dict[SharePartitionKey, PersistedShareState]:
-        """Every share partition with persisted state (a copy)."""
-        return dict(self._states)
+        """Every share partition with persisted state."""
+        return {key: folded.persisted() for key, folded in self._states.items()}
 
 
 def replay(records: Iterable[ShareStateRecord | ShareStateTombstone]) -> ShareStateReplay:

@@ -223,6 +223,14 @@ def decode_share_state_record(
 ) -> ShareStateRecord | ShareStateTombstone:
     """Decode one ``__share_group_state`` record; ``value`` None is a tombstone."""
     record_type, skey = decode_share_state_key(key)
+    return decode_share_state_value(record_type, skey, value)
+
+
+def decode_share_state_value(
+    record_type: int, skey: SharePartitionKey, value: bytes | memoryview | None
+) -> ShareStateRecord | ShareStateTombstone:
+    """The record whose key :func:`decode_share_state_key` decoded; ``value`` None is a
+    tombstone.  (A replay decodes each distinct key once.)"""
     if value is None:
         return ShareStateTombstone(skey, record_type)
     if record_type == SHARE_SNAPSHOT:
