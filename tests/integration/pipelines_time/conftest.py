@@ -5,6 +5,7 @@ the runner's settings (RocksDB state store), and helpers to produce and drain to
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,8 +15,14 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # type: ignore[attr-defined]
 from pyspark.sql import SparkSession
 
 from riverbed.testing.broker_process import BrokerProcess, free_port, wait_until
@@ -64,43 +71,56 @@ def produce_json(bootstrap: str, topic: str, values: list[dict[str, Any]]) -> No
     assert producer.flush(60) == 0
 
 
-def drain(bootstrap: str, topic: str, timeout_s: float = 60) -> list[tuple[bytes | None, Any]]:
-    """Every record of ``topic`` up to its high watermarks: ``(key, parsed value)``."""
+def drain(bootstrap: str, topic: str, timeout_s: float = 120) -> list[tuple[bytes | None, Any]]:
+    """Every committed record of ``topic`` (read_committed, up to the end of each
+    partition): ``(key, parsed value)`` in partition then offset order.
+
+    The examples write transactionally, so the high watermark counts commit markers that
+    no consumer receives: the read ends at each partition's EOF, once no transaction is
+    open (last stable offset == high watermark)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    partitions = sorted(admin.list_topics(topic, timeout=timeout_s).topics[topic].partitions)
+
+    def offsets(level: IsolationLevel) -> dict[int, int]:
+        request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions}
+        futures = admin.list_offsets(request, isolation_level=level, request_timeout=30)
+        return {tp.partition: f.result().offset for tp, f in futures.items()}
+
+    wait_until(
+        lambda: offsets(IsolationLevel.READ_COMMITTED) == offsets(IsolationLevel.READ_UNCOMMITTED),
+        timeout_s,
+        f"no open transaction in {topic}",
+        lambda: time.sleep(0.2),
+    )
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"drain-{uuid.uuid4()}",
+            "isolation.level": "read_committed",
             "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
+            "enable.partition.eof": True,
         }
     )
+    out: dict[int, list[tuple[bytes | None, Any]]] = {p: [] for p in partitions}
+    pending = set(partitions)
     try:
-        partitions = sorted(consumer.list_topics(topic, timeout=timeout_s).topics[topic].partitions)
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
-            for p in partitions
-        }
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions if ends[p] > 0])
-        position = dict.fromkeys(partitions, 0)
-        out: list[tuple[bytes | None, Any]] = []
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
 
         def step() -> None:
-            for message in consumer.consume(500, 0.2):
-                assert message.error() is None, message.error()
-                p, offset = message.partition(), message.offset()
-                if offset < ends[p]:
-                    out.append((message.key(), json.loads(message.value())))
-                position[p] = max(position[p], offset + 1)
+            message = consumer.poll(0.2)
+            if message is None:
+                return
+            error = message.error()
+            if error is not None:
+                assert error.code() == KafkaError._PARTITION_EOF, error
+                pending.discard(message.partition())
+                return
+            out[message.partition()].append((message.key(), json.loads(message.value())))
 
-        wait_until(
-            lambda: all(position[p] >= ends[p] for p in partitions),
-            timeout_s,
-            f"drain {topic}",
-            step,
-        )
-        return out
+        wait_until(lambda: not pending, timeout_s, f"drain {topic}", step)
     finally:
         consumer.close()
+    return [record for p in partitions for record in out[p]]
 
 
 RunExample = Callable[..., None]
