@@ -12,7 +12,8 @@ spreads over many records).  Scenarios, each over N records, 4 members fetching 
                   (the range list fragments and the model's worst realistic case);
 
 each with the ``__share_group_state`` records encoded to bytes (``key_bytes`` and
-``value_bytes``, as the broker appends them).  Best of R runs.
+``value_bytes``, as the broker appends them); then ``replay``: the ``mixed`` run's records
+decoded and folded back as at a restart.  Best of R runs.
 Usage: .venv/bin/python bench/bench_share_partition.py [--records N] [--batch B] [--repeat R]
 """
 
@@ -25,18 +26,30 @@ import time
 import uuid
 from collections.abc import Callable
 
-from riverbed.share import AcknowledgeType, SharePartition, SharePartitionConfig
+from riverbed.share import (
+    AcknowledgeType,
+    SharePartition,
+    SharePartitionConfig,
+    ShareStateReplay,
+)
 
 ACCEPT, RELEASE, REJECT = (int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE), 3)
 MEMBERS = ("m0", "m1", "m2", "m3")
 
 
 def _encode(records: tuple) -> int:  # type: ignore[type-arg]
-    return sum(len(r.key_bytes()) + len(r.value_bytes()) for r in records)
+    for r in records:
+        _LOG.append((r.key_bytes(), r.value_bytes()))
+    return sum(len(k) + len(v) for k, v in _LOG[len(_LOG) - len(records) :])
+
+
+_LOG: list[tuple[bytes, bytes]] = []
+"""The encoded records of the last run, for the replay figure."""
 
 
 def run(n: int, batch: int, mode: str) -> int:
     """Process ``n`` records; returns the bytes of state records written."""
+    _LOG.clear()
     cfg = SharePartitionConfig(max_in_flight_records=max(2000, 4 * batch))
     sp = SharePartition("bench", uuid.UUID(int=1), 0, cfg, start_offset=0)
     rng = random.Random(7)
@@ -91,6 +104,16 @@ def main() -> None:
         print(
             f"{mode:12s} {n / seconds:12,.0f} records/s   state written {written / n:6.1f} B/record"
         )
+    log = list(_LOG)  # the last mode's records: the most fragmented state
+    seconds, _ = _best(lambda: _replay(log), args.repeat)
+    print(f"{'replay':12s} {len(log) / seconds:12,.0f} state records/s ({len(log)} records)")
+
+
+def _replay(log: list[tuple[bytes, bytes]]) -> int:
+    replay = ShareStateReplay()
+    for key, value in log:
+        replay.apply_bytes(key, value)
+    return len(replay.states())
 
 
 if __name__ == "__main__":
