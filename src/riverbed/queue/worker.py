@@ -38,7 +38,9 @@ Guarantees:
   waiting for the lock; acknowledgements are committed (``commit_sync``) and each consumer
   leaves the group (``close``).
 
-The backoff before a RELEASE (``retry_backoff_ms`` doubled per delivery, capped at
+A handler slower than the lock loses its record: the broker hands it to another consumer,
+the late acknowledgement is refused by the client (logged, not counted) and the record is
+processed again.  The backoff before a RELEASE (``retry_backoff_ms`` doubled per delivery, capped at
 ``retry_backoff_max_ms``) is spent holding the record's lock in the worker thread, so keep it
 well below the lock duration; a stop cuts it short.
 
@@ -242,7 +244,7 @@ class _Worker:
     def _acknowledge(
         self, consumer: Any, message: Any, result: tuple[Delivery, Outcome, str]
     ) -> None:
-        from confluent_kafka import AcknowledgeType
+        from confluent_kafka import AcknowledgeType, IllegalStateException
 
         delivery, outcome, detail = result
         ack_type = {
@@ -250,7 +252,21 @@ class _Worker:
             Outcome.RELEASE: AcknowledgeType.RELEASE,
             Outcome.REJECT: AcknowledgeType.REJECT,
         }[outcome]
-        consumer.acknowledge(message, ack_type)
+        try:
+            consumer.acknowledge(message, ack_type)
+        except IllegalStateException as exc:
+            # The record's lock expired while earlier records of the batch were handled:
+            # the broker has already made it available again, so this outcome is lost and
+            # the record comes back (at least once).
+            _log.warning(
+                "%s-%d@%d: %s not recorded: %s",
+                delivery.topic,
+                delivery.partition,
+                delivery.offset,
+                outcome.value,
+                exc,
+            )
+            return
         self.stats.add(outcome)
         if self.on_outcome is not None:
             self.on_outcome(delivery, outcome, detail)
