@@ -413,7 +413,9 @@ class SharePartition:
         Errors (nothing applied): INVALID_REQUEST for a malformed batch (first > last,
         a wrong number of types, an unknown type, overlapping batches);
         INVALID_RECORD_STATE when an offset is not ACQUIRED by ``member_id`` (already
-        acknowledged, lock timed out, another member's, never fetched).
+        acknowledged, lock timed out, another member's, never fetched).  A lock whose
+        deadline has passed but that :meth:`expire_locks` has not released yet is still
+        honoured (the record is then processed once rather than delivered again).
         """
         norm: list[tuple[int, int, Sequence[int]]] = []
         for first, last, types in batches:
