@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from prometheus_client.parser import text_string_to_metric_families
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from riverbed.errors import ConfigError
@@ -55,6 +56,7 @@ def test_watermark_text_becomes_unix_seconds() -> None:
 
 @pytest.mark.slow
 def test_a_streaming_query_reports_progress_watermark_and_state(tmp_path: object) -> None:
+    started_here = SparkSession.getActiveSession() is None
     spark = local_session("riverbed-metrics-test", register=False)
     server = serve_pipeline_metrics(spark, "127.0.0.1", 0)
     query = None
@@ -115,5 +117,7 @@ def test_a_streaming_query_reports_progress_watermark_and_state(tmp_path: object
         if query is not None and query.isActive:
             query.stop()
         server.close()
+        if started_here:  # later tests build their sessions with their own settings
+            spark.stop()
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", server.port), 1):
         pass
