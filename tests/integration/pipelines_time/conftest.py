@@ -139,3 +139,17 @@ def run_example(spark: SparkSession, tmp_path: Path) -> RunExample:
             assert query.exception() is None, query.exception()
 
     return run
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """This folder's ``pipeline_cli`` tests (a JVM per child run, minutes) run only when
+    selected with ``-m pipeline_cli``."""
+    if "pipeline_cli" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(
+        reason="riverbed pipeline run subprocesses: select with -m pipeline_cli"
+    )
+    here = Path(__file__).parent
+    for item in items:
+        if "pipeline_cli" in item.keywords and here in Path(str(item.fspath)).parents:
+            item.add_marker(skip)
