@@ -7,8 +7,10 @@ runner (the contract of issues 12 and 13; the examples are in
 1. resolves ``NAME`` (unknown: one line, exit 2) and checks the ``spark`` extra;
 2. checks that a bootstrap server accepts a connection (unreachable: one line, exit 1);
 3. creates the example's missing output topics with their configs (``OUTPUT_TOPICS``) and
-   its missing input topics with the broker's defaults, so a query can subscribe before
-   the first record is produced;
+   its missing input topics, so a query can subscribe before the first record is
+   produced: CDC topics (``<topic prefix>.*``) compacted as ``riverbed cdc`` creates them
+   (a table's changelog must not lose old rows to time retention), others with the
+   broker's defaults;
 4. builds a ``local[2]`` session with :func:`riverbed.spark.local_session` (Spark's Python
    workers run this interpreter, so it works from a plain shell) with the RocksDB state
    store provider (``transformWithStateInPandas`` needs it; every example's state lives in
@@ -107,6 +109,13 @@ def ensure_topics(bootstrap: str, wanted: dict[str, dict[str, str]]) -> list[str
     return created
 
 
+def input_topic_config(topic: str, options: ExampleOptions) -> dict[str, str]:
+    """Configs of an input topic the runner creates: compacted for a CDC topic."""
+    if topic.startswith(f"{options.topic_prefix}."):
+        return {"cleanup.policy": "compact"}
+    return {}
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return next((s.strip() for s in text.splitlines() if s.strip()), type(exc).__name__)
@@ -165,7 +174,7 @@ def run_example(module: ModuleType, options: ExampleOptions, name: str) -> None:
     """Create the topics, start the example on a local session and wait (see module doc)."""
     from riverbed.spark.session import local_session
 
-    inputs: dict[str, dict[str, str]] = {topic: {} for topic in module.INPUT_TOPICS(options)}
+    inputs = {topic: input_topic_config(topic, options) for topic in module.INPUT_TOPICS(options)}
     outputs: dict[str, dict[str, str]] = dict(module.OUTPUT_TOPICS(options))
     ensure_topics(options.bootstrap_server, {**inputs, **outputs})
     options.checkpoint.mkdir(parents=True, exist_ok=True)

@@ -130,16 +130,27 @@ def run_example(spark: SparkSession, tmp_path: Path) -> RunExample:
     """``run_example(name, bootstrap, **options)``: one ``--available-now`` run of the
     example on the test's checkpoint (the same directory on every call), its topics
     created first as the runner does."""
-    from riverbed.cli.pipeline_command import ensure_topics
+    from riverbed.cli.pipeline_command import ensure_topics, input_topic_config
     from riverbed.pipelines.examples import ExampleOptions, example_module
 
     def run(name: str, bootstrap: str, **extra: Any) -> None:
         module = example_module(name)
         options = ExampleOptions(bootstrap, tmp_path / "checkpoint", available_now=True, **extra)
-        topics = {t: {} for t in module.INPUT_TOPICS(options)}
+        topics = {t: input_topic_config(t, options) for t in module.INPUT_TOPICS(options)}
         ensure_topics(bootstrap, {**topics, **module.OUTPUT_TOPICS(options)})
         for query in module.start(spark, options):
             assert query.awaitTermination(600), "query did not finish"
             assert query.exception() is None, query.exception()
 
     return run
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``pipeline_cli`` tests (a JVM start per child run, minutes) run only when selected
+    with ``-m pipeline_cli``."""
+    if "pipeline_cli" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="child-process runs: select with -m pipeline_cli")
+    for item in items:
+        if "pipeline_cli" in item.keywords:
+            item.add_marker(skip)

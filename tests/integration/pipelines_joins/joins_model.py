@@ -57,6 +57,29 @@ def search_clicks(
     return out
 
 
+def search_clicks_input(
+    rng: random.Random, t0: int, searches_n: int = 150
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[str, dict[str, Any]]]]:
+    """Seeded searches and clicks (0-3 clicks per search, some outside the window, ids
+    alternately numbers and strings) and their arrival order as (topic, value)."""
+    searches: list[dict[str, Any]] = []
+    clicks: list[dict[str, Any]] = []
+    events: list[tuple[int, tuple[str, dict[str, Any]]]] = []
+    for i in range(searches_n):
+        ts = t0 + i * MIN // 2 + rng.randrange(MIN)
+        sid: Any = i if i % 2 else f"s{i}"
+        user, query = rng.randrange(20), f"q{rng.randrange(9)}"
+        s = {"search_id": sid, "user_id": user, "query": query, "ts": ts}
+        searches.append(s)
+        events.append((ts, ("searches", s)))
+        for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
+            c_ts = ts + rng.randrange(-5 * MIN, 40 * MIN)
+            c = {"search_id": sid, "url": f"https://r/{rng.randrange(100)}", "ts": c_ts}
+            clicks.append(c)
+            events.append((c_ts, ("clicks", c)))
+    return searches, clicks, arrival_order(events, rng)
+
+
 def final_watermark(*streams: Sequence[dict[str, Any]]) -> int:
     """Spark's global watermark after everything was read: min over inputs of max - 10 min."""
     return min(max(e["ts"] for e in events) for events in streams) - WATERMARK_DELAY_MS

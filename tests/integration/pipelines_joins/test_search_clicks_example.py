@@ -9,10 +9,10 @@ from typing import Any
 from .conftest import drain, produce
 from .joins_model import (
     MIN,
-    arrival_order,
     canonical,
     final_watermark,
     search_clicks,
+    search_clicks_input,
 )
 
 T0 = 1_700_000_000_000
@@ -81,22 +81,7 @@ def test_known_answers_bounds_watermark_and_restart(broker: Any, run_example: An
 def test_differential_seeded_with_restart(broker: Any, run_example: Any) -> None:
     rng = random.Random(12)
     bs = broker.bootstrap_servers
-    searches: list[dict[str, Any]] = []
-    clicks: list[dict[str, Any]] = []
-    events: list[tuple[int, tuple[str, dict[str, Any]]]] = []
-    for i in range(150):
-        ts = T0 + i * MIN // 2 + rng.randrange(MIN)
-        sid: Any = i if i % 2 else f"s{i}"
-        user, query = rng.randrange(20), f"q{rng.randrange(9)}"
-        s = {"search_id": sid, "user_id": user, "query": query, "ts": ts}
-        searches.append(s)
-        events.append((ts, ("searches", s)))
-        for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
-            c_ts = ts + rng.randrange(-5 * MIN, 40 * MIN)
-            c = {"search_id": sid, "url": f"https://r/{rng.randrange(100)}", "ts": c_ts}
-            clicks.append(c)
-            events.append((c_ts, ("clicks", c)))
-    arrivals = arrival_order(events, rng)
+    searches, clicks, arrivals = search_clicks_input(rng, T0)
     half = len(arrivals) // 2
     for part in (arrivals[:half], arrivals[half:]):
         for topic in ("searches", "clicks"):
