@@ -361,7 +361,8 @@ class TransactionService:
         flushes = self._append(reply.records)
         if reply.markers:
             self._spawn(self._write_markers(reply.markers, flushes))
-        self._rearm()
+        if reply.records:  # every state change writes a record: else no deadline moved
+            self._rearm()  # (next_deadline_ms scans every id: not once per Produce)
         return reply.response, flushes
 
     def verify_produce(
