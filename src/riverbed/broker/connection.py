@@ -58,6 +58,7 @@ Event-loop only.  A crash (or close) drops pending responses; appends already ma
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import struct
 import time
@@ -89,6 +90,7 @@ _NO_RESPONSE = object()
 # The transport's write-buffer high-water mark (asyncio's default), lowered to the
 # response budget when that is smaller so pause_writing/resume_writing fire around it.
 _WRITE_HIGH_WATER = 64 << 10
+_CONNECTION_IDS = itertools.count(1)  # RequestContext.connection_id (share sessions)
 
 
 class _Pending:
@@ -113,6 +115,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def __init__(self, broker: Broker, endpoint: ListenerEndpoint | None = None) -> None:
         self._broker = broker
+        self.connection_id = next(_CONNECTION_IDS)
         # Security (riverbed.broker.security): the listener this connection came on, its
         # SASL session on SASL listeners, and the principal an authorizer would check.
         self._endpoint = endpoint
@@ -181,6 +184,7 @@ class KafkaConnection(asyncio.Protocol):
             if self._broker.metrics is not None:
                 self._broker.metrics.connection_closed(self._listener_name())
         self._broker.connections.discard(self)
+        self._broker.connection_closed(self.connection_id)  # share sessions opened on it
         if self._muted is not None:
             self._muted.cancel()
         for task in list(self._tasks):
@@ -372,7 +376,9 @@ class KafkaConnection(asyncio.Protocol):
             bound = min(read_limit(request), self._fetch_max_bytes)
         # What the handler may know of this connection (the client's host, reported by
         # JoinGroup and ConsumerGroupHeartbeat) travels in its request context.
-        ctx = RequestContext(header, self.peer_ip, self.principal, self._advertised)
+        ctx = RequestContext(
+            header, self.peer_ip, self.principal, self._advertised, self.connection_id
+        )
         metrics = self._broker.metrics
         started = time.perf_counter()
         try:

@@ -33,12 +33,15 @@ class RequestContext:
     ``User:<name>`` after SASL — what an authorizer checks.  ``endpoint``: the advertised
     ``(host, port)`` of the listener the request arrived on (Metadata, FindCoordinator and
     DescribeCluster answer with it), None for the broker's default address.
+    ``connection_id``: unique among the broker's connections (0: none, a test); share
+    sessions remember it and close with the connection, as Kafka's do.
     """
 
     header: RequestHeader
     client_address: str | None = None
     principal: str = ANONYMOUS
     endpoint: tuple[str, int] | None = None
+    connection_id: int = 0
 
     @property
     def api_version(self) -> int:

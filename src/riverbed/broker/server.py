@@ -200,6 +200,12 @@ class Broker:
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def connection_closed(self, connection_id: int) -> None:
+        """A client connection is gone: the share sessions opened on it close and release
+        their records (Kafka 4 does so on disconnect)."""
+        if self._share_groups is not None and not self.closing:
+            self._share_groups.connection_closed(connection_id)
+
     def handler_for(self, api_key: int) -> Route | None:
         """The handler serving ``api_key``, bound to this broker: ``(ctx, request)``."""
         return self._handlers.get(api_key)

@@ -119,6 +119,14 @@ class ShareGroupService:
         self.sessions.close(group_id, member_id)
         self.partitions.release_member(group_id, member_id)
 
+    def connection_closed(self, connection_id: int) -> None:
+        """A client disconnected: its share sessions close and release their records
+        (Kafka 4 does the same; a SIGKILLed consumer's records come back at once)."""
+        for session in self.sessions.close_connection(connection_id):
+            self.partitions.release_member_in(
+                session.group_id, session.member_id, session.partitions
+            )
+
     def add_releaser(self, releaser: MemberReleaser) -> None:
         self._releasers.append(releaser)
 

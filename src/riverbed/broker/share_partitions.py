@@ -52,6 +52,7 @@ from riverbed.share.share_partition import (
     AcknowledgeType,
     AcquireResult,
     ArchivedRecords,
+    RecordState,
     SharePartition,
     SharePartitionConfig,
     ShareStateChange,
@@ -374,13 +375,23 @@ class SharePartitions:
     def release_member_in(
         self, group_id: str, member_id: str, tps: Iterable[TopicPartition]
     ) -> Flushes:
-        """Release the member's locks in ``tps`` only (a share session closed)."""
+        """Release the member's locks in ``tps`` only: its share session closed (a final
+        epoch, or its connection dropped).  As a RELEASE acknowledgement, so delivery
+        counts are kept (and the delivery limit archives), which is what Apache Kafka 4.4
+        answers on the wire (the next consumer sees delivery count 2;
+        test_share_group_wire.py), unlike :meth:`release_member`'s uncounting release."""
         flushes: list[concurrent.futures.Future[None]] = []
-        now = self._clock.now_ms()
         for tp in tps:
             sp = self._partitions.get((group_id, tp.topic, tp.partition))
-            if sp is not None:
-                flushes += self._apply(group_id, tp, sp.release_member(member_id, now))
+            if sp is None:
+                continue
+            held = [
+                (first, last, [int(AcknowledgeType.RELEASE)])
+                for first, last, state, _count, holder in sp.in_flight()
+                if state is RecordState.ACQUIRED and holder == member_id
+            ]
+            if held:
+                flushes += self.acknowledge(group_id, member_id, tp, held).flushes
         self._rearm()
         return tuple(flushes)
 

@@ -12,8 +12,10 @@ carry.  ``ShareSessionEpoch`` on ShareFetch / ShareAcknowledge:
   no session: SHARE_SESSION_NOT_FOUND); a ShareFetch then adds its topics and drops its
   forgotten topics (incremental), and the next epoch moves on (1, 2, ... wrapping to 1).
 
-Memory only (a broker restart forgets every session: clients get SHARE_SESSION_NOT_FOUND
-and open a new one).  Event-loop only, not thread-safe.
+A session also closes when the connection of its latest request does (the caller releases
+the member's records there), as Kafka 4 closes share sessions on disconnect.  Memory only
+(a broker restart forgets every session: clients get SHARE_SESSION_NOT_FOUND and open a
+new one).  Event-loop only, not thread-safe.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class ShareSessionError(RiverbedError):
 class ShareSession:
     group_id: str
     member_id: str
+    connection_id: int = 0
+    """The connection of its latest request: the session closes with it."""
     next_epoch: int = 1
     partitions: dict[TopicPartition, None] = field(default_factory=dict)
     """Ordered set: the order partitions were added (the fetch order)."""
@@ -66,18 +70,20 @@ class ShareSessionCache:
         epoch: int,
         added: Iterable[TopicPartition],
         forgotten: Iterable[TopicPartition],
+        connection_id: int = 0,
     ) -> ShareSession:
         """The session a ShareFetch uses, opened or updated; raises ShareSessionError.
         With ``epoch == FINAL_EPOCH`` the session is returned as it is; the caller
         :meth:`close`\\ s it once the acknowledgements are applied."""
         key = (group_id, member_id)
         if epoch == INITIAL_EPOCH:
-            session = ShareSession(group_id, member_id)
+            session = ShareSession(group_id, member_id, connection_id)
             self._sessions[key] = session
             for tp in added:
                 session.partitions[tp] = None
             return session
         session = self._check(group_id, member_id, epoch)
+        session.connection_id = connection_id
         if epoch != FINAL_EPOCH:
             for tp in forgotten:
                 session.partitions.pop(tp, None)
@@ -86,7 +92,9 @@ class ShareSessionCache:
             session.advance()
         return session
 
-    def acknowledge_session(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
+    def acknowledge_session(
+        self, group_id: str, member_id: str, epoch: int, connection_id: int = 0
+    ) -> ShareSession:
         """The session a ShareAcknowledge uses (epoch 0 is refused); raises
         ShareSessionError."""
         if epoch == INITIAL_EPOCH:
@@ -95,6 +103,7 @@ class ShareSessionCache:
                 "ShareAcknowledge cannot open a share session (epoch 0)",
             )
         session = self._check(group_id, member_id, epoch)
+        session.connection_id = connection_id
         if epoch != FINAL_EPOCH:
             session.advance()
         return session
@@ -116,6 +125,13 @@ class ShareSessionCache:
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         """Forget the member's session; the closed session (None if there was none)."""
         return self._sessions.pop((group_id, member_id), None)
+
+    def close_connection(self, connection_id: int) -> list[ShareSession]:
+        """Forget the sessions whose latest request came on ``connection_id`` (closed)."""
+        if not connection_id:
+            return []
+        gone = [k for k, v in self._sessions.items() if v.connection_id == connection_id]
+        return [self._sessions.pop(k) for k in gone]
 
     def close_group(self, group_id: str) -> None:
         for key in [k for k in self._sessions if k[0] == group_id]:

@@ -371,3 +371,81 @@ def test_share_fetch_and_acknowledge_over_the_wire(bootstrap: str) -> None:
         assert ack([(2, 2, [1])], final=True) == E.NONE
     finally:
         wire.close()
+
+
+def test_a_disconnect_releases_the_records_of_its_share_session(bootstrap: str) -> None:
+    bs = bootstrap
+    create_topic(bs, "dc", 1)
+    set_group_configs(
+        bs, "dg", share_auto_offset_reset="earliest", share_record_lock_duration_ms="30000"
+    )
+    produce(bs, "dc", [b"a", b"b", b"c"], 1)
+    wire = Wire(bs)
+    try:
+        meta = wire.call(
+            METADATA,
+            12,
+            MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name="dc")],
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+        topic_id = meta.topics[0].topic_id
+        find_coordinator(wire, "dg")
+        a, a_epoch = assigned_member(wire, "dg", "dc")
+        b, _ = assigned_member(wire, "dg", "dc")
+        other = Wire(bs)  # A's share session lives on this connection
+        assert share_fetch(other, "dg", a, topic_id, 0, 5000) == [(0, 2, 1)]
+        other.close()
+        closed_at = time.monotonic()
+        got: list[tuple[int, int, int]] = []
+        session = 0
+        while not got:
+            # well before the 30 s lock: the disconnect released them (Kafka 4.4 as well)
+            assert time.monotonic() < closed_at + 15, "A's records were not released"
+            got = share_fetch(wire, "dg", b, topic_id, session, 500)
+            session += 1
+            assert heartbeat(wire, "dg", a, a_epoch, None).error_code == E.NONE  # A lives
+        assert got == [(0, 2, 2)]
+    finally:
+        wire.close()
+
+
+def assigned_member(wire: Wire, group: str, topic: str) -> tuple[str, int]:
+    """A new member of ``group``, once it has partitions (Kafka initializes state first)."""
+    member = uuid.uuid4().hex
+    answer = join(wire, group, member, [topic])
+    epoch = answer.member_epoch
+    deadline = time.monotonic() + 60
+    while answer.assignment is None or not answer.assignment.topic_partitions:
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.2)
+        answer = heartbeat(wire, group, member, epoch, None)
+        epoch = answer.member_epoch
+    return member, epoch
+
+
+def share_fetch(
+    wire: Wire, group: str, member: str, topic_id: uuid.UUID, session: int, wait_ms: int
+) -> list[tuple[int, int, int]]:
+    """One ShareFetch of partition 0 (named only when opening the session): what it
+    acquired, as ``(first, last, delivery count)``."""
+    topics = [
+        ShareFetchRequest.FetchTopic(
+            topic_id=topic_id, partitions=[ShareFetchRequest.FetchPartition(partition_index=0)]
+        )
+    ]
+    req = ShareFetchRequest(
+        group_id=group, member_id=member, share_session_epoch=session, max_wait_ms=wait_ms,
+        min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+        topics=topics if session == 0 else [], forgotten_topics_data=[],
+    )  # fmt: skip
+    resp = wire.call(SHARE_FETCH, 1, req)
+    assert resp.error_code == E.NONE, resp
+    return [
+        (a.first_offset, a.last_offset, a.delivery_count)
+        for t in resp.responses
+        for p in t.partitions
+        for a in p.acquired_records
+    ]

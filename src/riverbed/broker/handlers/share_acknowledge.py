@@ -36,11 +36,11 @@ Resp = ShareAcknowledgeResponse
 def handle(
     deps: ShareFetchDeps, ctx: RequestContext, request: ShareAcknowledgeRequest
 ) -> asyncio.Future[ShareAcknowledgeResponse]:
-    return asyncio.ensure_future(_acknowledge(deps, request))
+    return asyncio.ensure_future(_acknowledge(deps, request, ctx.connection_id))
 
 
 async def _acknowledge(
-    deps: ShareFetchDeps, request: ShareAcknowledgeRequest
+    deps: ShareFetchDeps, request: ShareAcknowledgeRequest, connection_id: int
 ) -> ShareAcknowledgeResponse:
     shares = deps.share_groups
     problem = top_level_error(shares.closed, request.group_id, request.member_id)
@@ -50,7 +50,7 @@ async def _acknowledge(
     try:
         await shares.partitions.ensure_topic()
         session = shares.sessions.acknowledge_session(
-            group_id, member_id, request.share_session_epoch
+            group_id, member_id, request.share_session_epoch, connection_id
         )
     except ShareSessionError as exc:
         return _error(exc.error_code, str(exc))

@@ -136,7 +136,9 @@ async def _share_fetch(
             forgotten += [TopicPartition(found.name, p) for p in ft.partitions]
     epoch = request.share_session_epoch
     try:
-        session = shares.sessions.fetch_session(group_id, member_id, epoch, added, forgotten)
+        session = shares.sessions.fetch_session(
+            group_id, member_id, epoch, added, forgotten, ctx.connection_id
+        )
     except ShareSessionError as exc:
         return _error(exc.error_code, str(exc))
     flushes: list[concurrent.futures.Future[None]] = []
