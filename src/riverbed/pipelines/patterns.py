@@ -63,6 +63,14 @@ def field_in(name: str, values: Iterable[Any]) -> Condition:
     return lambda event: event.get(name) in allowed
 
 
+def count_within(name: str, condition: Condition, count: int, within_ms: int) -> Pattern:
+    """The sliding-window rule "``count`` events satisfying ``condition`` within
+    ``within_ms`` of each other" (e.g. three failed logins within a minute): ``A{count}``
+    with other events allowed between, first to last ``<= within_ms``.  Each event counts
+    in one match at most (skip past last row)."""
+    return Pattern.begin(name, condition).times(count).allow_gaps().within(within_ms)
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One event of a key: its event time (epoch ms) and fields (JSON values)."""

@@ -11,7 +11,15 @@ import pytest
 
 from riverbed.errors import ConfigError
 from riverbed.pipelines.event_order import EventOrderBuffer
-from riverbed.pipelines.patterns import Event, Match, Matcher, Pattern, field_equals, field_in
+from riverbed.pipelines.patterns import (
+    Event,
+    Match,
+    Matcher,
+    Pattern,
+    count_within,
+    field_equals,
+    field_in,
+)
 
 M = 60_000
 A, B, C, X = (field_equals("t", k) for k in "ABCX")
@@ -78,6 +86,13 @@ def test_repetition_with_gaps_is_a_sliding_window_count() -> None:
     assert [stamps(m) for m in feed(p, "AAXAAA", [0, 1, 2, 3, 4, 5])] == [{"a": [3, 4, 5]}]
     # A X A X A at 0 1 1 2 2: X skipped, exactly 2 min
     assert [stamps(m) for m in feed(p, "AXAXA", [0, 1, 1, 2, 2])] == [{"a": [0, 1, 2]}]
+
+
+def test_count_within_helper() -> None:
+    p = count_within("a", A, 3, 2 * M)
+    assert [stamps(m) for m in feed(p, "AXAXA", [0, 1, 1, 2, 2])] == [{"a": [0, 1, 2]}]
+    # A at 0 1 5 6 7: none within 2 min until 5 6 7; each event in one match at most
+    assert [stamps(m) for m in feed(p, "AAAAAAA", [0, 1, 5, 6, 7, 8, 9])] == [{"a": [5, 6, 7]}]
 
 
 def test_negation_between_steps() -> None:
