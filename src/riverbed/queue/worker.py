@@ -34,9 +34,10 @@ Guarantees:
   order, as with several consumers on one RabbitMQ queue.
 - **Graceful stop** (:meth:`QueueWorkers.stop`, or SIGTERM/SIGINT in :meth:`QueueWorkers.run`):
   a handler that is running finishes and its record is acknowledged; records fetched but
-  not started are RELEASEd (at once, no backoff) so other consumers get them without
-  waiting for the lock; acknowledgements are committed (``commit_sync``) and each consumer
-  leaves the group (``close``).
+  not started are RELEASEd (at once, no backoff; their delivery count still grows by one,
+  as for any RELEASE) so other consumers get them without waiting for the lock;
+  acknowledgements are committed (``commit_sync``) and each consumer leaves the group
+  (``close``).
 
 A handler slower than the lock loses its record: the broker hands it to another consumer,
 the late acknowledgement is refused by the client (logged, not counted) and the record is
