@@ -10,10 +10,13 @@ Works against any Kafka cluster with share groups (Apache Kafka 4.2+, Riverbed):
     settings = WorkerSettings("127.0.0.1:9092", "jobs", ("orders",), concurrency=4)
     QueueWorkers(settings, handle).run()                  # until SIGTERM
 
+:class:`QueueWorkerProcesses` runs the workers as child processes instead of threads (for
+CPU-bound handlers; the handler must then be a picklable, module-level function).
 See :mod:`riverbed.queue.worker` for the guarantees and docs/queues.md for the guide.
 """
 
 from riverbed.queue.delivery import Delivery, Outcome, QueueError, RejectDelivery
+from riverbed.queue.processes import QueueWorkerProcesses
 from riverbed.queue.worker import (
     Handler,
     OutcomeCallback,
@@ -29,6 +32,7 @@ __all__ = [
     "OutcomeCallback",
     "QueueError",
     "QueueStats",
+    "QueueWorkerProcesses",
     "QueueWorkers",
     "RejectDelivery",
     "WorkerSettings",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 DEADLINE_S = 120.0
 
@@ -61,3 +62,9 @@ def read_all(bootstrap: str, topic: str, count: int) -> list[tuple[bytes | None,
     finally:
         consumer.close()
     return out
+
+
+def fail_first_delivery_of_p3(delivery: Any) -> None:
+    """A picklable handler for the process workers: ``p3`` fails its first delivery."""
+    if delivery.value == b"p3" and delivery.delivery_count == 1:
+        raise RuntimeError("transient")

@@ -202,3 +202,17 @@ def test_handler_slower_than_the_lock_is_processed_again(queue_names: QueueNames
         assert all(t.is_alive() for t in workers._threads)
     assert sorted(count for _, count in seen)[:2] == [1, 2]
     assert workers.stats.snapshot()["accept"] >= 1
+
+
+def test_worker_processes(queue_names: QueueNames) -> None:
+    from queue_helpers import fail_first_delivery_of_p3
+
+    from riverbed.queue import QueueWorkerProcesses
+
+    produce(queue_names.bootstrap, queue_names.topic, [f"p{i}".encode() for i in range(20)])
+    settings = WorkerSettings(
+        queue_names.bootstrap, queue_names.group, (queue_names.topic,), concurrency=2
+    )
+    with QueueWorkerProcesses(settings, fail_first_delivery_of_p3) as workers:
+        wait_until(lambda: workers.stats.snapshot()["accept"] == 20, "20 accepted")
+    assert workers.stats.snapshot() == {"accept": 20, "release": 1, "reject": 0}
