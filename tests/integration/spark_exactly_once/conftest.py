@@ -6,8 +6,9 @@
 * :func:`transactional_input` fills a topic through a confluent-kafka transactional
   producer: committed transactions, aborted ones (flushed first, so the aborted records
   really are in the log) and one transaction left *open*, so the last stable offset of
-  every partition stays below its high watermark for the whole test.
-* :func:`read_committed` reads a whole topic as a read_committed consumer once no
+  every partition stays below its high watermark (for 10 minutes: then the coordinator
+  aborts it, ``transaction.timeout.ms``, and :meth:`TransactionalInput.close` is a no-op).
+* :func:`read_records` reads a whole topic as a read_committed consumer once no
   transaction is open in it (LSO == high watermark), with a deadline.
 * :func:`run_driver` runs ``eos_driver.py`` (a SparkSession in its own process) with
   failure points armed through the environment.
@@ -17,6 +18,7 @@ No fixed sleeps: every wait polls a condition under a deadline sized for a loade
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -33,7 +35,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from confluent_kafka import Consumer, IsolationLevel, Producer
+from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
@@ -103,6 +105,12 @@ class TransactionalInput:
     aborted_values: set[bytes]
     open_values: set[bytes]
     producer: Producer = field(repr=False)
+
+    def close(self) -> None:
+        """Abort the open transaction -- unless the coordinator already did, after
+        ``transaction.timeout.ms``, bumping the epoch (the producer is then fenced)."""
+        with contextlib.suppress(KafkaException):
+            self.producer.abort_transaction(60)
 
 
 def transactional_input(

@@ -86,7 +86,7 @@ FULL_MATRIX = [
 def input_data(cluster: str) -> Iterator[TransactionalInput]:
     made = transactional_input(cluster)
     yield made
-    made.producer.abort_transaction(60)
+    made.close()
 
 
 def _config(cluster: str, data: TransactionalInput, tmp_path: Path) -> dict[str, Any]:
@@ -152,7 +152,7 @@ def test_against_apache_kafka(kafka_cluster: str, tmp_path: Path, crash: Crash) 
     try:
         _crash_and_restart(kafka_cluster, data, tmp_path, crash)
     finally:
-        data.producer.abort_transaction(60)
+        data.close()
 
 
 @pytest.mark.spark_crash

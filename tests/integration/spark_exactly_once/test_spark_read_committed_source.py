@@ -29,7 +29,7 @@ from .conftest import TransactionalInput, transactional_input
 def data(any_cluster: str) -> Iterator[TransactionalInput]:
     made = transactional_input(any_cluster, partitions=2, transactions=6, per_txn=10)
     yield made
-    made.producer.abort_transaction(60)
+    made.close()
 
 
 def _read(cluster: str, topic: str, level: str) -> tuple[dict[int, int], list[bytes]]:
