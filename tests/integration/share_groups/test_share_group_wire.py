@@ -25,6 +25,7 @@ from riverbed.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DescribeConfigsRequest,
+    DescribeGroupsRequest,
     FindCoordinatorRequest,
     IncrementalAlterConfigsRequest,
     JoinGroupRequest,
@@ -40,7 +41,7 @@ from riverbed.testing.kafka_share_reference import share_kafka
 
 E = ErrorCode
 LIST_GROUPS, DELETE_GROUPS, CONSUMER_HEARTBEAT, FIND_COORDINATOR = 16, 42, 68, 10
-JOIN_GROUP, METADATA = 11, 3
+JOIN_GROUP, METADATA, DESCRIBE_GROUPS = 11, 3, 15
 SHARE_HEARTBEAT, SHARE_DESCRIBE, SHARE_FETCH, SHARE_ACK = 76, 77, 78, 79
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, GROUP_RESOURCE = 32, 44, 32
 
@@ -140,6 +141,12 @@ def test_membership_describe_list_delete_and_conflicts(bootstrap: str) -> None:
         assert described[0].error_code == E.NONE and len(described[0].members) == 3
         assert described[0].group_state == "Stable" and described[0].assignor_name == "simple"
         assert described[1].error_code == E.GROUP_ID_NOT_FOUND
+        classic_view = wire.call(
+            DESCRIBE_GROUPS,
+            6,
+            DescribeGroupsRequest(groups=["sg"], include_authorized_operations=False),
+        ).groups[0]
+        assert classic_view.error_code == E.GROUP_ID_NOT_FOUND, classic_view
         # a consumer group and a share group cannot share an id
         cg = wire.call(
             CONSUMER_HEARTBEAT,

@@ -12,6 +12,8 @@ they are:
 * IncrementalAlterConfigs / DescribeConfigs: GROUP resources set and list share group
   configs
   (:mod:`.share_group_configs`);
+* DescribeGroups v6+ of a share group's id answers GROUP_ID_NOT_FOUND, "Group X is not a
+  classic group." (older versions: Dead), as Kafka 4.4 does;
 * ConsumerGroupHeartbeat on a share group's id answers GROUP_ID_NOT_FOUND ("Group X is
   not a consumer group"), JoinGroup INCONSISTENT_GROUP_PROTOCOL, as Kafka 4 does (the
   reverse, ShareGroupHeartbeat on a consumer group's id, is refused by the share
@@ -39,6 +41,8 @@ from riverbed.protocol.messages import (
     ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     JoinGroupRequest,
     JoinGroupResponse,
     ListGroupsRequest,
@@ -48,7 +52,8 @@ from riverbed.protocol.messages import (
 Route = Any  # Callable[[RequestContext, Any], Any | Awaitable[Any]]; see handlers.Route
 SHARE = "share"
 LIST_GROUPS, JOIN_GROUP, DELETE_GROUPS, CONSUMER_GROUP_HEARTBEAT = 16, 11, 42, 68
-INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CONFIGS = 44, 32
+INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CONFIGS, DESCRIBE_GROUPS = 44, 32, 15
+DESCRIBE_GROUPS_ERRORS_VERSION = 6  # DescribedGroup.ErrorMessage
 
 
 class ShareHost(Protocol):
@@ -63,14 +68,15 @@ class ShareAdminPort(SharePort, GroupConfigs, Protocol):
 
 
 def wrap_group_routes(host: ShareHost, routes: dict[int, Route]) -> None:
-    """Wrap the bound ListGroups, DeleteGroups, ConsumerGroupHeartbeat, JoinGroup and
-    IncrementalAlterConfigs routes in ``routes`` (in place)."""
+    """Wrap the bound ListGroups, DeleteGroups, DescribeGroups, ConsumerGroupHeartbeat,
+    JoinGroup, DescribeConfigs and IncrementalAlterConfigs routes (in place)."""
     routes[LIST_GROUPS] = list_groups(host, routes[LIST_GROUPS])
     routes[DELETE_GROUPS] = delete_groups(host, routes[DELETE_GROUPS])
     routes[CONSUMER_GROUP_HEARTBEAT] = consumer_group_heartbeat(
         host, routes[CONSUMER_GROUP_HEARTBEAT]
     )
     routes[JOIN_GROUP] = join_group(host, routes[JOIN_GROUP])
+    routes[DESCRIBE_GROUPS] = describe_groups(host, routes[DESCRIBE_GROUPS])
     routes[DESCRIBE_CONFIGS] = describe_configs(host, routes[DESCRIBE_CONFIGS])
     routes[INCREMENTAL_ALTER_CONFIGS] = incremental_alter_configs(
         host, routes[INCREMENTAL_ALTER_CONFIGS]
@@ -161,5 +167,30 @@ def join_group(host: ShareHost, route: Route) -> Route:
                 member_id=request.member_id,
             )
         return route(ctx, request)
+
+    return handle
+
+
+def describe_groups(host: ShareHost, route: Route) -> Route:
+    def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> Any:
+        response = route(ctx, request)
+        if ctx.api_version < DESCRIBE_GROUPS_ERRORS_VERSION:
+            return response
+        shares = host.share_groups
+
+        def mark(answer: DescribeGroupsResponse) -> DescribeGroupsResponse:
+            for group in answer.groups:
+                if shares.is_share_group(group.group_id):
+                    group.error_code = ErrorCode.GROUP_ID_NOT_FOUND
+                    group.error_message = f"Group {group.group_id} is not a classic group."
+            return answer
+
+        if isinstance(response, DescribeGroupsResponse):
+            return mark(response)
+
+        async def later() -> DescribeGroupsResponse:
+            return mark(await response)
+
+        return asyncio.ensure_future(later())
 
     return handle
