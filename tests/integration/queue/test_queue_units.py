@@ -7,6 +7,7 @@ import hmac
 
 import pytest
 
+from riverbed.errors import RiverbedError
 from riverbed.queue import Delivery, QueueError, WorkerSettings
 from riverbed.queue.webhook import (
     SIGNATURE_HEADER,
@@ -56,3 +57,21 @@ def test_request_headers_and_verification() -> None:
 def test_no_secret_no_signature() -> None:
     headers = request_headers(DELIVERY, b"", None)
     assert SIGNATURE_HEADER not in headers and TIMESTAMP_HEADER in headers
+
+
+def test_public_api() -> None:
+    import riverbed.queue
+
+    assert sorted(riverbed.queue.__all__) == [
+        "Delivery",
+        "Handler",
+        "Outcome",
+        "OutcomeCallback",
+        "QueueError",
+        "QueueStats",
+        "QueueWorkerProcesses",
+        "QueueWorkers",
+        "RejectDelivery",
+        "WorkerSettings",
+    ]
+    assert issubclass(riverbed.queue.QueueError, RiverbedError)
