@@ -27,6 +27,11 @@ are then possible, loss is not).
 **Topics.**  :meth:`ensure_topics` creates missing topics through the AdminClient with
 ``cleanup.policy=compact`` (an existing topic is left as it is).
 
+**Routing.**  An optional ``router`` (:class:`~riverbed.cdc.outbox.RecordRouter`, e.g. the
+outbox event router) may replace the records of a send by others, to other topics and with
+headers; they count for the send's position like the records they replace.  Topics a router
+produces to are created (with the router's topic config) the first time they are used.
+
 Not thread-safe: one thread sends, polls and reads positions.  A crash loses only what
 was not yet acknowledged; nothing is stored here.
 """
@@ -36,9 +41,12 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from riverbed.errors import CdcError
+
+if TYPE_CHECKING:
+    from riverbed.cdc.outbox import RecordRouter, RoutedRecord
 
 P = TypeVar("P")
 
@@ -103,6 +111,7 @@ class ChangeSink(Generic[P]):
         num_partitions: int = 1,
         replication_factor: int = -1,
         timeout_s: float = 15.0,
+        router: RecordRouter | None = None,
     ) -> None:
         from confluent_kafka import Producer
 
@@ -113,6 +122,8 @@ class ChangeSink(Generic[P]):
         self._producer = Producer({**PRODUCER_DEFAULTS, **self._config})
         self._tracker: AckTracker[P] = AckTracker()
         self._error: str | None = None
+        self._router = router
+        self._routed_topics: set[str] = set()
 
     # -- topics -----------------------------------------------------------------------
 
@@ -172,6 +183,10 @@ class ChangeSink(Generic[P]):
         once they and every earlier send are.  Blocks (serving callbacks) while the
         client's queue is full.  Raises :class:`CdcError` after a failed delivery."""
         self._raise_if_failed()
+        routed = self._router.route(topic, records) if self._router is not None else None
+        if routed is not None:
+            self._send_routed(routed, position)
+            return
         serial = self._tracker.register(len(records), position)
 
         def on_delivery(err: Any, _msg: Any, serial: int = serial) -> None:
@@ -185,6 +200,36 @@ class ChangeSink(Generic[P]):
             while True:
                 try:
                     self._producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    self._producer.poll(0.05)
+                    self._raise_if_failed()
+
+    def _send_routed(self, routed: Sequence[RoutedRecord], position: P) -> None:
+        assert self._router is not None
+        missing = [r.topic for r in routed if r.topic not in self._routed_topics]
+        if missing:
+            self.ensure_topics(missing, self._router.topic_config())
+            self._routed_topics.update(missing)
+        serial = self._tracker.register(len(routed), position)
+
+        def on_delivery(err: Any, msg: Any, serial: int = serial) -> None:
+            if err is not None:
+                if self._error is None:
+                    self._error = f"an event to {msg.topic()!r} was not delivered: {err}"
+                return
+            self._tracker.ack(serial)
+
+        for record in routed:
+            while True:
+                try:
+                    self._producer.produce(
+                        record.topic,
+                        key=record.key,
+                        value=record.value,
+                        headers=record.headers,
+                        on_delivery=on_delivery,
+                    )
                     break
                 except BufferError:
                     self._producer.poll(0.05)

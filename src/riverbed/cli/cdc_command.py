@@ -78,6 +78,26 @@ def _log_to_stderr() -> None:
     is_flag=True,
     help="Add the schema part to keys and values (Debezium's schemas.enable).",
 )
+@click.option(
+    "--outbox-table",
+    default=None,
+    metavar="TABLE",
+    help="Route this outbox table's inserts as events (Debezium's outbox event router).",
+)
+@click.option(
+    "--outbox-topic-prefix",
+    default="outbox.event",
+    show_default=True,
+    metavar="P",
+    help="Outbox events go to <P>.<aggregatetype>.",
+)
+@click.option(
+    "--outbox-header",
+    "outbox_headers",
+    multiple=True,
+    metavar="COLUMN[:HEADER]",
+    help="An outbox column also placed in a header (repeatable; the id always is).",
+)
 @property_option
 def cdc_sqlite(
     db_path: str,
@@ -85,13 +105,28 @@ def cdc_sqlite(
     topic_prefix: str,
     tables: tuple[str, ...],
     schemas_enable: bool,
+    outbox_table: str | None,
+    outbox_topic_prefix: str,
+    outbox_headers: tuple[str, ...],
     properties: tuple[str, ...],
 ) -> None:
     """Capture a SQLite database: triggers into a change table, tailed into topics."""
+    from riverbed.cdc.outbox import router_for_table, with_outbox_table
     from riverbed.cdc.runner import run
     from riverbed.cdc.sqlite.connector import SqliteConnector, open_database
 
     stop = _stop_on_sigterm()
+    router = None
+    if outbox_table is not None:
+        router = router_for_table(
+            topic_prefix,
+            outbox_table,
+            "main",
+            topic_prefix=outbox_topic_prefix,
+            header_specs=outbox_headers,
+        )
+        outbox_table = outbox_table.rpartition(".")[2]
+        tables = with_outbox_table(tables, outbox_table)
     open_database(Path(db_path)).close()  # a missing path is reported before the broker
     check_reachable(bootstrap)
     connector = SqliteConnector(
@@ -100,6 +135,7 @@ def cdc_sqlite(
         topic_prefix=topic_prefix,
         tables=tables,
         schemas_enable=schemas_enable,
+        router=router,
     )
     connector.start()
     _log_to_stderr()

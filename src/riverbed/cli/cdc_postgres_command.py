@@ -83,6 +83,26 @@ from riverbed.cli.kafka_admin import (
     is_flag=True,
     help="Add the schema part to keys and values (Debezium's schemas.enable).",
 )
+@click.option(
+    "--outbox-table",
+    default=None,
+    metavar="SCHEMA.TABLE",
+    help="Route this outbox table's inserts as events (Debezium's outbox event router).",
+)
+@click.option(
+    "--outbox-topic-prefix",
+    default="outbox.event",
+    show_default=True,
+    metavar="P",
+    help="Outbox events go to <P>.<aggregatetype>.",
+)
+@click.option(
+    "--outbox-header",
+    "outbox_headers",
+    multiple=True,
+    metavar="COLUMN[:HEADER]",
+    help="An outbox column also placed in a header (repeatable; the id always is).",
+)
 @property_option
 def postgres_command(
     dsn: str,
@@ -94,11 +114,28 @@ def postgres_command(
     signal_table: str | None,
     incremental_chunk_rows: int,
     schemas_enable: bool,
+    outbox_table: str | None,
+    outbox_topic_prefix: str,
+    outbox_headers: tuple[str, ...],
     properties: tuple[str, ...],
 ) -> None:
     """Capture a PostgreSQL database: a consistent snapshot, then pgoutput logical decoding."""
+    from riverbed.cdc.outbox import router_for_table, with_outbox_table
     from riverbed.cdc.postgres import PostgresConfig, PostgresConnector
     from riverbed.cdc.runner import run
+
+    router = None
+    if outbox_table is not None:
+        router = router_for_table(
+            topic_prefix,
+            outbox_table,
+            "public",
+            topic_prefix=outbox_topic_prefix,
+            header_specs=outbox_headers,
+        )
+        if "." not in outbox_table:
+            outbox_table = f"public.{outbox_table}"
+        tables = with_outbox_table(tables, outbox_table)
 
     # a SIGTERM during start-up (snapshot, topic creation) only requests the stop, honoured
     # once started: still exit 0
@@ -117,7 +154,8 @@ def postgres_command(
             signal_table=signal_table,
             incremental_chunk_rows=incremental_chunk_rows,
             kafka=client_config(bootstrap, properties),
-        )
+        ),
+        router=router,
     )
     try:
         started = connector.start(stop)

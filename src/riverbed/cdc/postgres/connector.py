@@ -58,6 +58,7 @@ from riverbed.cdc.envelope import (
     records_for,
     topic_name,
 )
+from riverbed.cdc.outbox import RecordRouter
 from riverbed.cdc.position import OffsetStore, offset_key, offsets_topic
 from riverbed.cdc.postgres import pgoutput
 from riverbed.cdc.postgres.catalog import (
@@ -123,10 +124,12 @@ def _parse_lsn(text: str) -> int:
 class PostgresConnector:
     """One slot's changes into ``<prefix>.<schema>.<table>`` topics (see module doc)."""
 
-    def __init__(self, config: PostgresConfig) -> None:
+    def __init__(self, config: PostgresConfig, *, router: RecordRouter | None = None) -> None:
+        """``router`` (e.g. :class:`~riverbed.cdc.outbox.OutboxRouter`) may replace the
+        records of some tables' changes (see :class:`~riverbed.cdc.sink.ChangeSink`)."""
         self.config = config
         kafka = {"bootstrap.servers": config.bootstrap_servers, **config.kafka}
-        self.sink: ChangeSink[int] = ChangeSink(kafka)
+        self.sink: ChangeSink[int] = ChangeSink(kafka, router=router)
         self.offsets = OffsetStore(kafka, offsets_topic(config.topic_prefix))
         self.tables: dict[str, TableInfo] = {}
         self.types = TypeInfo()

@@ -45,6 +45,7 @@ from riverbed.cdc.envelope import (
     records_for,
     topic_name,
 )
+from riverbed.cdc.outbox import RecordRouter
 from riverbed.cdc.position import OffsetStore, offset_key, offsets_topic
 from riverbed.cdc.sink import ChangeSink
 from riverbed.cdc.sqlite import triggers
@@ -114,8 +115,10 @@ class SqliteConnector:
         topic_prefix: str = "riverbed",
         tables: Sequence[str] = (),
         schemas_enable: bool = False,
+        router: RecordRouter | None = None,
     ) -> None:
         self.path = Path(path)
+        self._router = router  # e.g. the outbox router (riverbed.cdc.outbox)
         self.topic_prefix = topic_prefix
         self._client_config = dict(client_config)
         self._wanted = list(dict.fromkeys(tables))
@@ -150,7 +153,7 @@ class SqliteConnector:
         try:
             lock_fd = _lock_exclusively(self.path)
             wanted = self._resolve_tables(conn)
-            sink: ChangeSink[int] = ChangeSink(self._client_config)
+            sink: ChangeSink[int] = ChangeSink(self._client_config, router=self._router)
             topics = [topic_name(self.topic_prefix, SCHEMA, t) for t in wanted]
             recorded = self._recorded_keys(conn)
             topics += [topic_name(self.topic_prefix, SCHEMA, t) for t in recorded]
