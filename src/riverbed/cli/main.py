@@ -49,6 +49,7 @@ def main() -> None:
     from riverbed.cli.acls_command import acls
     from riverbed.cli.cdc_command import cdc
     from riverbed.cli.completion_command import completion_command
+    from riverbed.cli.console_command import console_command
     from riverbed.cli.consume_command import consume_command
     from riverbed.cli.demo_command import demo_command
     from riverbed.cli.groups_command import groups
@@ -75,4 +76,5 @@ def main() -> None:
     cli.add_command(webhook_command)
     cli.add_command(share_groups)
     cli.add_command(pipeline)
+    cli.add_command(console_command)
     cli(prog_name="riverbed")  # also names click's completion variable: _RIVERBED_COMPLETE

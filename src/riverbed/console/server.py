@@ -1,0 +1,98 @@
+"""Serving the console with uvicorn: in the foreground (``riverbed console``) or on a
+background thread (``riverbed broker --console HOST:PORT``, tests, screenshots).
+
+:class:`ConsoleServer` runs one uvicorn server with its own asyncio event loop on a daemon
+thread; :meth:`ConsoleServer.start` returns once the socket is bound (or raises
+:class:`~riverbed.errors.ConfigError` when it could not bind), :meth:`ConsoleServer.stop`
+asks uvicorn to exit and joins the thread.  The broker's own event loop is never shared:
+a slow page cannot delay a Kafka request, and vice versa.  If the hosting process dies, the
+thread dies with it; nothing is persisted.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+
+import uvicorn
+
+from riverbed.console.app import create_app
+from riverbed.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def parse_listen(text: str, option: str = "--listen") -> tuple[str, int]:
+    """``HOST:PORT`` → ``(host, port)``; :class:`ConfigError` when malformed."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"{option} expects HOST:PORT, got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _config(
+    bootstrap: str, host: str, port: int, pipeline_urls: Sequence[str], sample_interval_s: float
+) -> uvicorn.Config:
+    app = create_app(bootstrap, pipeline_urls, sample_interval_s=sample_interval_s)
+    return uvicorn.Config(
+        app, host=host, port=port, log_level="warning", access_log=False, lifespan="on"
+    )
+
+
+def serve(
+    bootstrap: str,
+    host: str,
+    port: int,
+    pipeline_urls: Sequence[str] = (),
+    sample_interval_s: float = 2.0,
+) -> None:
+    """Serve the console in the foreground until SIGINT/SIGTERM (uvicorn's handlers)."""
+    server = uvicorn.Server(_config(bootstrap, host, port, pipeline_urls, sample_interval_s))
+    server.run()
+    if not server.started:
+        raise ConfigError(f"the console could not listen on {host}:{port} (in use?)")
+
+
+class ConsoleServer:
+    """The console on a background thread (see module doc).  Start and stop from one
+    thread."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        host: str,
+        port: int,
+        pipeline_urls: Sequence[str] = (),
+        sample_interval_s: float = 2.0,
+    ) -> None:
+        self.host, self.port = host, port
+        self._server = uvicorn.Server(
+            _config(bootstrap, host, port, pipeline_urls, sample_interval_s)
+        )
+        self._thread = threading.Thread(
+            target=self._server.run, name="riverbed-console", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        """Start serving; return once listening.  :class:`ConfigError` if it cannot bind."""
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise ConfigError(
+                    f"the console could not listen on {self.host}:{self.port} (in use?)"
+                )
+            time.sleep(0.02)  # polling for the bind; the condition is what we wait on
+        log.info("console at %s", self.url)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Ask uvicorn to exit and wait for the thread (at most ``timeout_s``)."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
