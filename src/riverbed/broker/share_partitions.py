@@ -311,12 +311,14 @@ class SharePartitions:
             self._apply(group_id, tp, sp.advance_start_offset(log_start, self._clock.now_ms()))
 
     def partitions_of(self, group_id: str) -> list[tuple[TopicPartition, SharePartition]]:
-        """The group's share partitions (DescribeShareGroupOffsets: ``start_offset``)."""
-        return [
-            (TopicPartition(t, p), sp)
-            for (g, t, p), sp in sorted(self._partitions.items(), key=lambda kv: kv[0])
-            if g == group_id
-        ]
+        """The group's share partitions (DescribeShareGroupOffsets: ``start_offset``), of
+        topics that still exist under the id they were created for."""
+        out = []
+        for (g, t, p), sp in sorted(self._partitions.items(), key=lambda kv: kv[0]):
+            topic = self._host.topics.get(t)
+            if g == group_id and topic is not None and topic.topic_id == sp.topic_id:
+                out.append((TopicPartition(t, p), sp))
+        return out
 
     def acquire(
         self,
