@@ -156,6 +156,7 @@ def read_offset_range(
                     raise TimeoutError(
                         f"no progress reading {topic}-{partition} at offset {position} "
                         f"(until {until}) for kafkaConsumer.pollTimeoutMs={poll_timeout_ms}"
+                        + _read_committed_hint(kafka_config)
                     )
             if len(columns.offsets) >= batch_rows:
                 yield columns.batch(topic, partition)
@@ -163,6 +164,16 @@ def read_offset_range(
             yield columns.batch(topic, partition)
     finally:
         consumer.close()
+
+
+def _read_committed_hint(kafka_config: Mapping[str, str]) -> str:
+    if kafka_config.get("isolation.level", "").strip().lower() != "read_committed":
+        return ""
+    return (
+        "; under read_committed an open transaction holds the last stable offset below "
+        "the range's end (a range planned under read_uncommitted, e.g. from an older "
+        "checkpoint, can end past it)"
+    )
 
 
 def _on_data_loss(

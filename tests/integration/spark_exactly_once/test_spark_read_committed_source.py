@@ -88,3 +88,22 @@ def test_read_committed_range_ending_in_aborted_records_completes(
     ]
     expected = [v for _, v, p, o in data.committed if p == 0 and o < until]
     assert values == expected and len(expected) == 10
+
+
+def test_range_past_the_lso_fails_naming_the_open_transaction(
+    any_cluster: str, data: TransactionalInput
+) -> None:
+    """A range planned past the LSO (e.g. under read_uncommitted, then resumed with
+    read_committed) cannot complete while the transaction is open: the task fails after
+    kafkaConsumer.pollTimeoutMs, saying why."""
+    high, _ = _read(any_cluster, data.topic, "read_uncommitted")
+    config = {"bootstrap.servers": any_cluster, "isolation.level": "read_committed"}
+    with pytest.raises(TimeoutError, match="open transaction holds the last stable offset"):
+        for _batch in read_offset_range(
+            config,
+            OffsetRange(data.topic, 0, 0, high[0]),
+            include_headers=False,
+            fail_on_data_loss=True,
+            poll_timeout_ms=2_000,
+        ):
+            pass
