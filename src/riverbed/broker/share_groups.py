@@ -7,7 +7,10 @@
   member deadline); a member that rejoins from scratch or times out has its share
   session closed and the records it holds released (one that leaves keeps its share
   session until it closes it: its final acknowledgements still apply);
-* the **share sessions** (:mod:`riverbed.broker.share_sessions`);
+* the **share sessions** (:mod:`riverbed.broker.share_sessions`): one closed by its
+  member (final epoch) or by its connection dropping (:meth:`ShareGroupService.
+  connection_closed`) releases the member's records there, delivery counts kept, as
+  Kafka 4.4 does;
 * the **share partitions** (:mod:`riverbed.broker.share_partitions`), persisted in
   ``__share_group_state`` and replayed by :meth:`ShareGroupService.load` at start.
 
