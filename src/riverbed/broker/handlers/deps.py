@@ -255,6 +255,14 @@ class ProduceTransactions(Protocol):
         produce_version: int,
     ) -> ProduceVerdict: ...
 
+    def preparing(self, transactional_id: str) -> bool:
+        """Is the id's previous transaction still writing its markers?"""
+        ...
+
+    async def markers_done(self, transactional_id: str, timeout_s: float) -> None:
+        """Return once those markers are written, or after ``timeout_s``."""
+        ...
+
 
 class ProduceDeps(Protocol):
     @property

@@ -19,6 +19,15 @@ transaction coordinator (KIP-890): a partition the transaction has not added is 
 (TRANSACTION_ABORTABLE, INVALID_TXN_STATE below v11) and nothing is written there; from
 v12 (transaction version 2) the partition is added implicitly instead.  Requests without a
 transactional id skip this entirely.
+
+A transactional Produce that arrives while its transactional id's previous transaction is
+still writing its markers (the coordinator busy: NOT_ENOUGH_REPLICAS on the wire) is not
+answered at once: it waits for the markers (at most
+:data:`~riverbed.broker.handlers.txn_common.MARKERS_WAIT_S`, on the loop, never blocking
+it) and runs once more, as Kafka's partition leader retries the verification; a client
+then avoids its retry backoff (Java: ``retry.backoff.ms``, 100 ms).  Such a request is a
+:class:`~riverbed.broker.barrier.Barrier`: the frames behind it on its connection wait, so
+a producer's pipelined batches are still appended in their sequence order.
 """
 
 from __future__ import annotations
@@ -27,8 +36,10 @@ import asyncio
 import concurrent.futures
 import logging
 
+from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import ProduceDeps
+from riverbed.broker.handlers.txn_common import MARKERS_WAIT_S
 from riverbed.errors import (
     InvalidRecordError,
     InvalidRequiredAcksError,
@@ -52,9 +63,16 @@ IMPLICIT_ADD_VERSION = 12  # KIP-890 part 2: transaction version 2 producers
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 
 
-def handle(
-    deps: ProduceDeps, ctx: RequestContext, request: ProduceRequest
-) -> ProduceResponse | asyncio.Future[ProduceResponse] | None:
+Answer = ProduceResponse | asyncio.Future[ProduceResponse] | None
+
+
+def handle(deps: ProduceDeps, ctx: RequestContext, request: ProduceRequest) -> Answer | Barrier:
+    return _handle(deps, ctx, request, may_wait=True)
+
+
+def _handle(
+    deps: ProduceDeps, ctx: RequestContext, request: ProduceRequest, may_wait: bool
+) -> Answer | Barrier:
     acks = request.acks
     version = ctx.api_version
     acks_error = (
@@ -62,8 +80,18 @@ def handle(
     )
     flushes: list[concurrent.futures.Future[None]] = []
     refused: dict[TopicPartition, ErrorCode] = {}
-    if request.transactional_id is not None and acks_error is None:
-        refused = _verify_transaction(deps, request, version, flushes if acks == -1 else None)
+    transactional_id = request.transactional_id
+    if transactional_id is not None and acks_error is None:
+        verified: list[concurrent.futures.Future[None]] = []
+        refused = _verify_transaction(deps, request, version, verified)
+        if (
+            may_wait
+            and ErrorCode.NOT_ENOUGH_REPLICAS in refused.values()
+            and deps.transactions.preparing(transactional_id)
+        ):
+            return Barrier(_after_markers(deps, ctx, request, transactional_id, verified))
+        if acks == -1:
+            flushes.extend(verified)
     responses = []
     for topic_data in request.topic_data:
         name = topic_data.name if version < TOPIC_IDS_VERSION else None
@@ -197,6 +225,25 @@ def _verify_transaction(
     if flushes is not None:
         flushes.extend(verdict.flushes)
     return dict(verdict.errors)
+
+
+async def _after_markers(
+    deps: ProduceDeps,
+    ctx: RequestContext,
+    request: ProduceRequest,
+    transactional_id: str,
+    verified: list[concurrent.futures.Future[None]],
+) -> ProduceResponse | None:
+    """Wait for ``transactional_id``'s markers (bounded), then handle ``request`` again;
+    a coordinator still busy then answers NOT_ENOUGH_REPLICAS, which the client retries."""
+    for fut in verified:  # whatever the busy verification wrote is durable first
+        await asyncio.wrap_future(fut)
+    await deps.transactions.markers_done(transactional_id, MARKERS_WAIT_S)
+    answer = _handle(deps, ctx, request, may_wait=False)
+    assert not isinstance(answer, Barrier)
+    if isinstance(answer, asyncio.Future):
+        return await answer
+    return answer
 
 
 def _error(index: int, exc: Exception) -> PartitionResponse:

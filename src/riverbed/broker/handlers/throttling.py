@@ -27,6 +27,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
+from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
 from riverbed.broker.quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, ClientQuotaManager
 from riverbed.protocol.messages import FetchRequest, FetchResponse, ProduceRequest
@@ -63,6 +64,8 @@ def throttle_produce(deps: ThrottleDeps, route: Route) -> Route:
         result = route(ctx, request)
         if throttle_ms <= 0 or result is None:
             return result
+        if isinstance(result, Barrier):  # a transactional produce waiting for markers
+            return Barrier(_set_throttle(result.awaitable, throttle_ms))
         if isinstance(result, Awaitable):
             return asyncio.ensure_future(_set_throttle(result, throttle_ms))
         result.throttle_time_ms = throttle_ms
