@@ -17,7 +17,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,8 +122,11 @@ def chrome(width: int = 1280, height: int = 900) -> Any:
 
 
 @contextmanager
-def seeded_console(workdir: Path) -> Iterator[tuple[ConsoleServer, Seeded]]:
-    """A seeded broker child process and a console on it, both stopped on exit."""
+def seeded_console(
+    workdir: Path, pipeline_urls: Sequence[str] = ()
+) -> Iterator[tuple[ConsoleServer, Seeded]]:
+    """A seeded broker child process and a console on it (sampling every second, scraping
+    ``pipeline_urls``), both stopped on exit."""
     from riverbed.testing.broker_process import BrokerProcess, free_port
 
     broker = BrokerProcess(workdir / "data", free_port(), workdir / "broker.log")
@@ -132,7 +135,11 @@ def seeded_console(workdir: Path) -> Iterator[tuple[ConsoleServer, Seeded]]:
     try:
         seeded, txn = seed(broker.bootstrap_servers)
         console = ConsoleServer(
-            broker.bootstrap_servers, "127.0.0.1", free_port(), sample_interval_s=1.0
+            broker.bootstrap_servers,
+            "127.0.0.1",
+            free_port(),
+            pipeline_urls,
+            sample_interval_s=1.0,
         )
         console.start()
         try:

@@ -67,7 +67,7 @@ class ConsoleServer:
         pipeline_urls: Sequence[str] = (),
         sample_interval_s: float = 2.0,
     ) -> None:
-        self.host, self.port = host, port
+        self.bootstrap, self.host, self.port = bootstrap, host, port
         self._server = uvicorn.Server(
             _config(bootstrap, host, port, pipeline_urls, sample_interval_s)
         )

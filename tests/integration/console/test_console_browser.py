@@ -1,0 +1,209 @@
+"""The web console in a real browser: Debian's headless Chromium driven by selenium.
+
+One broker child process, seeded once (:func:`riverbed.console.screenshots.seed`: JSON
+orders on two partitions, group ``billing`` committed at offset 12 of partition 0, an
+Ongoing transaction, a CDC position topic), one console on a background thread with a
+fake pipeline metrics endpoint, one browser.  The test clicks through every page from the
+navigation bar and asserts on what it shows, saving a screenshot of each page under
+``tmp_path`` (``python -m riverbed.console.screenshots`` regenerates docs/console/*.png).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+from riverbed.console.screenshots import (
+    CDC_TOPIC,
+    CONSUMED,
+    GROUP,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    chrome,
+    seeded_console,
+)
+from riverbed.console.server import ConsoleServer
+from riverbed.testing.broker_process import free_port, wait_until
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def pipeline_endpoint() -> Iterator[str]:
+    """A stand-in for a running pipeline's /metrics (the names riverbed.spark.metrics uses)."""
+    registry = CollectorRegistry()
+    Gauge("riverbed_pipeline_active", "", ["query"], registry=registry).labels("sessions").set(1)
+    Counter("riverbed_pipeline_input_rows", "", ["query"], registry=registry).labels(
+        "sessions"
+    ).inc(4242)
+    Gauge("riverbed_pipeline_batch_id", "", ["query"], registry=registry).labels("sessions").set(17)
+    port = free_port()
+    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    yield f"http://127.0.0.1:{port}/metrics"
+    server.shutdown()
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def console(pipeline_endpoint: str) -> Iterator[tuple[ConsoleServer, Any, str]]:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        seeded_console(Path(tmp), [pipeline_endpoint]) as (server, seeded),
+    ):
+        yield server, seeded, server.bootstrap
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = chrome()
+    driver.set_page_load_timeout(120)
+    yield driver
+    driver.quit()
+
+
+def _text(driver: Any, css: str) -> str:
+    return str(driver.find_element(By.CSS_SELECTOR, css).text)
+
+
+def _nav(driver: Any, name: str) -> None:
+    driver.find_element(By.LINK_TEXT, name).click()
+
+
+def _no_banner(driver: Any) -> None:
+    banners = driver.find_elements(By.CSS_SELECTOR, ".banner")
+    assert not banners, banners[0].text
+
+
+def _eventually(check: Callable[[], bool], what: str, driver: Any) -> None:
+    def poll() -> bool:
+        try:
+            return check()
+        except Exception:  # a stale element while the page refreshes: look again
+            return False
+
+    wait_until(poll, 90, what, step=lambda: time.sleep(0.2))
+
+
+def test_every_page(console: tuple[ConsoleServer, Any, str], browser: Any, tmp_path: Path) -> None:
+    server, seeded, bootstrap = console
+    shot = 0
+
+    def screenshot(name: str) -> None:
+        nonlocal shot
+        shot += 1
+        assert browser.save_screenshot(str(tmp_path / f"{shot:02d}-{name}.png"))
+
+    # Topics: names and record counts, then one topic's partitions and configs.
+    browser.get(server.url + "/")
+    assert browser.title.startswith("Topics")
+    names = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#topics a")]
+    assert TOPIC in names and CDC_TOPIC in names
+    screenshot("topics")
+    browser.find_element(By.LINK_TEXT, TOPIC).click()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#partitions tr")[1:]
+    shown = {int(r.find_elements(By.TAG_NAME, "td")[0].text): r for r in rows}
+    for partition, high in seeded.high_watermarks.items():
+        cells = [td.text for td in shown[partition].find_elements(By.TAG_NAME, "td")]
+        assert cells[3] == "0" and int(cells[4]) >= high, cells  # log start, high watermark
+    assert "cleanup.policy" in _text(browser, "#configs")
+    screenshot("topic")
+
+    # Message browser: key search finds the JSON value, pretty-printed.
+    browser.find_element(By.ID, "browse").click()
+    Select(browser.find_element(By.NAME, "partition")).select_by_value("0")
+    browser.find_element(By.NAME, "key").send_keys("order-4")
+    browser.find_element(By.ID, "go").click()
+    pre = _text(browser, "#messages pre.json")
+    assert json.loads(pre)["order_id"] == 4
+    assert '\n  "customer": "c4",\n' in pre  # indented, one field per line
+    assert _text(browser, "#messages td:nth-child(4)") == "order-4"
+    screenshot("messages")
+    # ... by offset, and a bad offset is a one-line message, not a traceback.
+    browser.get(server.url + f"/topics/{TOPIC}/messages?partition=1&offset=3&limit=2")
+    offsets = [
+        td.text for td in browser.find_elements(By.CSS_SELECTOR, "#messages tr td:nth-child(2)")
+    ]
+    assert offsets == ["3", "4"]
+    browser.get(server.url + f"/topics/{TOPIC}/messages?partition=0&offset=abc")
+    assert _text(browser, "#error") == "offset must be a whole number, got 'abc'"
+    browser.get(server.url + "/topics/no-such-topic")
+    assert _text(browser, "#error") == "unknown topic 'no-such-topic'"
+
+    # Consumer groups: the lag of billing on partition 0.
+    _nav(browser, "Consumer groups")
+    _no_banner(browser)
+    assert _text(browser, f"#group-{GROUP} .total-lag") == str(seeded.lag)
+    lag_row = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "table.lag tr td")]
+    assert lag_row == [TOPIC, "0", str(CONSUMED), str(seeded.high_watermarks[0]), str(seeded.lag)]
+    screenshot("groups")
+    browser.find_element(By.LINK_TEXT, GROUP).click()
+    assert browser.title.startswith(f"Consumer group {GROUP}")
+
+    # Share groups: the page answers (none exist in this cluster).
+    _nav(browser, "Share groups")
+    _no_banner(browser)
+    assert "No share groups" in _text(browser, "main")
+    screenshot("share-groups")
+
+    # Transactions: the open one, then its description.
+    _nav(browser, "Transactions")
+    _no_banner(browser)
+    assert TRANSACTIONAL_ID in _text(browser, "#transactions")
+    assert "Ongoing" in _text(browser, "#transactions")
+    screenshot("transactions")
+    browser.find_element(By.LINK_TEXT, TRANSACTIONAL_ID).click()
+    assert f"{TOPIC}-1" in _text(browser, "#transaction")
+    screenshot("transaction")
+
+    # Throughput: produce while the page is open; its script refreshes the chart.
+    _nav(browser, "Throughput")
+    _no_banner(browser)
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+
+    def moving() -> bool:
+        for i in range(50):
+            producer.produce(TOPIC, b'{"burst": %d}' % i, partition=0)
+        producer.flush(30)
+        rates = browser.find_elements(By.CSS_SELECTOR, "#throughput tr")
+        row = [r for r in rates if r.text.startswith(TOPIC + " ")]
+        return bool(row) and float(row[0].find_element(By.CSS_SELECTOR, ".rate").text) > 0
+
+    _eventually(moving, "the throughput page to show records/s > 0 for orders", browser)
+    assert browser.find_elements(By.CSS_SELECTOR, "#throughput svg polyline")
+    screenshot("throughput")
+
+    # Connectors & pipelines: the CDC position and the scraped pipeline progress.
+    _nav(browser, "Connectors & pipelines")
+    _no_banner(browser)
+    cdc = _text(browser, "#connectors")
+    assert CDC_TOPIC in cdc and '"lsn": 123456' in cdc
+    pipeline = _text(browser, "table.pipeline")
+    assert "sessions" in pipeline and "4242" in pipeline and "17" in pipeline
+    screenshot("connectors")
+
+    assert len(list(tmp_path.glob("*.png"))) == shot == 9
+
+
+def test_unreachable_cluster_is_a_banner(browser: Any) -> None:
+    dead = f"127.0.0.1:{free_port()}"  # nothing listens there
+    server = ConsoleServer(dead, "127.0.0.1", free_port())
+    server.start()
+    try:
+        for path in ("/topics", "/groups", "/transactions", "/connectors"):
+            browser.get(server.url + path)
+            assert browser.title.startswith("Cluster unreachable"), path
+            assert "cannot reach a broker at " + dead in _text(browser, "#error")
+            assert "Traceback" not in browser.page_source
+    finally:
+        server.stop()
