@@ -71,6 +71,12 @@ def _parse_listen(listen: str) -> tuple[str, int]:
     metavar="HOST:PORT",
     help="Serve Prometheus metrics at http://HOST:PORT/metrics (setting metrics.listen).",
 )
+@click.option(
+    "--console",
+    "console_listen",
+    metavar="HOST:PORT",
+    help="Also serve the web console at http://HOST:PORT/ (docs/console.md).",
+)
 def broker_command(
     data_dir_text: str,
     listen: str,
@@ -78,6 +84,7 @@ def broker_command(
     config_items: tuple[str, ...],
     log_level: str,
     metrics_listen: str | None,
+    console_listen: str | None = None,
 ) -> None:
     """Run a Kafka-protocol broker in the foreground (Ctrl-C or SIGTERM stop it cleanly).
 
@@ -113,6 +120,10 @@ def broker_command(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         broker = Broker(data_dir, config, host=host, port=port)
+        if console_listen is not None:  # docs/console.md: own port, daemon thread and loop
+            from riverbed.console.server import start_for_broker
+
+            start_for_broker(console_listen, config, host, port)
         loop.run_until_complete(broker.serve_until(stop))
     except BrokerStopError as exc:
         logging.getLogger("riverbed.broker.server").error("%s", exc)

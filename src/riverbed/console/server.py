@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import uvicorn
 
@@ -96,3 +97,25 @@ class ConsoleServer:
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout_s)
+
+
+def start_for_broker(listen: str, config: Any, host: str, port: int) -> ConsoleServer:
+    """``riverbed broker --console HOST:PORT``: the console on its own port and thread,
+    talking to this broker as any client would, through its first PLAINTEXT listener
+    (``--listen`` when no ``listeners`` setting; ``0.0.0.0``/empty means 127.0.0.1).
+    :class:`ConfigError` when there is no PLAINTEXT listener or ``listen`` is malformed."""
+    target = (host, port)
+    if config.listeners:
+        plain = [
+            lst
+            for lst in config.listeners
+            if getattr(lst.protocol, "value", lst.protocol) == "PLAINTEXT"
+        ]
+        if not plain:
+            raise ConfigError("--console needs a PLAINTEXT listener to talk to the broker")
+        target = (plain[0].host, plain[0].port)
+    connect_host = "127.0.0.1" if target[0] in ("", "0.0.0.0", "::") else target[0]
+    console_host, console_port = parse_listen(listen, "--console")
+    server = ConsoleServer(f"{connect_host}:{target[1]}", console_host, console_port)
+    server.start()
+    return server

@@ -207,3 +207,37 @@ def test_unreachable_cluster_is_a_banner(browser: Any) -> None:
             assert "Traceback" not in browser.page_source
     finally:
         server.stop()
+
+
+def test_broker_console_flag(browser: Any, tmp_path: Path) -> None:
+    """``riverbed broker --console HOST:PORT`` serves the same pages from the broker."""
+    import socket
+    import subprocess
+
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    from riverbed.testing.broker_process import CLI
+
+    port, console_port = free_port(), free_port()
+    args = [*CLI, "--data-dir", str(tmp_path / "data"), "--listen", f"127.0.0.1:{port}"]
+    args += ["--console", f"127.0.0.1:{console_port}", "--log-level", "WARNING"]
+    with open(tmp_path / "broker.log", "wb") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    try:
+
+        def up(p: int) -> bool:
+            assert proc.poll() is None, (tmp_path / "broker.log").read_text()
+            try:
+                socket.create_connection(("127.0.0.1", p), timeout=0.5).close()
+            except OSError:
+                return False
+            return True
+
+        wait_until(lambda: up(port) and up(console_port), 180, "broker and its console")
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+        admin.create_topics([NewTopic("from-the-broker", 1, 1)])["from-the-broker"].result(60)
+        browser.get(f"http://127.0.0.1:{console_port}/topics")
+        assert "from-the-broker" in _text(browser, "#topics")
+    finally:
+        proc.terminate()
+        assert proc.wait(60) == 0, (tmp_path / "broker.log").read_text()
