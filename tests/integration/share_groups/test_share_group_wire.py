@@ -456,3 +456,43 @@ def share_fetch(
         for p in t.partitions
         for a in p.acquired_records
     ]
+
+
+def test_a_record_held_past_its_lock_comes_back_to_another_member(bootstrap: str) -> None:
+    """A consumer that hangs (connection open, never acknowledging) loses its records
+    when the lock expires (group.share.record.lock.duration.ms: 3 s here, 2 s on the
+    Kafka reference); the next member gets them with delivery count 2."""
+    bs = bootstrap
+    create_topic(bs, "lk", 1)
+    set_group_configs(bs, "lg", share_auto_offset_reset="earliest")
+    produce(bs, "lk", [b"a", b"b"], 1)
+    wire, held = Wire(bs), Wire(bs)
+    try:
+        meta = wire.call(
+            METADATA,
+            12,
+            MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name="lk")],
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+        topic_id = meta.topics[0].topic_id
+        find_coordinator(wire, "lg")
+        a, a_epoch = assigned_member(wire, "lg", "lk")
+        b, _ = assigned_member(wire, "lg", "lk")
+        assert share_fetch(held, "lg", a, topic_id, 0, 5000) == [(0, 1, 1)]
+        acquired_at = time.monotonic()
+        assert share_fetch(wire, "lg", b, topic_id, 0, 0) == []  # locked to A
+        got: list[tuple[int, int, int]] = []
+        session = 1
+        while not got:
+            assert time.monotonic() < acquired_at + 30, "the lock never expired"
+            got = share_fetch(wire, "lg", b, topic_id, session, 500)
+            session += 1
+            assert heartbeat(wire, "lg", a, a_epoch, None).error_code == E.NONE  # A lives
+        assert got == [(0, 1, 2)]
+        assert time.monotonic() - acquired_at >= 1.5  # not before the lock (2-3 s)
+    finally:
+        held.close()
+        wire.close()
