@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -47,6 +48,13 @@ class Seeded:
     lag: int
 
 
+def _conf(bootstrap: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Client settings with librdkafka's log lines routed to a silent Python logger."""
+    from riverbed.cli.kafka_admin import client_config
+
+    return {**client_config(bootstrap), **(extra or {})}
+
+
 def order(i: int) -> dict[str, Any]:
     """Order ``i`` as produced (key ``order-<i>``, a JSON value)."""
     return {"order_id": i, "customer": f"c{i % 7}", "amount": round(9.5 * i, 2), "items": [i]}
@@ -59,13 +67,13 @@ def seed(bootstrap: str) -> tuple[Seeded, Any]:
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(_conf(bootstrap))
     futures = admin.create_topics(
         [NewTopic(TOPIC, 2, 1), NewTopic(CDC_TOPIC, 1, 1, config={"cleanup.policy": "compact"})]
     )
     for fut in futures.values():
         fut.result(timeout=60)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    producer = Producer(_conf(bootstrap, {"linger.ms": 5}))
     for i in range(ORDERS):
         producer.produce(
             TOPIC, json.dumps(order(i)).encode(), f"order-{i}".encode(), partition=i % 2
@@ -77,10 +85,10 @@ def seed(bootstrap: str) -> tuple[Seeded, Any]:
     )
     if producer.flush(60) != 0:
         raise RuntimeError("seeding: records not delivered within 60s")
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
+    consumer = Consumer(_conf(bootstrap, {"group.id": GROUP}))
     consumer.commit(offsets=[TopicPartition(TOPIC, 0, CONSUMED)], asynchronous=False)
     consumer.close()
-    txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": TRANSACTIONAL_ID})
+    txn = Producer(_conf(bootstrap, {"transactional.id": TRANSACTIONAL_ID}))
     txn.init_transactions(60)
     txn.begin_transaction()
     txn.produce(TOPIC, b'{"order_id": -1}', b"pending", partition=1)
@@ -88,7 +96,7 @@ def seed(bootstrap: str) -> tuple[Seeded, Any]:
     ends = {}
     for p in (0, 1):
         _low, high = Consumer(
-            {"bootstrap.servers": bootstrap, "group.id": "riverbed-seed-probe"}
+            _conf(bootstrap, {"group.id": "riverbed-seed-probe"})
         ).get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)
         ends[p] = high
     return Seeded(ends, ends[0] - CONSUMED), txn
@@ -152,19 +160,41 @@ def seeded_console(
         broker.close()
 
 
+def _traffic(bootstrap: str, stop: threading.Event) -> None:
+    """Produce a growing trickle of orders until ``stop`` so the throughput chart moves."""
+    from confluent_kafka import Producer
+
+    producer = Producer(_conf(bootstrap, {"linger.ms": 5}))
+    step = 0
+    while not stop.is_set():
+        step = min(step + 1, 20)
+        for i in range(10 * step):
+            producer.produce(TOPIC, json.dumps(order(1000 + i)).encode(), partition=i % 2)
+        producer.flush(30)
+        time.sleep(0.5)  # pacing the trickle, not waiting on a condition
+    producer.flush(30)
+
+
 def capture(out_dir: Path) -> list[Path]:
     """Screenshot every page of :data:`PAGES` into ``out_dir``; returns the files."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, seeded_console(Path(tmp)) as (console, _):
         driver = chrome()
         try:
-            time.sleep(4)  # let the throughput sampler collect a few points for its chart
+            stop = threading.Event()
+            producing = threading.Thread(target=_traffic, args=(console.bootstrap, stop))
+            producing.start()
+            time.sleep(6)  # a few sampler points for the throughput chart (not a test wait)
             files = []
-            for name, path in PAGES:
-                driver.get(console.url + path)
-                target = out_dir / f"{name}.png"
-                driver.save_screenshot(str(target))
-                files.append(target)
+            try:
+                for name, path in PAGES:
+                    driver.get(console.url + path)
+                    target = out_dir / f"{name}.png"
+                    driver.save_screenshot(str(target))
+                    files.append(target)
+            finally:
+                stop.set()
+                producing.join(60)
             return files
         finally:
             driver.quit()
