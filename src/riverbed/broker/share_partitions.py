@@ -6,12 +6,13 @@ per ``(share group, topic, partition)`` a member ever fetched, on the broker's e
 * **Creation.**  A share partition is created at its first ShareFetch, starting where
   ``share.auto.offset.reset`` says (``latest`` by default: the high watermark; per group
   through :meth:`SharePartitions.set_group_config`), and its first snapshot is written.
-* **The topic.**  ``__share_group_state`` (compacted,
-  ``share.coordinator.state.topic.num.partitions`` partitions, default 50) is created on
-  first use, off the loop, as Kafka's share coordinator creates it; a share partition's
-  records go to partition :func:`~riverbed.coordinator.partitioning.partition_for` of
-  ``"group:topic id:partition"`` (Kafka's share coordinator key), in Kafka's formats
-  (:mod:`riverbed.share.share_state_records`), one v2 batch per partition per call.
+* **The topic.**  ``__share_group_state`` (``cleanup.policy=delete``, no time retention:
+  :data:`SHARE_STATE_TOPIC_CONFIGS`; ``share.coordinator.state.topic.num.partitions``
+  partitions, default 50) is created on first use, off the loop, as Kafka's share
+  coordinator creates it; a share partition's records go to the partition Kafka would
+  use (:func:`~riverbed.share.share_state_records.state_partition_for`), in Kafka's
+  formats (:mod:`riverbed.share.share_state_records`), one v2 batch per partition per
+  call.
 * **Persistence before answers.**  Every change's records are appended in the order the
   share partition returned them; :meth:`SharePartitions.persist` returns the fsyncs
   covering them (durable flush policy, Riverbed's default), which ShareAcknowledge and a
@@ -41,7 +42,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol, cast
 
-from riverbed.coordinator.partitioning import partition_for
 from riverbed.coordinator.share_config import ShareGroupConfig
 from riverbed.errors import CorruptSegmentError, RiverbedError
 from riverbed.protocol.error_codes import ErrorCode
@@ -59,7 +59,11 @@ from riverbed.share.share_partition import (
     initial_start_offset,
 )
 from riverbed.share.share_state_log import ShareStateReplay
-from riverbed.share.share_state_records import ShareStateRecord, ShareStateTombstone
+from riverbed.share.share_state_records import (
+    ShareStateRecord,
+    ShareStateTombstone,
+    state_partition_for,
+)
 
 if TYPE_CHECKING:
     from riverbed.broker.config import BrokerConfig
@@ -71,7 +75,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SHARE_STATE_TOPIC_NAME = "__share_group_state"
-SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1"}
+"""Never compacted (all ShareUpdates of a share partition share one key: compaction would
+keep only the last) and never expired by time, as Kafka creates it; the redundant prefix
+(below every share partition's latest snapshot) is what may be deleted."""
 NUM_PARTITIONS_KEY = "share.coordinator.state.topic.num.partitions"
 DEFAULT_NUM_PARTITIONS = 50
 REPLAY_READ_BYTES = 1 << 20
@@ -450,7 +457,7 @@ class SharePartitions:
         by_partition: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
         for record in records:
             k = record.key
-            p = partition_for(f"{k.group_id}:{k.topic_id}:{k.partition}", self.num_partitions)
+            p = state_partition_for(k, self.num_partitions)
             value = record.value_bytes() if isinstance(record, ShareStateRecord) else None
             by_partition.setdefault(p, []).append((record.key_bytes(), value))
         flushes: list[concurrent.futures.Future[None]] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import AcknowledgeType
+from confluent_kafka.admin import AdminClient, ConfigResource
 from share_helpers import close_all, create_topic, poll, produce, share_consumer, warm_up
 
 from riverbed.testing.broker_process import BrokerProcess
@@ -61,5 +62,11 @@ def test_broker_kill_9_mid_stream_loses_nothing_and_redelivers_nothing_accepted(
         assert not again, f"ACCEPTed records delivered again: {sorted(again)[:10]}"
         assert delivered == want
         assert "restored" in share_broker.tail(200), "the restart replayed no share state"
+        # never compacted: every ShareUpdate of a share partition has the same key
+        admin = AdminClient({"bootstrap.servers": bs})
+        resource = ConfigResource(ConfigResource.Type.TOPIC, "__share_group_state")
+        configs = admin.describe_configs([resource])[resource].result(timeout=30)
+        assert configs["cleanup.policy"].value == "delete"
+        assert configs["retention.ms"].value == "-1"
     finally:
         close_all([consumer])
