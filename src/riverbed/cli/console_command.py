@@ -45,10 +45,11 @@ def console_command(
 ) -> None:
     """Serve the web console: topics, messages, groups, transactions, throughput, CDC and
     pipelines, for any Kafka cluster."""
-    from riverbed.console.server import parse_listen, serve
+    from riverbed.console.server import bind, parse_listen, serve
 
     if sample_interval <= 0:
         raise ConfigError("--sample-interval must be positive")
     host, port = parse_listen(listen)
+    sock = bind(host, port)
     click.echo(f"riverbed console: http://{host}:{port}/ (cluster {bootstrap})", err=True)
-    serve(bootstrap, host, port, pipeline_urls, sample_interval)
+    serve(bootstrap, host, port, pipeline_urls, sample_interval, sock=sock)

@@ -11,10 +11,12 @@ thread dies with it; nothing is persisted.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import uvicorn
@@ -33,6 +35,23 @@ def parse_listen(text: str, option: str = "--listen") -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def bind(host: str, port: int, option: str = "--listen") -> socket.socket:
+    """A listening-ready TCP socket bound to ``host:port`` (``SO_REUSEADDR``), handed to
+    uvicorn; :class:`ConfigError` (one line) when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"{option} {host}:{port}: cannot listen there ({exc.strerror or exc})"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
 def _config(
     bootstrap: str, host: str, port: int, pipeline_urls: Sequence[str], sample_interval_s: float
 ) -> uvicorn.Config:
@@ -42,18 +61,38 @@ def _config(
     )
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, but a SIGINT/SIGTERM that stopped it is not re-raised afterwards
+    (uvicorn re-raises it so the process dies by the signal): ``riverbed console`` exits 0
+    after a clean stop, like ``riverbed broker``."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                captured = getattr(self, "_captured_signals", None)
+                if isinstance(captured, list):
+                    captured.clear()
+
+
 def serve(
     bootstrap: str,
     host: str,
     port: int,
     pipeline_urls: Sequence[str] = (),
     sample_interval_s: float = 2.0,
+    sock: socket.socket | None = None,
 ) -> None:
-    """Serve the console in the foreground until SIGINT/SIGTERM (uvicorn's handlers)."""
-    server = uvicorn.Server(_config(bootstrap, host, port, pipeline_urls, sample_interval_s))
-    server.run()
-    if not server.started:
-        raise ConfigError(f"the console could not listen on {host}:{port} (in use?)")
+    """Serve the console in the foreground until SIGINT/SIGTERM (uvicorn's handlers), on
+    ``sock`` when given (from :func:`bind`), else on a socket bound to ``host:port``."""
+    sock = sock or bind(host, port)
+    server = _Server(_config(bootstrap, host, port, pipeline_urls, sample_interval_s))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 class ConsoleServer:
@@ -67,14 +106,20 @@ class ConsoleServer:
         port: int,
         pipeline_urls: Sequence[str] = (),
         sample_interval_s: float = 2.0,
+        option: str = "--listen",
     ) -> None:
-        self.bootstrap, self.host, self.port = bootstrap, host, port
+        self.bootstrap, self.host = bootstrap, host
+        self._option = option
+        self._sock: socket.socket | None = None
+        self.port = port
         self._server = uvicorn.Server(
             _config(bootstrap, host, port, pipeline_urls, sample_interval_s)
         )
-        self._thread = threading.Thread(
-            target=self._server.run, name="riverbed-console", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name="riverbed-console", daemon=True)
+
+    def _run(self) -> None:
+        assert self._sock is not None
+        self._server.run(sockets=[self._sock])
 
     @property
     def url(self) -> str:
@@ -82,13 +127,12 @@ class ConsoleServer:
 
     def start(self, timeout_s: float = 30.0) -> None:
         """Start serving; return once listening.  :class:`ConfigError` if it cannot bind."""
+        self._sock = bind(self.host, self.port, self._option)
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise ConfigError(
-                    f"the console could not listen on {self.host}:{self.port} (in use?)"
-                )
+                raise ConfigError(f"the console at {self.url} did not start")
             time.sleep(0.02)  # polling for the bind; the condition is what we wait on
         log.info("console at %s", self.url)
 
@@ -97,6 +141,8 @@ class ConsoleServer:
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(timeout_s)
+        if self._sock is not None:
+            self._sock.close()
 
 
 def start_for_broker(listen: str, config: Any, host: str, port: int) -> ConsoleServer:
@@ -116,6 +162,8 @@ def start_for_broker(listen: str, config: Any, host: str, port: int) -> ConsoleS
         target = (plain[0].host, plain[0].port)
     connect_host = "127.0.0.1" if target[0] in ("", "0.0.0.0", "::") else target[0]
     console_host, console_port = parse_listen(listen, "--console")
-    server = ConsoleServer(f"{connect_host}:{target[1]}", console_host, console_port)
+    server = ConsoleServer(
+        f"{connect_host}:{target[1]}", console_host, console_port, option="--console"
+    )
     server.start()
     return server

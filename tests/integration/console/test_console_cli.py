@@ -1,0 +1,111 @@
+"""``riverbed console`` as a user runs it: one-line errors, and plain HTTP against a cluster
+that is not there (an error banner, never a traceback).  No browser: see
+test_console_browser.py for the pages themselves."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from riverbed.testing.broker_process import free_port, wait_until
+
+CLI = [sys.executable, "-c", "from riverbed.cli.main import main; main()"]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_bad_listen_is_one_line() -> None:
+    done = _run("console", "--listen", "nowhere")
+    assert done.returncode == 2
+    assert done.stderr == "riverbed: error: --listen expects HOST:PORT, got 'nowhere'\n"
+
+
+def test_port_in_use_is_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _run("console", "--listen", f"127.0.0.1:{port}")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "cannot listen there" in lines[0], done.stderr
+
+
+@pytest.fixture(scope="module")
+def dead_console() -> Iterator[str]:
+    """``riverbed console`` for a bootstrap server where nothing listens."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "console",
+            "--bootstrap-server",
+            f"127.0.0.1:{free_port()}",
+            "--listen",
+            f"127.0.0.1:{port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            return httpx.get(url + "/healthz", timeout=2).text == "ok"
+        except httpx.HTTPError:
+            return False
+
+    wait_until(up, 120, "riverbed console to answer /healthz")
+    yield url
+    os.kill(proc.pid, signal.SIGTERM)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/topics",
+        "/topics/t",
+        "/topics/t/messages",
+        "/groups",
+        "/share-groups",
+        "/transactions",
+        "/connectors",
+    ],
+)
+def test_unreachable_cluster_is_a_banner(dead_console: str, path: str) -> None:
+    response = httpx.get(dead_console + path, timeout=60)
+    assert response.status_code == 503
+    assert '<div class="banner" id="error">cannot reach a broker at ' in response.text
+    assert "Traceback" not in response.text
+
+
+def test_bad_input_is_one_line_before_any_cluster_call(dead_console: str) -> None:
+    response = httpx.get(dead_console + "/topics/t/messages?offset=ten", timeout=60)
+    assert response.status_code == 400
+    assert "offset must be a whole number, got &#39;ten&#39;" in response.text
+    response = httpx.get(dead_console + "/topics/t/messages?limit=0", timeout=60)
+    assert response.status_code == 400 and "limit must be between 1 and 200" in response.text
+    response = httpx.get(dead_console + "/topics/t/messages?offset=1&timestamp=2", timeout=60)
+    assert response.status_code == 400 and "not both" in response.text
+
+
+def test_throughput_page_answers_without_a_cluster(dead_console: str) -> None:
+    response = httpx.get(dead_console + "/throughput", timeout=60)
+    assert response.status_code == 200
+    assert "cannot reach a broker" in response.text  # the sampler's last error, as a banner
+    fragment = httpx.get(dead_console + "/throughput?fragment=1", timeout=60)
+    assert fragment.text.startswith('<table id="throughput">')
