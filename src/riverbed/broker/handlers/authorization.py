@@ -43,8 +43,13 @@ DescribeCluster            cluster DESCRIBE;  SCRAM credentials: cluster
 =========================  ==========================================================
 
 The ACL APIs check their own (CreateAcls/DeleteAcls cluster ALTER, DescribeAcls cluster
-DESCRIBE).  Topic ids an older table does not know pass through (the route answers
-UNKNOWN_TOPIC_ID).  Event-loop only, like the routes.
+DESCRIBE).  Authorized-operations bitfields a client asks for (Metadata topics and v8-10
+cluster, DescribeCluster, DescribeGroups, ConsumerGroupDescribe) are the principal's: each
+operation Kafka supports on the resource, asked of the authorizer
+(:mod:`~riverbed.broker.handlers.authorized_operations`); a cluster the principal may not
+DESCRIBE answers 0 in Metadata, as Kafka; denied topics and groups keep -2^31.  Topic ids
+an older table does not know pass through (the route answers UNKNOWN_TOPIC_ID).
+Event-loop only, like the routes.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from typing import Any, Protocol
 
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.authorized_operations import authorized_operations
 from riverbed.broker.handlers.deps import TopicNames
 from riverbed.broker.security.authorizer import (
     CLUSTER_NAME,
@@ -167,6 +173,10 @@ class Check:
 
     def create(self, name: str) -> bool:
         return self.cluster(Op.CREATE) or self.topic(Op.CREATE, name)
+
+    def operations(self, rtype: ResourceType, name: str) -> int:
+        """The authorized-operations bitfield of one resource for this principal."""
+        return authorized_operations(rtype, lambda op: self(op, rtype, name))
 
 
 Gate = Callable[[Check, Any, Route], Any]
@@ -318,7 +328,7 @@ def _metadata(c: Check, request: Any, route: Route) -> Any:
 
         def visible(response: Any) -> Any:
             response.topics = [t for t in response.topics if c.topic(Op.DESCRIBE, t.name)]
-            return response
+            return _metadata_operations(c, request, response)
 
         return _then(route(c.ctx, request), visible)
     auto_create = request.allow_auto_topic_creation and c.deps.config.auto_create_topics_enable
@@ -339,6 +349,7 @@ def _metadata(c: Check, request: Any, route: Route) -> Any:
 
     def merge(response: Any) -> Any:
         response.topics = [t for t in response.topics if t.name in allowed or t.name is None]
+        _metadata_operations(c, request, response)
         response.topics.extend(
             MetadataResponse.MetadataResponseTopic(
                 error_code=TOPIC_DENIED, name=name, is_internal=False, partitions=[]
@@ -351,6 +362,42 @@ def _metadata(c: Check, request: Any, route: Route) -> Any:
     if not request.topics and c.ctx.api_version == 0:
         return merge(MetadataResponse(brokers=[], topics=[], cluster_id=None, controller_id=-1))
     return _then(route(c.ctx, request), merge)
+
+
+def _metadata_operations(c: Check, request: Any, response: Any) -> Any:
+    """The principal's authorized operations on the topics described (before the denied
+    ones are added) and, Metadata v8-10, on the cluster (0 without cluster DESCRIBE)."""
+    if request.include_topic_authorized_operations:
+        for topic in response.topics:
+            if topic.name is not None:
+                topic.topic_authorized_operations = c.operations(ResourceType.TOPIC, topic.name)
+    if request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = (
+            c.operations(ResourceType.CLUSTER, CLUSTER_NAME) if c.cluster(Op.DESCRIBE) else 0
+        )
+    return response
+
+
+def _group_operations(c: Check, asked: bool, attr: str) -> Callable[[Any], Any]:
+    """Finish: the principal's operations on each group described without error."""
+
+    def finish(response: Any) -> Any:
+        if asked and response is not None:
+            for group in getattr(response, attr):
+                if group.error_code == ErrorCode.NONE:
+                    group.authorized_operations = c.operations(ResourceType.GROUP, group.group_id)
+        return response
+
+    return finish
+
+
+def _chain(*finishes: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def finish(response: Any) -> Any:
+        for f in finishes:
+            response = f(response)
+        return response
+
+    return finish
 
 
 # -- topic administration ---------------------------------------------------------------
@@ -580,7 +627,8 @@ def _describe_groups(c: Check, request: Any, route: Route) -> Any:
         )
         for g in denied
     ]
-    return _then(route(c.ctx, request), _extend("groups", extra))
+    operations = _group_operations(c, request.include_authorized_operations, "groups")
+    return _then(route(c.ctx, request), _chain(operations, _extend("groups", extra)))
 
 
 def _list_groups(c: Check, request: Any, route: Route) -> Any:
@@ -801,7 +849,8 @@ def _consumer_group_describe(c: Check, request: Any, route: Route) -> Any:
         )
         for g in denied
     ]
-    return _then(route(c.ctx, request), _extend("groups", extra))
+    operations = _group_operations(c, request.include_authorized_operations, "groups")
+    return _then(route(c.ctx, request), _chain(operations, _extend("groups", extra)))
 
 
 def _describe_client_quotas(c: Check, request: Any, route: Route) -> Any:
@@ -834,7 +883,16 @@ def _alter_client_quotas(c: Check, request: Any, route: Route) -> Any:
 
 def _describe_cluster(c: Check, request: Any, route: Route) -> Any:
     if c.cluster(Op.DESCRIBE):
-        return route(c.ctx, request)
+        if not request.include_cluster_authorized_operations:
+            return route(c.ctx, request)
+
+        def operations(response: Any) -> Any:
+            response.cluster_authorized_operations = c.operations(
+                ResourceType.CLUSTER, CLUSTER_NAME
+            )
+            return response
+
+        return _then(route(c.ctx, request), operations)
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=CLUSTER_DENIED,

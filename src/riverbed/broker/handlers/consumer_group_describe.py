@@ -1,22 +1,27 @@
 """ConsumerGroupDescribe (key 69): KIP-848 groups with members' current and target
 assignments (topics by id and name).  A classic or unknown group answers
-GROUP_ID_NOT_FOUND (the coordinator's answer).  Authorized operations are omitted."""
+GROUP_ID_NOT_FOUND (the coordinator's answer).  Authorized operations, when asked for, for
+each group answered without error: every operation Kafka supports on a group, as Kafka
+answers without an authorizer (the authorization gate narrows them to the principal's)."""
 
 from __future__ import annotations
 
 import uuid
 
 from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.authorized_operations import OMITTED, all_operations
 from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import query
+from riverbed.broker.security.authorizer import ResourceType
 from riverbed.coordinator import ConsumerGroupDescription, TopicPartitions
+from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
 
 API_KEY = 69
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+AUTHORIZED_OPERATIONS_OMITTED = OMITTED
 ZERO_UUID = uuid.UUID(int=0)
 
 Resp = ConsumerGroupDescribeResponse
@@ -27,6 +32,7 @@ def handle(
 ) -> ConsumerGroupDescribeResponse:
     coordinator = deps.groups.coordinator
     group_ids = list(request.group_ids)
+    ops = all_operations(ResourceType.GROUP) if request.include_authorized_operations else OMITTED
 
     def assignment(parts: TopicPartitions) -> Resp.Assignment:
         out = []
@@ -68,7 +74,7 @@ def handle(
                         )
                         for m in g.members
                     ],
-                    authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                    authorized_operations=ops if g.error_code == ErrorCode.NONE else OMITTED,
                 )
                 for g in groups
             ],

@@ -2,19 +2,24 @@
 
 Unknown groups answer state "Dead" with no error (Kafka's behaviour); KIP-848 groups
 answer their state and protocol type "consumer" only (clients use ConsumerGroupDescribe
-for their members).  Authorized operations are not computed (-2^31, "omitted").
+for their members).  Authorized operations (v3+), when asked for, for each group answered
+without error: every operation Kafka supports on a group, as Kafka answers without an
+authorizer (the authorization gate narrows them to the principal's when there is one).
 """
 
 from __future__ import annotations
 
 from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.authorized_operations import OMITTED, all_operations
 from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import query
+from riverbed.broker.security.authorizer import ResourceType
 from riverbed.coordinator import DescribedGroup
+from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import DescribeGroupsRequest, DescribeGroupsResponse
 
 API_KEY = 15
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+AUTHORIZED_OPERATIONS_OMITTED = OMITTED
 
 Resp = DescribeGroupsResponse
 
@@ -24,15 +29,16 @@ def handle(
 ) -> DescribeGroupsResponse:
     coordinator = deps.groups.coordinator
     groups = list(request.groups)
+    ops = all_operations(ResourceType.GROUP) if request.include_authorized_operations else OMITTED
     return query(
         deps.groups,
         lambda: coordinator.describe_groups(groups),
-        _encode,
-        lambda code: _encode([DescribedGroup(g, code) for g in groups]),
+        lambda described: _encode(described, ops),
+        lambda code: _encode([DescribedGroup(g, code) for g in groups], ops),
     )
 
 
-def _encode(groups: list[DescribedGroup]) -> DescribeGroupsResponse:
+def _encode(groups: list[DescribedGroup], ops: int) -> DescribeGroupsResponse:
     return DescribeGroupsResponse(
         throttle_time_ms=0,
         groups=[
@@ -54,7 +60,7 @@ def _encode(groups: list[DescribedGroup]) -> DescribeGroupsResponse:
                     )
                     for m in g.members
                 ],
-                authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                authorized_operations=ops if g.error_code == ErrorCode.NONE else OMITTED,
             )
             for g in groups
         ],

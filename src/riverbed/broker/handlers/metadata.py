@@ -9,6 +9,10 @@ partition's leader, replica and ISR is this node (leader epoch 0).  Auto-creatio
 on the topic manager's worker thread (a :class:`Barrier`); the answer comes once the
 topics exist, as before.  ``is_internal`` is true for Kafka's internal topics
 (:data:`~riverbed.broker.topics.INTERNAL_TOPICS`), not for any ``__`` name.
+Authorized operations (v8+), when asked for: every operation Kafka supports on a topic
+(and, v8-10, on the cluster), as Kafka answers without an authorizer; with one, the
+authorization gate narrows them to the principal's
+(:mod:`~riverbed.broker.handlers.authorized_operations`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import uuid
 
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
+from riverbed.broker.handlers.authorized_operations import OMITTED, all_operations
 from riverbed.broker.handlers.deps import MetadataDeps
+from riverbed.broker.security.authorizer import ResourceType
 from riverbed.broker.topics import Topic, is_internal_topic, validate_topic_name
 from riverbed.errors import (
     ProtocolError,
@@ -36,10 +42,39 @@ API_KEY = 3
 AUTO_CREATE_FLAG_VERSION = 4
 TOPIC_ID_LOOKUP_VERSION = 12  # Metadata looks topics up by id from v12 on
 ZERO_UUID = uuid.UUID(int=0)
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+AUTHORIZED_OPERATIONS_OMITTED = OMITTED
 
 
 def handle(
+    deps: MetadataDeps, ctx: RequestContext, request: MetadataRequest
+) -> MetadataResponse | Barrier:
+    answer = _handle(deps, ctx, request)
+    if not (
+        request.include_topic_authorized_operations or request.include_cluster_authorized_operations
+    ):
+        return answer
+    if isinstance(answer, Barrier):
+        return Barrier(_operations_later(answer, request))
+    return with_all_operations(answer, request)
+
+
+def with_all_operations(response: MetadataResponse, request: MetadataRequest) -> MetadataResponse:
+    """``response`` with the authorized operations a broker without an authorizer answers."""
+    if request.include_cluster_authorized_operations:  # v8-10 only
+        response.cluster_authorized_operations = all_operations(ResourceType.CLUSTER)
+    if request.include_topic_authorized_operations:
+        for topic in response.topics:
+            if topic.name is not None:
+                topic.topic_authorized_operations = all_operations(ResourceType.TOPIC)
+    return response
+
+
+async def _operations_later(answer: Barrier, request: MetadataRequest) -> MetadataResponse:
+    response: MetadataResponse = await answer.awaitable
+    return with_all_operations(response, request)
+
+
+def _handle(
     deps: MetadataDeps, ctx: RequestContext, request: MetadataRequest
 ) -> MetadataResponse | Barrier:
     version = ctx.api_version
