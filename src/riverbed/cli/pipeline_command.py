@@ -16,8 +16,9 @@ runner (the contract of issues 12 and 13; the examples are in
    store provider (``transformWithStateInPandas`` needs it; every example's state lives in
    RocksDB, a checkpoint must keep one provider for life);
 5. calls the example's ``start`` and waits: with ``--available-now`` until every query
-   has terminated, otherwise until SIGTERM or SIGINT, then lets a micro-batch in flight
-   finish (up to :data:`GRACE_S`), stops the queries and exits 0.
+   has terminated, otherwise until SIGTERM or SIGINT (in either mode a signal lets a
+   micro-batch in flight finish, up to :data:`GRACE_S`, then stops the queries), and
+   exits 0.
 
 A query that fails ends the run with exit 1 and the first line of Spark's error.  The
 checkpoint directory holds one sub-directory per query (Spark's offset and commit logs and
@@ -141,18 +142,9 @@ def _stop_gracefully(queries: list[StreamingQuery]) -> None:
         query.stop()
 
 
-def _wait_available_now(queries: list[StreamingQuery]) -> None:
-    for query in queries:
-        try:
-            query.awaitTermination()
-        except Exception as exc:
-            raise PipelineFailedError(
-                f"query {query.name or query.id} failed: {_first_line(exc)}"
-            ) from None
-    _check_failed(queries)
-
-
-def _wait_for_signal(queries: list[StreamingQuery]) -> None:
+def wait_for_queries(queries: list[StreamingQuery]) -> None:
+    """Return when every query has terminated (``availableNow``) or, after SIGTERM or
+    SIGINT, once they are stopped gracefully; raise PipelineFailedError if one failed."""
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -163,6 +155,7 @@ def _wait_for_signal(queries: list[StreamingQuery]) -> None:
         while not stop.wait(POLL_S):
             _check_failed(queries)
             if not any(query.isActive for query in queries):
+                _check_failed(queries)
                 return
         _stop_gracefully(queries)
     finally:
@@ -185,10 +178,7 @@ def run_example(module: ModuleType, options: ExampleOptions, name: str) -> None:
             f"pipeline {name}: {len(queries)} queries running, checkpoint {options.checkpoint}",
             err=True,
         )
-        if options.available_now:
-            _wait_available_now(queries)
-        else:
-            _wait_for_signal(queries)
+        wait_for_queries(queries)
     finally:
         for query in spark.streams.active:
             query.stop()
