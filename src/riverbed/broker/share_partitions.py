@@ -23,6 +23,11 @@ per ``(share group, topic, partition)`` a member ever fetched, on the broker's e
   its log start and replayed (:class:`~riverbed.share.share_state_log.ShareStateReplay`);
   each share partition is restored (locks are not persisted: what was acquired is
   available again) and its group re-created empty in the membership coordinator.
+* **Pruning.**  The redundant prefix of each state partition is deleted as it grows
+  (:mod:`riverbed.broker.share_state_pruning`); share partitions that stopped changing
+  are re-snapshotted every ``share.coordinator.cold.partition.snapshot.interval.ms``, and
+  every ``share.coordinator.snapshot.update.records.per.snapshot`` changes (500) a
+  change is written as a snapshot.
 * **Lock expiry.**  One ``loop.call_later`` at the earliest lock deadline of any share
   partition; expired locks are released, persisted, and waiting share fetches of that
   partition are woken through the purgatory.
@@ -42,6 +47,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol, cast
 
+from riverbed.broker.share_state_pruning import (
+    COLD_SNAPSHOT_INTERVAL_MS,
+    COLD_SNAPSHOT_KEY,
+    StatePruner,
+)
 from riverbed.coordinator.share_config import ShareGroupConfig
 from riverbed.errors import CorruptSegmentError, RiverbedError
 from riverbed.protocol.error_codes import ErrorCode
@@ -80,6 +90,7 @@ SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1"}
 keep only the last) and never expired by time, as Kafka creates it; the redundant prefix
 (below every share partition's latest snapshot) is what may be deleted."""
 NUM_PARTITIONS_KEY = "share.coordinator.state.topic.num.partitions"
+SNAPSHOT_UPDATES_KEY = "share.coordinator.snapshot.update.records.per.snapshot"
 DEFAULT_NUM_PARTITIONS = 50
 REPLAY_READ_BYTES = 1 << 20
 
@@ -162,6 +173,18 @@ class SharePartitions:
         self._timer_deadline_ms: int | None = None
         self._creating: asyncio.Future[None] | None = None
         self._closed = False
+        self.pruner = StatePruner(
+            lambda p: self._host.topics.partition_log(SHARE_STATE_TOPIC_NAME, p)
+        )
+        raw_cold = host.config.source.get(COLD_SNAPSHOT_KEY)
+        self.cold_snapshot_interval_ms = (
+            int(str(raw_cold).strip()) if raw_cold is not None else COLD_SNAPSHOT_INTERVAL_MS
+        )
+        raw_updates = host.config.source.get(SNAPSHOT_UPDATES_KEY)
+        self.snapshot_update_records = (
+            int(str(raw_updates).strip()) if raw_updates is not None else 500
+        )
+        self._cold_timer: asyncio.TimerHandle | None = None
         topic = host.topics.get(SHARE_STATE_TOPIC_NAME)
         self.num_partitions: int | None = None if topic is None else topic.partitions
 
@@ -184,6 +207,7 @@ class SharePartitions:
             ),
             auto_offset_reset=cast(Literal["latest", "earliest"], reset),
             isolation_level=cast(Literal["read_uncommitted", "read_committed"], isolation),
+            snapshot_update_records=self.snapshot_update_records,
         )
 
     def set_group_config(self, group_id: str, configs: Mapping[str, str | None]) -> None:
@@ -267,10 +291,14 @@ class SharePartitions:
         topics = self._host.topics
         logs = [topics.partition_log(SHARE_STATE_TOPIC_NAME, p) for p in range(self.num_partitions)]
         loop = asyncio.get_running_loop()
-        replay = await loop.run_in_executor(None, _replay_logs, logs)
+        replays = await loop.run_in_executor(None, _replay_logs, logs)
         now = self._clock.now_ms()
         groups: set[str] = set()
-        for key, persisted in replay.states().items():
+        states = {}
+        for p, replay in enumerate(replays):
+            self.pruner.replayed(p, replay.snapshot_offsets)
+            states.update(replay.states())  # a share partition lives in one state partition
+        for key, persisted in states.items():
             topic = topics.by_id(key.topic_id)
             if topic is None:
                 continue  # the topic was deleted
@@ -454,16 +482,19 @@ class SharePartitions:
             return ()
         if self.num_partitions is None:
             raise ShareStateUnavailableError(f"{SHARE_STATE_TOPIC_NAME} does not exist yet")
-        by_partition: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
+        by_partition: dict[int, list[ShareStateRecord | ShareStateTombstone]] = {}
         for record in records:
-            k = record.key
-            p = state_partition_for(k, self.num_partitions)
-            value = record.value_bytes() if isinstance(record, ShareStateRecord) else None
-            by_partition.setdefault(p, []).append((record.key_bytes(), value))
+            p = state_partition_for(record.key, self.num_partitions)
+            by_partition.setdefault(p, []).append(record)
         flushes: list[concurrent.futures.Future[None]] = []
-        for p, items in sorted(by_partition.items()):
+        for p, batch in sorted(by_partition.items()):
+            items: list[tuple[bytes | None, bytes | None]] = [
+                (r.key_bytes(), r.value_bytes() if isinstance(r, ShareStateRecord) else None)
+                for r in batch
+            ]
             plog = self._host.topics.partition_log(SHARE_STATE_TOPIC_NAME, p)
             result = plog.append(build_batch(items, clock=self._clock), check_producer=False)
+            self.pruner.appended(p, batch, result.last_offset)
             self._host.purgatory.notify(TopicPartition(SHARE_STATE_TOPIC_NAME, p))
             if plog.durable_acks:
                 flushes.append(plog.flush_future(result.last_offset))
@@ -472,6 +503,8 @@ class SharePartitions:
     def _rearm(self) -> None:
         if self._closed:
             return
+        if self._partitions:
+            self._arm_cold_snapshots()
         deadline = min(
             (
                 d
@@ -505,11 +538,38 @@ class SharePartitions:
             log.exception("share partitions: lock expiry failed")
         self._rearm()
 
+    def _arm_cold_snapshots(self) -> None:
+        if not self._closed and self._cold_timer is None:
+            delay_s = max(self.cold_snapshot_interval_ms, 1_000) / 1000
+            loop = asyncio.get_running_loop()
+            self._cold_timer = loop.call_later(delay_s, self._snapshot_cold)
+
+    def _snapshot_cold(self) -> None:
+        """Re-snapshot share partitions unchanged for the cold interval, so their old
+        snapshots stop holding back the pruning of ``__share_group_state``."""
+        self._cold_timer = None
+        if self._closed:
+            return
+        now = self._clock.now_ms()
+        try:
+            cold = [
+                sp.snapshot(now)
+                for sp in self._partitions.values()
+                if now - sp.last_snapshot_ms >= self.cold_snapshot_interval_ms
+            ]
+            self._append(cold)
+        except Exception:
+            log.exception("share partitions: cold snapshots failed")
+        self._arm_cold_snapshots()
+
     def close(self) -> None:
         self._closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._cold_timer is not None:
+            self._cold_timer.cancel()
+            self._cold_timer = None
 
 
 def _above(
@@ -529,10 +589,13 @@ def _above(
     return out
 
 
-def _replay_logs(logs: list[PartitionLog]) -> ShareStateReplay:
-    """Read every ``__share_group_state`` partition from its start (a worker thread)."""
-    replay = ShareStateReplay()
+def _replay_logs(logs: list[PartitionLog]) -> list[ShareStateReplay]:
+    """Read every ``__share_group_state`` partition from its start (a worker thread):
+    one replay per partition (its snapshot offsets drive the pruning)."""
+    replays = []
     for plog in logs:
+        replay = ShareStateReplay()
+        replays.append(replay)
         offset, end = plog.log_start_offset, plog.log_end_offset
         while offset < end:
             try:
@@ -550,8 +613,8 @@ def _replay_logs(logs: list[PartitionLog]) -> ShareStateReplay:
                     for r in records:
                         if r.offset >= offset and r.key is not None:
                             try:
-                                replay.apply_bytes(r.key, r.value)
+                                replay.apply_bytes(r.key, r.value, r.offset)
                             except RiverbedError as exc:
                                 log.warning("share groups: unreadable state record: %s", exc)
                 offset = next_offset
-    return replay
+    return replays

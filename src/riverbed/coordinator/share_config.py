@@ -57,6 +57,7 @@ _ACCEPTED = frozenset(
         "share.coordinator.state.topic.segment.bytes",
         "share.coordinator.snapshot.update.records.per.snapshot",
         "share.coordinator.append.linger.ms",
+        "share.coordinator.cold.partition.snapshot.interval.ms",
     }
 )
 SHARE_GROUP_KEYS: frozenset[str] = frozenset(_KEYS) | _ACCEPTED
