@@ -39,7 +39,10 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     │   ├── InvalidReplicaAssignmentError  a replica list other than this node alone
     │   ├── TopicPolicyViolationError    refused by a broker rule (internal topic, partition cap)
     │   └── TopicDeletionDisabledError   delete.topic.enable=false
-    └── CdcError                         change data capture: bad source, key, or delivery
+    ├── CdcError                         change data capture: bad source, key, or delivery
+    └── EventSourcingError               riverbed.eventsourcing: a writer cannot go on
+        ├── CommandRejected              a command refused by the aggregate (one line)
+        └── WriterFencedError            a newer writer took over this writer's id
 
 Each class carries the Kafka :class:`~riverbed.protocol.error_codes.ErrorCode` it maps
 to and whether a client may retry.  :func:`error_code_for` is the single mapping from
@@ -237,6 +240,18 @@ class TopicDeletionDisabledError(TopicError):
 class CdcError(RiverbedError):
     """Change data capture cannot go on: the source database is missing or unusable, a
     captured table has no key, or the broker refused or lost a change (message for the user)."""
+
+
+class EventSourcingError(RiverbedError):
+    """:mod:`riverbed.eventsourcing`: a writer or client cannot go on (message for the user)."""
+
+
+class CommandRejected(EventSourcingError):
+    """A command refused against the aggregate's current state or version (one line)."""
+
+
+class WriterFencedError(EventSourcingError):
+    """A newer writer with the same transactional id fenced this one (a zombie)."""
 
 
 def error_code_for(exc: BaseException) -> ErrorCode:
