@@ -104,9 +104,14 @@ class GroupLag:
     kind: str
     partitions: tuple[tuple[str, int, int | None, int | None, int | None], ...] = ()
     members: tuple[str, ...] = ()
+    note: str = ""  # why offsets or lag are missing, for the page
 
     @property
-    def total_lag(self) -> int:
+    def total_lag(self) -> int | None:
+        """Sum of the known lags (as ``riverbed groups lag``); ``None`` when the broker gave
+        none (see ``note``)."""
+        if self.note:
+            return None
         return sum(row[4] or 0 for row in self.partitions)
 
 
@@ -405,10 +410,13 @@ class Cluster:
         from riverbed.queue.admin import ShareAdminUnsupportedError
 
         described = admin.describe_group(group)
+        members = tuple(f"{m.member_id} ({m.client_id}@{m.client_host})" for m in described.members)
         try:
             offsets = admin.describe_offsets(group)
-        except ShareAdminUnsupportedError:
-            offsets = []
+        except ShareAdminUnsupportedError as exc:  # e.g. Riverbed without the API: members only
+            assigned = sorted({tp for m in described.members for tp in m.assignment})
+            rows = tuple((t, p, None, None, None) for t, p in assigned)
+            return GroupLag(group, described.state, "share", rows, members, f"no lag: {exc}")
         return GroupLag(
             group,
             described.state,
@@ -423,7 +431,7 @@ class Cluster:
                 )
                 for o in offsets
             ),
-            tuple(f"{m.member_id} ({m.client_id}@{m.client_host})" for m in described.members),
+            members,
         )
 
     # -- transactions -----------------------------------------------------------------

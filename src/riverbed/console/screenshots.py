@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +30,8 @@ TOPIC = "orders"
 GROUP = "billing"
 TRANSACTIONAL_ID = "order-writer"
 CDC_TOPIC = "shop.cdc-offsets"
+SHARE_TOPIC = "jobs"
+SHARE_GROUP = "dispatch"
 ORDERS = 30
 CONSUMED = 12
 """The group commits offset ``CONSUMED`` on partition 0, so its lag there is the partition's
@@ -60,16 +62,21 @@ def order(i: int) -> dict[str, Any]:
     return {"order_id": i, "customer": f"c{i % 7}", "amount": round(9.5 * i, 2), "items": [i]}
 
 
-def seed(bootstrap: str) -> tuple[Seeded, Any]:
-    """Produce, commit, open a transaction (left Ongoing); returns what was seeded and the
-    transactional producer, which the caller keeps alive (then aborts) so the transaction
-    stays listed."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+def seed(bootstrap: str) -> tuple[Seeded, list[Callable[[], object]]]:
+    """Produce, commit, open a transaction (left Ongoing), join share group
+    :data:`SHARE_GROUP` (a member that received some of :data:`SHARE_TOPIC`); returns what
+    was seeded and the calls that end the transaction and the share member, which the
+    caller makes when done (until then both stay listed)."""
+    from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient(_conf(bootstrap))
     futures = admin.create_topics(
-        [NewTopic(TOPIC, 2, 1), NewTopic(CDC_TOPIC, 1, 1, config={"cleanup.policy": "compact"})]
+        [
+            NewTopic(TOPIC, 2, 1),
+            NewTopic(SHARE_TOPIC, 1, 1),
+            NewTopic(CDC_TOPIC, 1, 1, config={"cleanup.policy": "compact"}),
+        ]
     )
     for fut in futures.values():
         fut.result(timeout=60)
@@ -93,13 +100,26 @@ def seed(bootstrap: str) -> tuple[Seeded, Any]:
     txn.begin_transaction()
     txn.produce(TOPIC, b'{"order_id": -1}', b"pending", partition=1)
     txn.flush(60)
+    share = ShareConsumer(_conf(bootstrap, {"group.id": SHARE_GROUP}))
+    share.subscribe([SHARE_TOPIC])
+    received: list[Any] = []
+    deadline = time.monotonic() + 120
+    while not received:  # it starts at the latest offset: produce until some arrive
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"seeding: share group {SHARE_GROUP} received nothing in 120s")
+        received.extend(share.poll(0.5) or [])
+        if not received:
+            for i in range(10):
+                producer.produce(SHARE_TOPIC, json.dumps({"job": i}).encode())
+            producer.flush(30)
+    share.commit_sync(30)
     ends = {}
     for p in (0, 1):
         _low, high = Consumer(
             _conf(bootstrap, {"group.id": "riverbed-seed-probe"})
         ).get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)
         ends[p] = high
-    return Seeded(ends, ends[0] - CONSUMED), txn
+    return Seeded(ends, ends[0] - CONSUMED), [lambda: txn.abort_transaction(30), share.close]
 
 
 PAGES = (
@@ -139,9 +159,9 @@ def seeded_console(
 
     broker = BrokerProcess(workdir / "data", free_port(), workdir / "broker.log")
     broker.start(timeout_s=180)
-    txn = None
+    closers: list[Callable[[], object]] = []
     try:
-        seeded, txn = seed(broker.bootstrap_servers)
+        seeded, closers = seed(broker.bootstrap_servers)
         console = ConsoleServer(
             broker.bootstrap_servers,
             "127.0.0.1",
@@ -155,8 +175,8 @@ def seeded_console(
         finally:
             console.stop()
     finally:
-        if txn is not None:
-            txn.abort_transaction(30)
+        for close in closers:
+            close()
         broker.close()
 
 

@@ -76,8 +76,9 @@ Limit <input name="limit" value="{{ form.limit }}" style="width:4em">
 GROUPS = """{% extends "base" %}{% block body %}
 {% if not groups %}<p class="note">No {{ kind }} groups.</p>{% endif %}
 {% for g in groups %}<h2 id="group-{{ g.group }}">{% if link %}<a href="{{ link }}{{ g.group|urlencode }}">{{ g.group }}</a>{% else %}{{ g.group }}{% endif %}
-<span class="note">{{ g.state }} · total lag <span class="total-lag">{{ g.total_lag }}</span></span></h2>
+<span class="note">{{ g.state }} · total lag <span class="total-lag">{{ "unknown" if g.total_lag is none else g.total_lag }}</span></span></h2>
 {% if g.members %}<p class="note">Members: {{ g.members|join(", ") }}</p>{% endif %}
+{% if g.note %}<p class="note group-note">{{ g.note }}</p>{% endif %}
 <table class="lag"><tr><th>Topic</th><th>Partition</th><th>{{ offset_label }}</th>
 <th>Log end offset</th><th>Lag</th></tr>
 {% for topic, partition, committed, end, lag in g.partitions %}<tr><td>{{ topic }}</td>
