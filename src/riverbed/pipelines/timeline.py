@@ -99,10 +99,27 @@ def tweet_rows(records: DataFrame) -> DataFrame:
 
 
 def follow_rows(records: DataFrame) -> DataFrame:
-    """follows CDC -> rows keyed by the followee."""
+    """follows CDC -> rows keyed by the followee: an insert per insert/update/read, a
+    removal per delete and per update that changed the pair (a table whose key is not
+    the pair, e.g. a surrogate ``id``)."""
     changes = changes_of(records)
-    image = F.when(F.col("op") == "d", F.col("before")).otherwise(F.col("after"))
-    return _rows(changes, row_text(image, "followee"), "f", image, F.col("op") != "d")
+    before, after = F.col("before"), F.col("after")
+    inserts = _rows(
+        changes.where(F.col("op") != "d"), row_text(after, "followee"), "f", after, True
+    )
+    old_pair = F.concat_ws("/", row_text(before, "follower"), row_text(before, "followee"))
+    new_pair = F.concat_ws("/", row_text(after, "follower"), row_text(after, "followee"))
+    changed = (
+        (F.col("op") == "u") & row_text(before, "followee").isNotNull() & (old_pair != new_pair)
+    )
+    removals = _rows(
+        changes.where((F.col("op") == "d") | changed),
+        row_text(before, "followee"),
+        "f",
+        before,
+        False,
+    )
+    return inserts.unionByName(removals)
 
 
 def _author_json(author: str) -> str:
@@ -141,7 +158,8 @@ def maintain_timelines(
 ) -> Iterator[pd.DataFrame]:
     """The ``applyInPandasWithState`` function: one author's changes of one batch."""
     author = AuthorState.from_json(state.get[0] if state.exists else None)
-    rows = pd.concat(list(frames), ignore_index=True).sort_values(["partition", "offset"])
+    rows = pd.concat(list(frames), ignore_index=True)
+    rows = rows.sort_values(["partition", "offset", "present"], kind="stable")
     tweets: list[TweetChange] = []
     follows: list[FollowChange] = []
     for row in rows.itertuples(index=False):

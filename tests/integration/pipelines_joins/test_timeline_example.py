@@ -62,19 +62,27 @@ def test_known_answers_and_restart(broker: Any, run_example: Any) -> None:
     }
     assert all(v is not None for _, v in first)
 
-    # Restart: delete tweet 11, 101 unfollows 1, tweet 10's text changes, 102's author
-    # posts, 100 unfollows and re-follows 2 in one batch (ends following: no tombstone).
+    # Restart: delete tweet 11, 101 unfollows 1, tweet 10's text changes, 3 posts tweet 30
+    # as 102 moves to 1 (no record for (102, 30): it never existed), 100 unfollows and
+    # re-follows 2 in one batch (ends following: no tombstone).
     publish(
         bs,
         [tweet("d", 11, 1), tweet("u", 10, 1, None, T0 + 1), tweet("c", 30, 3, "d")],
-        [follow("d", 101, 1), follow("d", 100, 2), follow("c", 100, 2)],
+        [
+            follow("d", 101, 1),
+            follow("d", 100, 2),
+            follow("c", 100, 2),
+            # an update of the pair itself (a surrogate-keyed follows table): 102 now
+            # follows 1 instead of 3
+            envelope("u", {"follower": 102, "followee": 3}, {"follower": 102, "followee": 1}, T0),
+        ],
     )
     run_example("timeline", bs)
     both = drain(bs, "timelines")  # in offset order per partition, partitions interleaved
     assert fold_compacted(both) == {
         (100, 10): value(100, 10, 1, None, T0 + 1),
         (100, 20): value(100, 20, 2, "c"),
-        (102, 30): value(102, 30, 3, "d"),
+        (102, 10): value(102, 10, 1, None, T0 + 1),
     }
     tombstones = sorted(k for k, v in both if v is None)
     assert tombstones == sorted(
