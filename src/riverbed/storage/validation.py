@@ -13,7 +13,7 @@ Two rules, both Kafka 4's:
 * **Keys on compacted topics**: data records without a key refuse the request with
   :class:`InvalidRecordError` (INVALID_RECORD) whose ``record_errors`` name each of them
   ``(batch_index, "Compacted topic cannot accept message without key in topic partition
-  <tp>.")``, as Kafka 4 does (Kafka before 2.4 answered CORRUPT_MESSAGE).  Control
+  <tp>")`` (no final period), as Kafka 4 does (Kafka before 2.4 answered CORRUPT_MESSAGE).  Control
   batches are exempt.  This needs the records, so appends to compacted topics decode
   their batches (as Kafka does).
 
@@ -80,7 +80,7 @@ def validate_batches(
 
 def _keyless(records: list[Record], first_index: int, partition_name: str) -> list[tuple[int, str]]:
     message = (
-        f"Compacted topic cannot accept message without key in topic partition {partition_name}."
+        f"Compacted topic cannot accept message without key in topic partition {partition_name}"
     )
     return [(first_index + i, message) for i, record in enumerate(records) if record.key is None]
 
