@@ -115,7 +115,9 @@ def drain(bootstrap: str, topic: str, timeout_s: float = 120) -> list[tuple[byte
                 assert error.code() == KafkaError._PARTITION_EOF, error
                 pending.discard(message.partition())
                 return
-            out[message.partition()].append((message.key(), json.loads(message.value())))
+            raw = message.value()
+            value = None if raw is None else json.loads(raw)  # None: a tombstone
+            out[message.partition()].append((message.key(), value))
 
         wait_until(lambda: not pending, timeout_s, f"drain {topic}", step)
     finally:
