@@ -6,7 +6,8 @@ Pages (all GET; query parameters only, so every view is a shareable URL)::
     /topics                    topics, partition counts, record counts
     /topics/{topic}            partitions (leader, replicas, log start offset, high
                                watermark) and configs
-    /topics/{topic}/messages   browser: ?partition=N&offset=N | &timestamp=MS, &key=K, &limit=N
+    /topics/{topic}/messages   browser: ?partition=N&offset=N | &timestamp=MS|ISO-8601,
+                               &key=K, &limit=N (a Next link pages on)
     /groups, /groups/{group}   consumer groups with lag per partition
     /share-groups              share groups (KIP-932) with start offset and lag per partition
     /transactions[/{id}]       transactional ids, state, partitions
@@ -33,6 +34,7 @@ import functools
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from starlette.applications import Starlette
@@ -129,6 +131,22 @@ def _int(request: Request, name: str, default: int | None = None) -> int | None:
         raise BadInput(f"{name} must be a whole number, got {text!r}") from None
 
 
+def _timestamp(text: str) -> int | None:
+    """Milliseconds since the epoch, or an ISO-8601 datetime (UTC when no offset given)."""
+    text = text.strip()
+    if not text:
+        return None
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise BadInput(
+            f"timestamp must be milliseconds or an ISO-8601 datetime, got {text!r}"
+        ) from None
+    return int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
 def _console(request: Request) -> Console:
     console: Console = request.app.state.console
     return console
@@ -158,7 +176,7 @@ async def messages_page(request: Request) -> Response:
         "limit": request.query_params.get("limit", "") or "20",
     }
     offset = _int(request, "offset")
-    timestamp = _int(request, "timestamp")
+    timestamp = _timestamp(request.query_params.get("timestamp", ""))
     limit = _int(request, "limit", 20)
     assert limit is not None and form["partition"] is not None
     if limit < 1 or limit > MAX_BROWSE:
@@ -175,10 +193,15 @@ async def messages_page(request: Request) -> Response:
         key=form["key"] or None,
         limit=limit,
     )
+    following = None
+    if result.records and not form["key"]:
+        last = result.records[-1].offset
+        following = f"?partition={form['partition']}&offset={last + 1}&limit={limit}"
     return c.page(
         request,
         "messages",
         f"Messages in {name}",
+        following=following,
         form=form,
         partitions=sorted(partitions),
         result=result,

@@ -60,7 +60,7 @@ MESSAGES = """{% extends "base" %}{% block body %}
 Partition <select name="partition">{% for p in partitions %}
 <option value="{{ p }}" {{ "selected" if p == form.partition else "" }}>{{ p }}</option>{% endfor %}</select>
 Offset <input name="offset" value="{{ form.offset }}">
-or timestamp (ms) <input name="timestamp" value="{{ form.timestamp }}">
+or timestamp (ms or ISO-8601) <input name="timestamp" value="{{ form.timestamp }}">
 Key <input name="key" value="{{ form.key }}">
 Limit <input name="limit" value="{{ form.limit }}" style="width:4em">
 <button type="submit" id="go">Show</button></form>
@@ -71,7 +71,7 @@ Limit <input name="limit" value="{{ form.limit }}" style="width:4em">
 <td>{{ r.timestamp_ms|ts }}</td><td>{{ r.key if r.key is not none else "null" }}</td>
 <td>{% if r.value_json %}<pre class="json">{{ r.value_json }}</pre>{% else %}{{ r.value if r.value is not none else "null" }}{% endif %}
 {% for k, v in r.headers %}<div class="note">{{ k }}={{ v }}</div>{% endfor %}</td></tr>{% endfor %}
-</table>{% endif %}{% endblock %}"""
+</table>{% if following %}<p><a id="next" href="{{ following }}">Next</a></p>{% endif %}{% endif %}{% endblock %}"""
 
 GROUPS = """{% extends "base" %}{% block body %}
 {% if not groups %}<p class="note">No {{ kind }} groups.</p>{% endif %}

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support.expected_conditions import staleness_of
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from riverbed.console.screenshots import (
     CDC_TOPIC,
@@ -76,8 +77,18 @@ def _text(driver: Any, css: str) -> str:
     return str(driver.find_element(By.CSS_SELECTOR, css).text)
 
 
+def _click(driver: Any, by: str, value: str) -> None:
+    """Click, then wait for the next page to replace this one (a form submit returns early)."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    driver.find_element(by, value).click()
+    WebDriverWait(driver, 90).until(staleness_of(page))
+    WebDriverWait(driver, 90).until(
+        lambda d: d.execute_script("return document.readyState") == "complete"
+    )
+
+
 def _nav(driver: Any, name: str) -> None:
-    driver.find_element(By.LINK_TEXT, name).click()
+    _click(driver, By.LINK_TEXT, name)
 
 
 def _no_banner(driver: Any) -> None:
@@ -110,7 +121,7 @@ def test_every_page(console: tuple[ConsoleServer, Any, str], browser: Any, tmp_p
     names = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#topics a")]
     assert TOPIC in names and CDC_TOPIC in names
     screenshot("topics")
-    browser.find_element(By.LINK_TEXT, TOPIC).click()
+    _click(browser, By.LINK_TEXT, TOPIC)
     rows = browser.find_elements(By.CSS_SELECTOR, "#partitions tr")[1:]
     shown = {int(r.find_elements(By.TAG_NAME, "td")[0].text): r for r in rows}
     for partition, high in seeded.high_watermarks.items():
@@ -120,10 +131,10 @@ def test_every_page(console: tuple[ConsoleServer, Any, str], browser: Any, tmp_p
     screenshot("topic")
 
     # Message browser: key search finds the JSON value, pretty-printed.
-    browser.find_element(By.ID, "browse").click()
+    _click(browser, By.ID, "browse")
     Select(browser.find_element(By.NAME, "partition")).select_by_value("0")
     browser.find_element(By.NAME, "key").send_keys("order-4")
-    browser.find_element(By.ID, "go").click()
+    _click(browser, By.ID, "go")
     pre = _text(browser, "#messages pre.json")
     assert json.loads(pre)["order_id"] == 4
     assert '\n  "customer": "c4",\n' in pre  # indented, one field per line
@@ -131,10 +142,17 @@ def test_every_page(console: tuple[ConsoleServer, Any, str], browser: Any, tmp_p
     screenshot("messages")
     # ... by offset, and a bad offset is a one-line message, not a traceback.
     browser.get(server.url + f"/topics/{TOPIC}/messages?partition=1&offset=3&limit=2")
-    offsets = [
-        td.text for td in browser.find_elements(By.CSS_SELECTOR, "#messages tr td:nth-child(2)")
-    ]
+    cells = "#messages tr td:nth-child(2)"
+    offsets = [td.text for td in browser.find_elements(By.CSS_SELECTOR, cells)]
     assert offsets == ["3", "4"]
+    _click(browser, By.ID, "next")
+    offsets = [td.text for td in browser.find_elements(By.CSS_SELECTOR, cells)]
+    assert offsets == ["5", "6"]
+    # ... by timestamp: an ISO-8601 datetime before the seeding starts at the log start.
+    browser.get(
+        server.url + f"/topics/{TOPIC}/messages?partition=0&timestamp=2000-01-01T00:00:00&limit=1"
+    )
+    assert [td.text for td in browser.find_elements(By.CSS_SELECTOR, cells)] == ["0"]
     browser.get(server.url + f"/topics/{TOPIC}/messages?partition=0&offset=abc")
     assert _text(browser, "#error") == "offset must be a whole number, got 'abc'"
     browser.get(server.url + "/topics/no-such-topic")
@@ -147,7 +165,7 @@ def test_every_page(console: tuple[ConsoleServer, Any, str], browser: Any, tmp_p
     lag_row = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "table.lag tr td")]
     assert lag_row == [TOPIC, "0", str(CONSUMED), str(seeded.high_watermarks[0]), str(seeded.lag)]
     screenshot("groups")
-    browser.find_element(By.LINK_TEXT, GROUP).click()
+    _click(browser, By.LINK_TEXT, GROUP)
     assert browser.title.startswith(f"Consumer group {GROUP}")
 
     # Share groups: the seeded member, its partition, and its lag where the broker says.
@@ -171,7 +189,7 @@ def test_every_page(console: tuple[ConsoleServer, Any, str], browser: Any, tmp_p
     assert TRANSACTIONAL_ID in _text(browser, "#transactions")
     assert "Ongoing" in _text(browser, "#transactions")
     screenshot("transactions")
-    browser.find_element(By.LINK_TEXT, TRANSACTIONAL_ID).click()
+    _click(browser, By.LINK_TEXT, TRANSACTIONAL_ID)
     assert f"{TOPIC}-1" in _text(browser, "#transaction")
     screenshot("transaction")
 
