@@ -89,6 +89,24 @@ from riverbed.cli.extras import require_extra
     type=int,
     help="Seed of the clickstream generator (same seed, same page views).",
 )
+@click.option(
+    "--bootstrap-server",
+    "bootstrap_servers",
+    metavar="HOST:PORT[,HOST:PORT...]",
+    help="Run on this Kafka cluster instead of an embedded Riverbed broker "
+    "(see docs/scale-out.md).",
+)
+@click.option(
+    "--master",
+    metavar="SPARK_URL",
+    help="Run the pipeline on this Spark master (e.g. spark://host:7077) instead of local[2].",
+)
+@click.option(
+    "--replication-factor",
+    type=click.IntRange(min=1),
+    help="Replication factor of the topics the demo creates on --bootstrap-server "
+    "[default: the cluster's default.replication.factor].",
+)
 def demo_command(
     duration: float,
     data_dir: Path | None,
@@ -100,14 +118,21 @@ def demo_command(
     partitions: int,
     top_rows: int,
     seed: int,
+    bootstrap_servers: str | None,
+    master: str | None,
+    replication_factor: int | None,
 ) -> None:
     """Run a broker, a synthetic clickstream and the page-views-per-user-per-hour pipeline.
 
     Starts an embedded broker, streams page views (some out of order, some late) through
     a Spark Structured Streaming query on local Spark, shows live progress and ends with
     a summary and the per-user-per-hour table.  Ctrl-C stops everything cleanly.
+    With --bootstrap-server and --master it runs the same pipeline on a Kafka cluster and
+    a Spark cluster instead (nothing embedded is started).
     """
     require_extra("spark", "the demo")  # pyspark, pandas, pyarrow: one line, exit 2
+    if replication_factor is not None and bootstrap_servers is None:
+        raise click.UsageError("--replication-factor needs --bootstrap-server")
     from riverbed.demo.logs import log_path, tail
     from riverbed.demo.runner import DemoOptions, run_demo
 
@@ -121,6 +146,9 @@ def demo_command(
         allowed_delay_ms=allowed_delay_s * 1000,
         late_fraction=late_fraction,
         top_rows=top_rows,
+        bootstrap_servers=bootstrap_servers,
+        master=master,
+        replication_factor=replication_factor,
     )
     if data_dir is None:
         data_dir = Path(tempfile.mkdtemp(prefix="riverbed-demo-"))

@@ -4,8 +4,10 @@ Lifecycle (each step undone in reverse order, whatever ends the run)::
 
     stderr -> data_dir/demo.log              Spark, JVM, librdkafka, Python logging
     EmbeddedBroker(data_dir/broker)          127.0.0.1, ephemeral port
+      or --bootstrap-server HOST:PORT        an external Kafka cluster (nothing started)
     topics pageviews / pageviews-per-user-hour / pageviews-late (retention unlimited)
     local[2] SparkSession + pageviews query  processingTime trigger, data_dir/checkpoint
+      or --master spark://HOST:PORT          executors on a Spark cluster
     ClickstreamProducer thread               --rate events/s, event time --speedup x wall time
     progress every second                    until --duration elapses
     drain                                    generator stopped; wait for lag 0 (bounded)
@@ -15,6 +17,17 @@ The data dir is kept (the CLI makes a fresh temporary one when none is given).  
 again on the same data dir *resumes*: the broker reopens its logs, the query restarts from
 its checkpoint, and the clickstream continues after the events already in the topic, so
 the table accumulates both runs.
+
+External engines (``DemoOptions.bootstrap_servers`` / ``master``, see docs/scale-out.md):
+the topics are created with the cluster's default replication factor (or
+``replication_factor``) and the clickstream producer is idempotent with ``acks=all``, so a
+broker dying mid-run costs retries, not page views; the lag probe tolerates a partition
+without a leader for a moment.  With a Spark master, executors run the pipeline's source in
+Python workers started with this interpreter (``spark.pyspark.python``): they must import
+``riverbed`` -- on another machine, the same package installed at the same path.  The
+checkpoint and ``analytics.sqlite`` stay in the data dir on the driver's machine
+(``foreachBatch`` writes the table on the driver); a real cluster needs the checkpoint on
+storage the driver can reach after a restart.
 
 Ctrl-C (KeyboardInterrupt) at any point runs the same teardown -- query stopped, Spark
 stopped, generator joined, broker stopped -- with SIGINT ignored meanwhile, and
@@ -29,14 +42,16 @@ import contextlib
 import json
 import logging
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from riverbed.demo.clickstream import (
     ClickstreamGenerator,
@@ -87,6 +102,9 @@ class DemoOptions:
     trigger_s: float = 2.0
     drain_timeout_s: float = 60.0
     top_rows: int = 12
+    bootstrap_servers: str | None = None  # an external Kafka cluster instead of the embedded one
+    master: str | None = None  # a Spark master URL instead of local[2]
+    replication_factor: int | None = None  # external topics; None: the cluster's default
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +125,16 @@ class _Lag:
         metadata = self._consumer.list_topics(INPUT_TOPIC, timeout=10)
         self._partitions = sorted(metadata.topics[INPUT_TOPIC].partitions)
 
-    def high_watermarks(self) -> int:
-        return sum(
-            self._consumer.get_watermark_offsets(TopicPartition(INPUT_TOPIC, p), timeout=5)[1]
-            for p in self._partitions
-        )
+    def high_watermarks(self) -> int | None:
+        """Sum of the high watermarks; None while a partition has no reachable leader."""
+        try:
+            return sum(
+                self._consumer.get_watermark_offsets(TopicPartition(INPUT_TOPIC, p), timeout=5)[1]
+                for p in self._partitions
+            )
+        except KafkaException as exc:
+            logger.info("lag probe: %s (a leader change?); retrying next tick", exc)
+            return None
 
     def close(self) -> None:
         self._consumer.close()
@@ -208,16 +231,30 @@ class _Demo:
         options, data_dir = self.options, self.data_dir
         log = log_path(data_dir)
         self.say(f"riverbed demo: data dir {data_dir} (log: {log.name})")
-        broker = EmbeddedBroker(data_dir / "broker").start()
-        self.cleanups.append(("broker", broker.stop))
-        bootstrap = broker.bootstrap_servers
-        kafka: dict[str, object] = {"bootstrap.servers": bootstrap, "logger": KAFKA_LOGGER}
-        create_topics(kafka, [INPUT_TOPIC, OUTPUT_TOPIC, LATE_TOPIC], options.partitions)
+        topics = [INPUT_TOPIC, OUTPUT_TOPIC, LATE_TOPIC]
+        producer_config: dict[str, object]
+        if options.bootstrap_servers is None:
+            broker = EmbeddedBroker(data_dir / "broker").start()
+            self.cleanups.append(("broker", broker.stop))
+            bootstrap = broker.bootstrap_servers
+            kafka: dict[str, object] = {"bootstrap.servers": bootstrap, "logger": KAFKA_LOGGER}
+            create_topics(kafka, topics, options.partitions)
+            producer_config, where = kafka, "embedded Riverbed"
+        else:
+            bootstrap = options.bootstrap_servers
+            kafka = {"bootstrap.servers": bootstrap, "logger": KAFKA_LOGGER}
+            brokers = create_replicated_topics(
+                kafka, topics, options.partitions, options.replication_factor
+            )
+            producer_config = {**kafka, "enable.idempotence": True, "acks": "all"}
+            where = f"external Kafka cluster, {brokers} broker{'s' if brokers > 1 else ''}"
         lag = _Lag(kafka)
         self.cleanups.append(("lag probe", lag.close))
         earlier = lag.high_watermarks()
+        if earlier is None:
+            raise RiverbedError(f"cannot read the offsets of topic {INPUT_TOPIC} on {bootstrap}")
         self.say(
-            f"broker     {bootstrap} (embedded Riverbed)\n"
+            f"broker     {bootstrap} ({where})\n"
             f"topics     {INPUT_TOPIC} -> pipeline -> {OUTPUT_TOPIC} + {LATE_TOPIC}"
         )
         if earlier:
@@ -241,11 +278,15 @@ class _Demo:
             f"({duration(spec.late_by_ms)} behind); watermark delay "
             f"{duration(options.allowed_delay_ms)}"
         )
-        self.say("spark      starting local[2] (about 10 s)...")
+        spark_options = spark_log_options()
+        if options.master is not None:
+            check_master_reachable(options.master)
+            spark_options.update(cluster_spark_options(options.master))
+        self.say(f"spark      starting {options.master or 'local[2]'} (about 10 s)...")
         from riverbed.pipelines.pageviews import PageviewConfig, local_spark, start_pageviews_query
 
         with stdout_to(log):  # the JVM and its Python workers inherit descriptor 1
-            spark = local_spark("riverbed-demo", spark_log_options())
+            spark = local_spark("riverbed-demo", spark_options)
         self.cleanups.append(("Spark", spark.stop))
         config = PageviewConfig(
             bootstrap_servers=bootstrap,
@@ -261,7 +302,7 @@ class _Demo:
         )
         self.cleanups.append(("query", lambda: query.stop() if query.isActive else None))
         startup_s = time.monotonic() - self.started
-        generator = ClickstreamProducer(kafka, INPUT_TOPIC, events, options.rate)
+        generator = ClickstreamProducer(producer_config, INPUT_TOPIC, events, options.rate)
         generator.start()
         self.cleanups.append(("clickstream", generator.stop))
         self.say(
@@ -282,6 +323,7 @@ class _Demo:
             committed = _committed(progress)
             if committed is None:
                 committed = baseline
+            high = lag.high_watermarks()
             last = writer.last
             now = time.monotonic()
             return Progress(
@@ -290,7 +332,7 @@ class _Demo:
                 records_in=writer.rows_in,
                 records_out=writer.records_out,
                 late=writer.late,
-                consumer_lag=None if committed is None else lag.high_watermarks() - committed,
+                consumer_lag=None if committed is None or high is None else high - committed,
                 batches=0 if last is None else writer.batches,
                 batch_duration_s=_batch_duration_s(progress, last),
                 watermark_ms=None if last is None else last.watermark_ms,
@@ -400,3 +442,92 @@ def _batch_duration_s(progress: dict[str, Any] | None, last: BatchStats | None) 
 def _first_line(text: str, limit: int = 300) -> str:
     line = next((s.strip() for s in text.splitlines() if s.strip()), "")
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def create_replicated_topics(
+    kafka: Mapping[str, object],
+    names: list[str],
+    partitions: int,
+    replication_factor: int | None,
+    timeout_s: float = 30,
+) -> int:
+    """Create ``names`` on an external cluster (existing ones stay); returns its broker count.
+
+    Replication factor ``replication_factor``, or the cluster's ``default.replication.factor``
+    when None; unlimited time retention (see :func:`~riverbed.demo.clickstream.create_topics`).
+    Returns once every topic has a leader for each partition in the metadata.  Raises
+    :class:`RiverbedError` when the cluster does not answer within ``timeout_s``.
+    """
+    admin = AdminClient(cast(dict[str, Any], dict(kafka)))
+    try:
+        brokers = len(admin.list_topics(timeout=min(timeout_s, 15)).brokers)
+    except KafkaException as exc:
+        raise RiverbedError(
+            f"cannot reach --bootstrap-server {kafka['bootstrap.servers']}: {exc}"
+        ) from None
+    futures = admin.create_topics(
+        [
+            NewTopic(name, partitions, replication_factor or -1, config={"retention.ms": "-1"})
+            for name in names
+        ],
+        request_timeout=timeout_s,
+    )
+    for name, future in futures.items():
+        try:
+            future.result(timeout_s)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if not (
+                isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS
+            ):
+                raise RiverbedError(f"cannot create topic {name}: {error or exc}") from None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        topics = admin.list_topics(timeout=10).topics
+        if all(
+            name in topics
+            and topics[name].error is None
+            and topics[name].partitions
+            and all(p.leader >= 0 for p in topics[name].partitions.values())
+            for name in names
+        ):
+            return brokers
+        if time.monotonic() > deadline:
+            raise RiverbedError(f"topics {names} have no leaders after {timeout_s:g} s")
+        time.sleep(0.2)
+
+
+def cluster_spark_options(master: str) -> dict[str, str]:
+    """SparkSession settings for running the pipeline on ``master`` instead of local[2].
+
+    Executors start their Python workers with this interpreter, so a cluster on this
+    machine imports the same ``riverbed``; a cluster elsewhere needs it installed at the
+    same path (or ``spark.pyspark.python`` set to where it is).
+    """
+    return {
+        "spark.master": master,
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+    }
+
+
+def check_master_reachable(master: str, timeout_s: float = 5.0) -> None:
+    """Raise :class:`RiverbedError` unless a ``spark://`` master accepts a TCP connection.
+
+    Spark itself would retry for about a minute before giving up; other URLs (``local[N]``,
+    ``yarn``, ``k8s://``) are left to Spark.
+    """
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise RiverbedError(f"--master {master}: expected spark://HOST:PORT")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s):
+                return
+        except OSError as exc:
+            errors.append(f"{address}: {exc.strerror or exc}")
+    raise RiverbedError(f"cannot reach Spark master {master} ({'; '.join(errors)})")
