@@ -101,8 +101,7 @@ class CommandClient:
             self._producer.produce(
                 self.topics.commands, key=aggregate_id.encode(), value=command.encode()
             )
-            self._producer.poll(0)
-        self._producer.flush(30)
+            self._producer.poll(0)  # sent by librdkafka's thread (linger.ms), not flushed here
         return future
 
     def submit(
