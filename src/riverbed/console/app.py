@@ -22,7 +22,8 @@ a call that overruns is abandoned (its thread finishes on its own) and the page 
 banner.  A background task samples high watermarks every ``sample_interval_s``.
 
 **Errors.**  An unreachable cluster or a timed-out call gives the page with an error banner
-(HTTP 503); bad input or an unknown name gives a one-line message (400 or 404).  Never a
+(HTTP 503), a request the cluster failed one with its error (502); bad input or an
+unknown name gives a one-line message (400 or 404).  Never a
 traceback.
 """
 
@@ -43,7 +44,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from riverbed.cli.kafka_admin import BrokerUnreachableError
-from riverbed.console.cluster import MAX_BROWSE, Cluster, ConsoleError
+from riverbed.console.cluster import MAX_BROWSE, Cluster, ConsoleError, NotFoundError
 from riverbed.console.pipelines import SHOWN, scrape
 from riverbed.console.templates import environment
 from riverbed.console.throughput import ThroughputSampler, sparkline_svg
@@ -318,10 +319,13 @@ async def _unreachable(request: Request, exc: Exception) -> Response:
 
 
 async def _console_error(request: Request, exc: Exception) -> Response:
-    status = 400 if isinstance(exc, BadInput) else 404
-    return _console(request).page(
-        request, "message", "Not found" if status == 404 else "Bad request", status, error=str(exc)
-    )
+    if isinstance(exc, BadInput):
+        status, title = 400, "Bad request"
+    elif isinstance(exc, NotFoundError):
+        status, title = 404, "Not found"
+    else:
+        status, title = 502, "Cluster error"
+    return _console(request).page(request, "message", title, status, error=str(exc))
 
 
 def create_app(

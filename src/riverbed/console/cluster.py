@@ -37,7 +37,12 @@ MAX_SCAN = 20_000
 
 
 class ConsoleError(RiverbedError):
-    """A console request failed; the message is one line for the page."""
+    """A console request failed; the message is one line for the page.  The cluster refused
+    or failed the request (HTTP 502), unless a subclass says otherwise."""
+
+
+class NotFoundError(ConsoleError):
+    """The topic, partition, group or transactional id asked for does not exist (HTTP 404)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +261,7 @@ class Cluster:
 
         found = [t for t in self.topics(include_internal=True) if t.name == name]
         if not found:
-            raise ConsoleError(f"unknown topic {name!r}")
+            raise NotFoundError(f"unknown topic {name!r}")
         admin = admin_client(self.bootstrap)
         resource = ConfigResource(ResourceType.TOPIC, name)
         configs = self._result(admin.describe_configs([resource])[resource], "describing configs")
@@ -284,7 +289,7 @@ class Cluster:
 
         info = self.topic_partitions(topic)
         if partition not in info:
-            raise ConsoleError(f"topic {topic!r} has no partition {partition}")
+            raise NotFoundError(f"topic {topic!r} has no partition {partition}")
         low, high = info[partition]
         limit = max(1, min(limit, MAX_BROWSE))
         consumer = self._consumer()
@@ -345,7 +350,7 @@ class Cluster:
         for t in self.topics(include_internal=True):
             if t.name == topic:
                 return {p.partition: (p.log_start_offset, p.high_watermark) for p in t.partitions}
-        raise ConsoleError(f"unknown topic {topic!r}")
+        raise NotFoundError(f"unknown topic {topic!r}")
 
     # -- groups -----------------------------------------------------------------------
 
@@ -375,7 +380,7 @@ class Cluster:
                 admin.describe_consumer_groups([group])[group], f"describing {group}"
             )
             if _state(desc) == "DEAD":
-                raise ConsoleError(f"unknown consumer group {group!r}")
+                raise NotFoundError(f"unknown consumer group {group!r}")
             lags = _partition_lags(admin, group, _owners(desc))
         except GroupCommandError as exc:
             raise ConsoleError(str(exc)) from None
@@ -472,13 +477,15 @@ class Cluster:
         try:
             described = admin.describe_transactions([transactional_id])
         except KafkaError as exc:
+            if "NotFound" in type(exc).__name__:
+                raise NotFoundError(f"unknown transactional id {transactional_id!r}") from None
             raise ConsoleError(
                 f"describing {transactional_id!r} failed: {type(exc).__name__}"
             ) from None
         finally:
             admin.close()
         if transactional_id not in described:
-            raise ConsoleError(f"unknown transactional id {transactional_id!r}")
+            raise NotFoundError(f"unknown transactional id {transactional_id!r}")
         d = described[transactional_id]
         start = d.transaction_start_time_ms
         return Transaction(

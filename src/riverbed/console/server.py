@@ -53,9 +53,16 @@ def bind(host: str, port: int, option: str = "--listen") -> socket.socket:
 
 
 def _config(
-    bootstrap: str, host: str, port: int, pipeline_urls: Sequence[str], sample_interval_s: float
+    bootstrap: str,
+    host: str,
+    port: int,
+    pipeline_urls: Sequence[str],
+    sample_interval_s: float,
+    timeout_s: float = 15.0,
 ) -> uvicorn.Config:
-    app = create_app(bootstrap, pipeline_urls, sample_interval_s=sample_interval_s)
+    app = create_app(
+        bootstrap, pipeline_urls, sample_interval_s=sample_interval_s, timeout_s=timeout_s
+    )
     return uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="on"
     )
@@ -107,13 +114,14 @@ class ConsoleServer:
         pipeline_urls: Sequence[str] = (),
         sample_interval_s: float = 2.0,
         option: str = "--listen",
+        timeout_s: float = 15.0,
     ) -> None:
         self.bootstrap, self.host = bootstrap, host
         self._option = option
         self._sock: socket.socket | None = None
         self.port = port
         self._server = uvicorn.Server(
-            _config(bootstrap, host, port, pipeline_urls, sample_interval_s)
+            _config(bootstrap, host, port, pipeline_urls, sample_interval_s, timeout_s)
         )
         self._thread = threading.Thread(target=self._run, name="riverbed-console", daemon=True)
 

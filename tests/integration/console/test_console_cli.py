@@ -109,3 +109,38 @@ def test_throughput_page_answers_without_a_cluster(dead_console: str) -> None:
     assert "cannot reach a broker" in response.text  # the sampler's last error, as a banner
     fragment = httpx.get(dead_console + "/throughput?fragment=1", timeout=60)
     assert fragment.text.startswith('<table id="throughput">')
+
+
+def test_a_silent_cluster_never_stalls_the_event_loop() -> None:
+    """A "broker" that accepts connections and never answers: the cluster pages give up
+    after the console's timeout with a banner, and meanwhile other requests are served."""
+    import threading
+    import time
+
+    from riverbed.console.server import ConsoleServer
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)  # the kernel accepts; nobody reads
+    server = ConsoleServer(
+        f"127.0.0.1:{silent.getsockname()[1]}", "127.0.0.1", free_port(), timeout_s=4.0
+    )
+    server.start()
+    try:
+        answers: list[httpx.Response] = []
+        slow = threading.Thread(
+            target=lambda: answers.append(httpx.get(server.url + "/topics", timeout=120))
+        )
+        started = time.monotonic()
+        slow.start()
+        for _ in range(5):  # while /topics waits on the cluster, the loop keeps answering
+            assert httpx.get(server.url + "/healthz", timeout=10).text == "ok"
+            assert httpx.get(server.url + "/throughput?fragment=1", timeout=10).status_code == 200
+        slow.join(120)
+        (response,) = answers
+        assert response.status_code in (502, 503), response.text
+        assert 'class="banner"' in response.text and "Traceback" not in response.text
+        assert time.monotonic() - started < 60
+    finally:
+        server.stop()
+        silent.close()
