@@ -101,13 +101,26 @@ def drained(config: dict[str, Any], topics: AppTopics) -> bool:
 
 
 def test_bank_accounts_writer_killed_and_replaced(broker: EmbeddedBroker, tmp_path: Path) -> None:
-    config = {"bootstrap.servers": broker.bootstrap_servers}
+    bank_scenario(broker.bootstrap_servers, tmp_path)
+
+
+@pytest.mark.kafka
+@pytest.mark.timeout(900)
+def test_bank_accounts_on_apache_kafka(tmp_path: Path) -> None:
+    """The same against Apache Kafka (``-m kafka``): the package needs no Riverbed."""
+    from riverbed.testing.kafka_reference import KafkaReference
+
+    with KafkaReference() as kafka:
+        bank_scenario(kafka.bootstrap_servers, tmp_path)
+
+
+def bank_scenario(bootstrap: str, tmp_path: Path) -> None:
+    config = {"bootstrap.servers": bootstrap}
     topics = AppTopics(f"bank{uuid.uuid4().hex[:6]}")
     create_topics(config, topics, partitions=3)
     accounts = [f"acct-{n}" for n in range(6)]
     writers = {
-        wid: Writer(broker.bootstrap_servers, topics.app, wid, tmp_path / f"{wid}.log")
-        for wid in ("w1", "w2")
+        wid: Writer(bootstrap, topics.app, wid, tmp_path / f"{wid}.log") for wid in ("w1", "w2")
     }
     client = CommandClient(config, topics)
     lock = threading.Lock()
@@ -180,7 +193,7 @@ def test_bank_accounts_writer_killed_and_replaced(broker: EmbeddedBroker, tmp_pa
             t.start()
         wait_until(lambda: progress["ops"] >= 20 or failures, 180, "some progress before the kill")
         writers["w1"].kill()
-        writers["w1"] = Writer(broker.bootstrap_servers, topics.app, "w1", tmp_path / "w1b.log")
+        writers["w1"] = Writer(bootstrap, topics.app, "w1", tmp_path / "w1b.log")
         for t in threads:
             t.join(600)
         assert not failures, failures

@@ -47,7 +47,21 @@ class PausingWriter(CommandWriter):
 
 
 def test_zombie_writer_is_fenced_and_its_transaction_aborted(broker: EmbeddedBroker) -> None:
-    config = {"bootstrap.servers": broker.bootstrap_servers}
+    fencing_scenario(broker.bootstrap_servers)
+
+
+@pytest.mark.kafka
+@pytest.mark.timeout(600)
+def test_zombie_writer_is_fenced_on_apache_kafka() -> None:
+    """The same against Apache Kafka (``-m kafka``): the package needs no Riverbed."""
+    from riverbed.testing.kafka_reference import KafkaReference
+
+    with KafkaReference() as kafka:
+        fencing_scenario(kafka.bootstrap_servers)
+
+
+def fencing_scenario(bootstrap: str) -> None:
+    config = {"bootstrap.servers": bootstrap}
     topics = AppTopics(f"fence{uuid.uuid4().hex[:6]}")
     create_topics(config, topics, partitions=1)
     errors: dict[str, BaseException] = {}
