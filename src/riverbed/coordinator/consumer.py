@@ -20,11 +20,11 @@ assignments across a coordinator restart.  Not thread-safe.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterable
 from typing import Protocol
 
+from riverbed.coordinator import topic_regex
 from riverbed.coordinator.api import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -98,11 +98,8 @@ class ConsumerGroupManager:
             and req.server_assignor not in self.ctx.config.consumer_group_assignors
         ):
             raise GroupCoordinatorError(E.UNSUPPORTED_ASSIGNOR, req.server_assignor)
-        if req.subscribed_topic_regex is not None:
-            try:
-                re.compile(req.subscribed_topic_regex)
-            except re.error as exc:
-                raise GroupCoordinatorError(E.INVALID_REQUEST, f"bad regex: {exc}") from exc
+        if req.subscribed_topic_regex:  # RE2, as Kafka's RE2/J: INVALID_REGULAR_EXPRESSION
+            topic_regex.validate(req.subscribed_topic_regex)
 
     def _group(self, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroup:
         group = self.ctx.groups.get(req.group_id)
@@ -259,8 +256,7 @@ class ConsumerGroupManager:
     def member_topics(self, member: ConsumerGroupMember) -> frozenset[str]:
         topics = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
-            pattern = re.compile(member.subscribed_topic_regex)
-            topics |= {t for t in self.topics.topic_names() if pattern.fullmatch(t)}
+            topics |= topic_regex.matching(member.subscribed_topic_regex, self.topics.topic_names())
         return frozenset(topics)
 
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, int]:

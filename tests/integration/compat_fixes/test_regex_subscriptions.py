@@ -1,0 +1,110 @@
+"""KIP-848 regex subscriptions resolved by the broker (issue 16), on Kafka and Riverbed.
+
+Kafka compiles ``SubscribedTopicRegex`` with RE2/J: a pattern RE2 lacks (a lookahead) is
+answered INVALID_REGULAR_EXPRESSION; a valid one is matched against whole topic names and
+re-resolved when topics are created, so a confluent-kafka consumer (``group.protocol=
+consumer``, which sends its regex to the broker) receives the records of a topic created
+after it subscribed.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+import uuid
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
+from riverbed.protocol.messages import ConsumerGroupHeartbeatRequest, FindCoordinatorRequest
+
+DEADLINE_S = 60.0
+FIND_COORDINATOR, HEARTBEAT = 10, 68
+NOT_READY = {
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.NOT_COORDINATOR,
+}
+
+
+def _call(sock: socket.socket, api_key: int, version: int, request: Any) -> Any:
+    sock.sendall(encode_request(RequestHeader(api_key, version, 1, "regex"), request))
+    size = struct.unpack(">i", _exactly(sock, 4))[0]
+    _cid, response = decode_response(_exactly(sock, size), api_key, version)
+    return response
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed by broker")
+        buf += chunk
+    return bytes(buf)
+
+
+def test_a_pattern_re2_lacks_is_an_invalid_regular_expression(server: Any) -> None:
+    group = f"bad-regex-{uuid.uuid4().hex[:8]}"
+    host, port = server.bootstrap_servers.rsplit(":", 1)
+    heartbeat = ConsumerGroupHeartbeatRequest(
+        group_id=group,
+        member_id=str(uuid.uuid4()),
+        member_epoch=0,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_regex="(?=orders)o.*",
+        topic_partitions=[],
+    )
+    deadline = time.monotonic() + DEADLINE_S
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        while True:  # the group's coordinator must be ready (Kafka loads it first)
+            find = FindCoordinatorRequest(key_type=0, coordinator_keys=[group])
+            _call(sock, FIND_COORDINATOR, 4, find)
+            response = _call(sock, HEARTBEAT, 1, heartbeat)
+            if response.error_code not in NOT_READY or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    assert response.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert "(?=orders)o.*" in response.error_message
+
+
+def test_a_topic_created_after_subscribing_is_consumed(server: Any) -> None:
+    bootstrap = server.bootstrap_servers
+    prefix = f"rx-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(f"{prefix}-a", 1, 1)])[f"{prefix}-a"].result(DEADLINE_S)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce(f"{prefix}-a", b"first")
+    assert producer.flush(DEADLINE_S) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": prefix,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+    consumer.subscribe([f"^{prefix}-.*"])
+    seen: list[tuple[str, bytes]] = []
+    created = False
+    deadline = time.monotonic() + 2 * DEADLINE_S
+    try:
+        while len(seen) < 2 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                seen.append((msg.topic() or "", bytes(msg.value() or b"")))
+            if seen and not created:  # subscribed and assigned: now the second topic
+                created = True
+                admin.create_topics([NewTopic(f"{prefix}-b", 1, 1)])[f"{prefix}-b"].result(
+                    DEADLINE_S
+                )
+                producer.produce(f"{prefix}-b", b"second")
+                assert producer.flush(DEADLINE_S) == 0
+    finally:
+        consumer.close()
+    assert seen == [(f"{prefix}-a", b"first"), (f"{prefix}-b", b"second")]
