@@ -410,34 +410,32 @@ class Cluster:
             raise ConsoleError(f"share-group admin failed: {exc}") from None
         return out
 
-    @staticmethod
-    def _share_group(admin: Any, group: str) -> GroupLag:
+    def _share_group(self, admin: Any, group: str) -> GroupLag:
+        """One share group: start offset and lag from DescribeShareGroupOffsets, log end
+        offsets from ListOffsets; without that API, the members' assigned partitions."""
+        from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
         from riverbed.queue.admin import ShareAdminUnsupportedError
 
         described = admin.describe_group(group)
         members = tuple(f"{m.member_id} ({m.client_id}@{m.client_host})" for m in described.members)
+        note = ""
         try:
-            offsets = admin.describe_offsets(group)
-        except ShareAdminUnsupportedError as exc:  # e.g. Riverbed without the API: members only
-            assigned = sorted({tp for m in described.members for tp in m.assignment})
-            rows = tuple((t, p, None, None, None) for t, p in assigned)
-            return GroupLag(group, described.state, "share", rows, members, f"no lag: {exc}")
-        return GroupLag(
-            group,
-            described.state,
-            "share",
-            tuple(
-                (
-                    o.topic,
-                    o.partition,
+            known = {
+                (o.topic, o.partition): (
                     o.start_offset if o.start_offset >= 0 else None,
-                    None,
                     o.lag if o.lag >= 0 else None,
                 )
-                for o in offsets
-            ),
-            members,
-        )
+                for o in admin.describe_offsets(group)
+            }
+        except ShareAdminUnsupportedError as exc:  # e.g. Riverbed without the API
+            assigned = {tp for m in described.members for tp in m.assignment}
+            known = {tp: (None, None) for tp in assigned}
+            note = f"no lag: {exc}"
+        keys = sorted(known)
+        ends = self._offsets(admin_client(self.bootstrap), keys, OffsetSpec.latest())  # type: ignore[no-untyped-call]
+        rows = tuple((t, p, known[(t, p)][0], ends.get((t, p)), known[(t, p)][1]) for t, p in keys)
+        return GroupLag(group, described.state, "share", rows, members, note)
 
     # -- transactions -----------------------------------------------------------------
 
