@@ -32,7 +32,9 @@ its ``TxnOffsetCommit``), so its transaction aborts.
 ``writer_id`` starts again (or after ``transaction.timeout.ms``); its commands are consumed
 again from the committed offsets and decided again on the state of the last committed
 snapshot: no event is lost or duplicated.  Any other failed transaction ends :meth:`run`
-with an error (crash-only: restart it).
+with an error (crash-only: restart it), except an abortable one (a rebalance that moved a
+partition away mid-transaction): that transaction is aborted and the writer consumes again
+from the committed offsets of the partitions it still owns.
 
 Not thread-safe: one thread runs it.
 """
@@ -171,11 +173,35 @@ class CommandWriter:
             )
             producer.commit_transaction(60)
         except KafkaException as exc:
-            self._states.clear()  # nothing staged is true; reload after a restart
+            self._states.clear()  # nothing staged is true: reload from the snapshots
+            error = exc.args[0] if exc.args else None
+            if error is not None and getattr(error, "txn_requires_abort", lambda: False)():
+                # e.g. a rebalance moved a partition away mid-transaction (the group
+                # generation fenced our offsets): abort, and consume again from the
+                # committed offsets of what we still own
+                self._abort_and_rewind(producer, consumer, error)
+                return
             raise _fenced_or(exc, "a writer transaction failed") from None
         for partition, changed in staged.items():
             self._states[partition].update(changed)
         self.committed_batches += 1
+
+    def _abort_and_rewind(self, producer: Any, consumer: Any, error: Any) -> None:
+        from confluent_kafka import KafkaException
+
+        log.warning("writer %s aborts a transaction: %s", self.writer_id, error)
+        try:
+            producer.abort_transaction(60)
+            assigned = consumer.assignment()
+            if assigned:
+                for tp in consumer.committed(assigned, timeout=60):
+                    if tp.offset >= 0:
+                        consumer.seek(tp)
+                    else:  # nothing committed yet: from the beginning
+                        tp.offset = -2  # OFFSET_BEGINNING
+                        consumer.seek(tp)
+        except KafkaException as exc:
+            raise _fenced_or(exc, "a writer transaction could not be aborted") from None
 
     def _decide(
         self, producer: Any, msg: Any, staged: dict[int, dict[str, tuple[int, State]]]

@@ -198,6 +198,8 @@ def bank_scenario(bootstrap: str, tmp_path: Path) -> None:
             t.join(600)
         assert not failures, failures
         wait_until(lambda: drained(config, topics), 180, "every command decided")
+        # the rebalances (a member killed, one joining) did not end the other writer
+        assert writers["w2"].proc.poll() is None, writers["w2"].text()
     finally:
         client.close()
         for w in writers.values():
