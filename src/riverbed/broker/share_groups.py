@@ -204,6 +204,22 @@ class ShareGroupService:
         self.manager.ensure_group(group_id)
         return ErrorCode.NONE, self.partitions.reset_start_offset(group_id, tp, offset)
 
+    def has_members(self, group_id: str) -> bool | None:
+        """None for an unknown share group id, else whether it has members."""
+        group = self.manager.groups.get(group_id)
+        return None if group is None else bool(group.members)
+
+    async def delete_start_offsets(self, group_id: str, topic: str) -> tuple[ErrorCode, Flushes]:
+        """DeleteShareGroupOffsets of one topic: GROUP_ID_NOT_FOUND for an unknown group,
+        NON_EMPTY_GROUP while it has members; else the tombstones' fsyncs to await."""
+        members = self.has_members(group_id)
+        if members is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND, ()
+        if members:
+            return ErrorCode.NON_EMPTY_GROUP, ()
+        await self.partitions.ensure_topic()
+        return ErrorCode.NONE, self.partitions.delete_topic_state(group_id, topic)
+
     def _released(self, group_id: str, member_id: str) -> None:
         for releaser in self._releasers:
             try:

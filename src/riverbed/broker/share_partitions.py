@@ -448,6 +448,15 @@ class SharePartitions:
             self._partitions[key] = sp
         return self._apply(group_id, tp, sp.reset_start_offset(offset, self._clock.now_ms()))
 
+    def delete_topic_state(self, group_id: str, topic: str) -> Flushes:
+        """DeleteShareGroupOffsets: forget the group's share partitions of ``topic``
+        (one tombstone each; the caller checks that the group has no members).  A later
+        fetch starts them again at ``share.auto.offset.reset``."""
+        records: list[ShareStateTombstone] = []
+        for key in [k for k in self._partitions if k[0] == group_id and k[1] == topic]:
+            records.append(ShareStateTombstone(self._partitions.pop(key).key))
+        return self._append(records) if records else ()
+
     def delete_group(self, group_id: str) -> Flushes:
         """Forget the group's share partitions (tombstones): DeleteGroups."""
         records: list[ShareStateTombstone] = []

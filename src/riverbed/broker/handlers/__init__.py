@@ -66,6 +66,7 @@ from riverbed.broker.handlers import (
     share_group_admin,
     share_group_describe,
     share_group_heartbeat,
+    share_group_offsets,
     sync_group,
     throttling,
     txn_offset_commit,
@@ -141,6 +142,9 @@ HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
         share_group_describe.API_KEY: share_group_describe.handle,
         share_fetch.API_KEY: share_fetch.handle,
         share_acknowledge.API_KEY: share_acknowledge.handle,
+        share_group_offsets.DESCRIBE_KEY: share_group_offsets.handle_describe,
+        share_group_offsets.ALTER_KEY: share_group_offsets.handle_alter,
+        share_group_offsets.DELETE_KEY: share_group_offsets.handle_delete,
     }
 )
 
@@ -206,6 +210,9 @@ def bind_handlers(broker: Broker) -> dict[int, Route]:
         share_group_describe.API_KEY: partial(share_group_describe.handle, broker),
         share_fetch.API_KEY: partial(share_fetch.handle, broker),
         share_acknowledge.API_KEY: partial(share_acknowledge.handle, broker),
+        share_group_offsets.DESCRIBE_KEY: partial(share_group_offsets.handle_describe, broker),
+        share_group_offsets.ALTER_KEY: partial(share_group_offsets.handle_alter, broker),
+        share_group_offsets.DELETE_KEY: partial(share_group_offsets.handle_delete, broker),
     }
     share_group_admin.wrap_group_routes(broker, routes)  # share groups in the group APIs
     assert routes.keys() == HANDLERS.keys(), "bind_handlers is missing a served API"
