@@ -178,8 +178,11 @@ class Match:
 
 
 # A run: (step index, events taken by that step so far, all events as (step, ts, fields),
-# pending) -- pending means every positive step is done and a trailing negation is open.
-_Run = tuple[int, int, tuple[tuple[int, int, Mapping[str, Any]], ...], bool]
+# flag).  Flags: OPEN; PENDING -- every positive step is done and a trailing negation is
+# open; GAPPED -- an event was skipped since the run's last event (a relaxed repetition),
+# so a strict ``next`` step can no longer follow directly.
+_Run = tuple[int, int, tuple[tuple[int, int, Mapping[str, Any]], ...], int]
+OPEN, PENDING, GAPPED = 0, 1, 2
 
 
 class Matcher:
@@ -191,7 +194,7 @@ class Matcher:
         self._runs: list[_Run] = []
         if state is not None:
             self._runs = [
-                (int(s), int(c), tuple((int(i), int(t), f) for i, t, f in evs), bool(p))
+                (int(s), int(c), tuple((int(i), int(t), f) for i, t, f in evs), int(p))
                 for s, c, evs, p in state
             ]
 
@@ -222,7 +225,7 @@ class Matcher:
         kept: list[_Run] = []
         for run in self._runs:
             if self._expired(run, ts):
-                if run[3]:
+                if run[3] == PENDING:
                     matches.append(self._match(run))
             else:
                 kept.append(run)
@@ -237,9 +240,9 @@ class Matcher:
         steps = self.pattern.steps
         completed: list[_Run] = []
         runs: list[_Run] = []
-        for run in [*self._runs, (0, 0, (), False)]:
+        for run in [*self._runs, (0, 0, (), OPEN)]:
             for branch in self._step(run, event, steps):
-                if branch[3] and not self.pattern.trailing_forbid:
+                if branch[3] == PENDING and not self.pattern.trailing_forbid:
                     completed.append(branch)
                 else:
                     runs.append(branch)
@@ -255,15 +258,15 @@ class Matcher:
     def _step(self, run: _Run, event: Event, steps: tuple[Step, ...]) -> list[_Run]:
         """The runs ``run`` becomes after ``event``: none (it dies), itself (the event is
         skipped), and/or one that took the event into its step or the next."""
-        index, count, events, pending = run
+        index, count, events, flag = run
         fields = event.fields
-        if pending:  # all positive steps done: only the trailing negation is open
+        if flag == PENDING:  # all positive steps done: only the trailing negation is open
             if any(condition(fields) for condition in self.pattern.trailing_forbid):
                 return []
             return [run]
         if not events:  # a fresh run: the event may start the first step
             if steps[0].condition(fields):
-                return [self._after_take((0, 1, ((0, event.ts, fields),), False), steps)]
+                return [self._after_take((0, 1, ((0, event.ts, fields),), OPEN), steps)]
             return []
         out: list[_Run] = []
         step = steps[index]
@@ -271,7 +274,7 @@ class Matcher:
         if can_take and step.condition(fields):
             out.append(
                 self._after_take(
-                    (index, count + 1, (*events, (index, event.ts, fields)), False), steps
+                    (index, count + 1, (*events, (index, event.ts, fields)), OPEN), steps
                 )
             )
         nxt = steps[index + 1] if index + 1 < len(steps) else None
@@ -279,14 +282,17 @@ class Matcher:
         if nxt is not None and waits_next:
             if any(condition(fields) for condition in nxt.forbid):
                 return out  # a forbidden event in the gap ends the run (a take may restart it)
-            if nxt.condition(fields):
-                taken = (index + 1, 1, (*events, (index + 1, event.ts, fields)), False)
+            adjacent = flag != GAPPED or nxt.contiguity == "relaxed"
+            if adjacent and nxt.condition(fields):
+                taken = (index + 1, 1, (*events, (index + 1, event.ts, fields)), OPEN)
                 out.append(self._after_take(taken, steps))
         # Skipping the event keeps the run only where relaxed contiguity allows it.
         repeat_relaxed = can_take and step.repeat == "relaxed"
         gap_relaxed = waits_next and nxt is not None and nxt.contiguity == "relaxed"
-        if repeat_relaxed or gap_relaxed:
+        if gap_relaxed:
             out.append(run)
+        elif repeat_relaxed:
+            out.append((index, count, events, GAPPED))
         return out
 
     def _after_take(self, run: _Run, steps: tuple[Step, ...]) -> _Run:
@@ -295,7 +301,7 @@ class Matcher:
         done = index == len(steps) - 1 and count >= last.min_times
         full = last.max_times is not None and count >= last.max_times
         if done and (full or self.pattern.trailing_forbid):
-            return (index, count, events, True)
+            return (index, count, events, PENDING)
         return run
 
     def _match(self, run: _Run) -> Match:

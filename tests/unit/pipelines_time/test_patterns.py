@@ -88,6 +88,12 @@ def test_repetition_with_gaps_is_a_sliding_window_count() -> None:
     assert [stamps(m) for m in feed(p, "AXAXA", [0, 1, 1, 2, 2])] == [{"a": [0, 1, 2]}]
 
 
+def test_strict_next_after_a_repetition_with_gaps() -> None:
+    p = Pattern.begin("a", A).times(2, 3).allow_gaps().next("b", B)
+    assert [stamps(m) for m in feed(p, "AXAB")] == [{"a": [0, 2], "b": [3]}]
+    assert feed(p, "AXAXB") == []  # B does not follow the last A directly
+
+
 def test_count_within_helper() -> None:
     p = count_within("a", A, 3, 2 * M)
     assert [stamps(m) for m in feed(p, "AXAXA", [0, 1, 1, 2, 2])] == [{"a": [0, 1, 2]}]
