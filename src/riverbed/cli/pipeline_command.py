@@ -270,3 +270,34 @@ def run_command(
     )
     run_example(module, options, name)
     sys.stdout.flush()
+
+
+@pipeline.command("state")
+@click.argument("name")
+@click.option(
+    "--checkpoint",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="The --checkpoint of the example's runs.",
+)
+@click.option("--key", default=None, help="Only this key (a user id, an author, a search id).")
+def state_command(name: str, checkpoint: Path, key: str | None) -> None:
+    """Print the state a join example keeps (one JSON line per key), as of its last
+    committed micro-batch; works while the example runs."""
+    import json
+
+    from riverbed.cli.extras import require_extra
+    from riverbed.pipelines.examples import example_module
+
+    example_module(name)
+    require_extra("spark", "riverbed pipeline state")
+    from riverbed.pipelines.live_state import read_state
+    from riverbed.spark.session import local_session
+
+    spark = local_session(f"riverbed-state-{name}", config=SPARK_CONFIG, register=False)
+    try:
+        for entry in read_state(spark, name, checkpoint.absolute(), key):
+            click.echo(json.dumps(entry, sort_keys=True))
+    finally:
+        spark.stop()

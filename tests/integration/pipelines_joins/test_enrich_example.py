@@ -5,7 +5,10 @@ differential test against the batch model."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
+
+from riverbed.pipelines.live_state import read_state
 
 from .conftest import drain, produce
 from .joins_model import MIN, arrival_order, canonical, envelope
@@ -41,7 +44,9 @@ def out(a: dict[str, Any], name: Any, country: Any) -> tuple[str, dict[str, Any]
     return (str(a["user_id"]), {**a, "name": name, "country": country})
 
 
-def test_known_answers_versions_ties_deletes_and_restart(broker: Any, run_example: Any) -> None:
+def test_known_answers_versions_ties_deletes_and_restart(
+    broker: Any, run_example: Any, spark: Any, tmp_path: Path
+) -> None:
     bs = broker.bootstrap_servers
     changes = [
         change("c", 1, T0, "ann", "uk"),
@@ -78,6 +83,18 @@ def test_known_answers_versions_ties_deletes_and_restart(broker: Any, run_exampl
     run_example("enrich", bs)
     expected += [out(a, name, country) for a, name, country in later]
     assert canonical(drain(bs, "activity-enriched")) == canonical(expected)
+
+    # Interactive query: the table side, as of the last committed micro-batch.
+    state = {e["key"]: e for e in read_state(spark, "enrich", tmp_path / "checkpoint")}
+    assert [v["row"] for v in state["2"]["versions"]] == [
+        {"name": "cy", "country": "us"},
+        {"name": "cy2", "country": None},
+    ]
+    assert state["1"]["versions"][-1]["row"] == {"name": "eve", "country": "de"}
+    assert state["3"]["versions"] == [] and state["3"]["pending"] == []
+    assert read_state(spark, "enrich", tmp_path / "checkpoint", key="4")[0]["versions"][0][
+        "row"
+    ] == {"name": "dee", "country": "nz"}
 
 
 def test_differential_seeded_with_restart(broker: Any, run_example: Any) -> None:

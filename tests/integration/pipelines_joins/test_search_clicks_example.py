@@ -4,7 +4,10 @@ boundary, a restart) and a seeded differential test against the batch model."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
+
+from riverbed.pipelines.live_state import read_state
 
 from .conftest import drain, produce
 from .joins_model import (
@@ -38,7 +41,9 @@ def miss(s: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
     return (str(s["search_id"]).encode(), value)
 
 
-def test_known_answers_bounds_watermark_and_restart(broker: Any, run_example: Any) -> None:
+def test_known_answers_bounds_watermark_and_restart(
+    broker: Any, run_example: Any, spark: Any, tmp_path: Path
+) -> None:
     bs = broker.bootstrap_servers
     a, b = search("A", T0, user=7, query="cats"), search(42, T0, user="u-9", query=None)
     c, d = search("C", T0 + 10 * MIN), search("D", T0 + 30 * MIN + 1)
@@ -68,6 +73,11 @@ def test_known_answers_bounds_watermark_and_restart(broker: Any, run_example: An
         miss(e[1]),
     ]
     assert canonical(drain(bs, "search-clicks")) == canonical(first)
+    # Interactive query: D's window is still open, so D waits in the join state.
+    waiting = read_state(spark, "search-clicks", tmp_path / "checkpoint", key="D")
+    assert [(e["side"], [r["search_ts"] for r in e["rows"]]) for e in waiting] == [
+        ("searches", [T0 + 30 * MIN + 1])
+    ]
 
     # Restart: a click 10 min - 1 ms behind the latest click still joins D; one exactly
     # 10 min behind (ts = watermark) is late: Spark drops input rows with ts <= watermark.

@@ -5,7 +5,10 @@ model; the output topic is folded by key as a compacted topic's reader would."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
+
+from riverbed.pipelines.live_state import read_state
 
 from .conftest import drain, produce
 from .joins_model import envelope, fold_compacted, timeline_view
@@ -46,7 +49,9 @@ def value(follower: int, tid: int, author: int, text: Any, ts: int = T0) -> dict
     return {"follower": follower, "tweet_id": tid, "author": author, "text": text, "ts": ts}
 
 
-def test_known_answers_and_restart(broker: Any, run_example: Any) -> None:
+def test_known_answers_and_restart(
+    broker: Any, run_example: Any, spark: Any, tmp_path: Path
+) -> None:
     bs = broker.bootstrap_servers
     tweets = [tweet("c", 10, 1, "a"), tweet("c", 11, 1, "b"), tweet("c", 20, 2, "c")]
     follows = [follow("c", 100, 1), follow("c", 101, 1), follow("r", 100, 2), follow("c", 102, 3)]
@@ -84,6 +89,10 @@ def test_known_answers_and_restart(broker: Any, run_example: Any) -> None:
         (100, 20): value(100, 20, 2, "c"),
         (102, 10): value(102, 10, 1, None, T0 + 1),
     }
+    author = read_state(spark, "timeline", tmp_path / "checkpoint", key="1")
+    assert author == [
+        {"key": "1", "tweets": {"10": {"text": None, "ts": T0 + 1}}, "followers": [100, 102]}
+    ]
     tombstones = sorted(k for k, v in both if v is None)
     assert tombstones == sorted(
         [
