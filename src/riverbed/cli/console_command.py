@@ -2,6 +2,7 @@
 
     riverbed console [--bootstrap-server HOST:PORT] [--listen HOST:PORT]
                      [--pipeline-metrics URL]... [--sample-interval SECONDS]
+                     [-X KEY=VALUE]...   (librdkafka settings: TLS, SASL, ...)
 
 Serves http://HOST:PORT/ (default 127.0.0.1:8080) until Ctrl-C or SIGTERM.  The cluster
 need not be up when the console starts: pages show an error banner until it answers.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from riverbed.cli.kafka_admin import bootstrap_option
+from riverbed.cli.kafka_admin import bootstrap_option, client_config, property_option
 from riverbed.errors import ConfigError
 
 
@@ -40,8 +41,13 @@ from riverbed.errors import ConfigError
     metavar="SECONDS",
     help="How often high watermarks are sampled for the throughput charts.",
 )
+@property_option
 def console_command(
-    bootstrap: str, listen: str, pipeline_urls: tuple[str, ...], sample_interval: float
+    bootstrap: str,
+    listen: str,
+    pipeline_urls: tuple[str, ...],
+    sample_interval: float,
+    properties: tuple[str, ...],
 ) -> None:
     """Serve the web console: topics, messages, groups, transactions, throughput, CDC and
     pipelines, for any Kafka cluster."""
@@ -50,6 +56,7 @@ def console_command(
     if sample_interval <= 0:
         raise ConfigError("--sample-interval must be positive")
     host, port = parse_listen(listen)
+    client_config(bootstrap, properties)  # a malformed -X: one line before binding
     sock = bind(host, port)
     click.echo(f"riverbed console: http://{host}:{port}/ (cluster {bootstrap})", err=True)
-    serve(bootstrap, host, port, pipeline_urls, sample_interval, sock=sock)
+    serve(bootstrap, host, port, pipeline_urls, sample_interval, sock=sock, properties=properties)

@@ -75,8 +75,9 @@ class Console:
         *,
         timeout_s: float = 15.0,
         sample_interval_s: float = 2.0,
+        properties: Sequence[str] = (),
     ) -> None:
-        self.cluster = Cluster(bootstrap, timeout_s=max(timeout_s - 2.0, 1.0))
+        self.cluster = Cluster(bootstrap, max(timeout_s - 2.0, 1.0), properties)
         self.pipeline_urls = tuple(pipeline_urls)
         self.timeout_s = timeout_s
         self.sample_interval_s = sample_interval_s
@@ -334,10 +335,16 @@ def create_app(
     *,
     timeout_s: float = 15.0,
     sample_interval_s: float = 2.0,
+    properties: Sequence[str] = (),
 ) -> Starlette:
-    """The console for the cluster at ``bootstrap`` (see module doc)."""
+    """The console for the cluster at ``bootstrap`` (see module doc); ``properties`` are
+    librdkafka ``KEY=VALUE`` client settings (:class:`~riverbed.console.cluster.Cluster`)."""
     console = Console(
-        bootstrap, pipeline_urls, timeout_s=timeout_s, sample_interval_s=sample_interval_s
+        bootstrap,
+        pipeline_urls,
+        timeout_s=timeout_s,
+        sample_interval_s=sample_interval_s,
+        properties=properties,
     )
 
     @contextlib.asynccontextmanager

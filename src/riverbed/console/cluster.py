@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from riverbed.cli.kafka_admin import TIMEOUT_S, admin_client, check_reachable, client_config
+from riverbed.cli.kafka_admin import TIMEOUT_S, check_reachable, client_config
 from riverbed.errors import RiverbedError
 
 CDC_OFFSETS_SUFFIX = ".cdc-offsets"
@@ -167,9 +168,26 @@ def _kafka_message(exc: Exception) -> str:
 class Cluster:
     """Blocking reads of one cluster at ``bootstrap`` (see module doc)."""
 
-    def __init__(self, bootstrap: str, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(
+        self, bootstrap: str, timeout_s: float = TIMEOUT_S, properties: Sequence[str] = ()
+    ) -> None:
+        """``properties``: librdkafka ``KEY=VALUE`` settings for every confluent-kafka client
+        (TLS, SASL, ...), also given to kafka-python (dots as underscores); the share-group
+        admin speaks PLAINTEXT only.  :class:`ConfigError` when one is not KEY=VALUE."""
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
+        self.properties = tuple(properties)
+        client_config(bootstrap, self.properties)  # malformed KEY=VALUE: fail at start
+
+    def _admin(self) -> Any:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        check_reachable(self.bootstrap)
+        try:
+            return AdminClient(client_config(self.bootstrap, self.properties))
+        except KafkaException as exc:  # a setting librdkafka refuses
+            raise ConsoleError(f"client settings refused: {_kafka_message(exc)}") from None
 
     # -- helpers ----------------------------------------------------------------------
 
@@ -189,7 +207,7 @@ class Cluster:
         check_reachable(self.bootstrap)
         return Consumer(
             {
-                **client_config(self.bootstrap),
+                **client_config(self.bootstrap, self.properties),
                 "group.id": f"riverbed-console-{uuid.uuid4().hex}",
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
@@ -215,7 +233,7 @@ class Cluster:
         """Every topic with its partitions' offsets, sorted by name."""
         from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
-        admin = admin_client(self.bootstrap)
+        admin = self._admin()
         try:
             metadata = admin.list_topics(timeout=self.timeout_s)
         except Exception as exc:  # KafkaException: cluster gone after the TCP check
@@ -262,7 +280,7 @@ class Cluster:
         found = [t for t in self.topics(include_internal=True) if t.name == name]
         if not found:
             raise NotFoundError(f"unknown topic {name!r}")
-        admin = admin_client(self.bootstrap)
+        admin = self._admin()
         resource = ConfigResource(ResourceType.TOPIC, name)
         configs = self._result(admin.describe_configs([resource])[resource], "describing configs")
         rows = tuple(sorted((c.name, str(c.value), bool(c.is_default)) for c in configs.values()))
@@ -358,7 +376,7 @@ class Cluster:
         """Every consumer group with its lag per partition."""
         from riverbed.cli.groups_command import GroupCommandError, _list
 
-        admin = admin_client(self.bootstrap)
+        admin = self._admin()
         try:
             names = [g.group_id for g in _list(admin)]
         except GroupCommandError as exc:
@@ -374,7 +392,7 @@ class Cluster:
             _state,
         )
 
-        admin = admin or admin_client(self.bootstrap)
+        admin = admin or self._admin()
         try:
             desc = self._result(
                 admin.describe_consumer_groups([group])[group], f"describing {group}"
@@ -433,7 +451,7 @@ class Cluster:
             known = {tp: (None, None) for tp in assigned}
             note = f"no lag: {exc}"
         keys = sorted(known)
-        ends = self._offsets(admin_client(self.bootstrap), keys, OffsetSpec.latest())  # type: ignore[no-untyped-call]
+        ends = self._offsets(self._admin(), keys, OffsetSpec.latest())  # type: ignore[no-untyped-call]
         rows = tuple((t, p, known[(t, p)][0], ends.get((t, p)), known[(t, p)][1]) for t, p in keys)
         return GroupLag(group, described.state, "share", rows, members, note)
 
@@ -443,9 +461,17 @@ class Cluster:
         from kafka.admin import KafkaAdminClient
 
         check_reachable(self.bootstrap)
-        return KafkaAdminClient(
-            bootstrap_servers=self.bootstrap, request_timeout_ms=int(self.timeout_s * 1000)
-        )
+        config: dict[str, Any] = {
+            "bootstrap_servers": self.bootstrap,
+            "request_timeout_ms": int(self.timeout_s * 1000),
+        }
+        for item in self.properties:
+            key, _, value = item.partition("=")
+            config[key.strip().replace(".", "_")] = value
+        try:
+            return KafkaAdminClient(**config)
+        except Exception as exc:  # kafka-python: KafkaConfigurationError, TypeError, ...
+            raise ConsoleError(f"kafka-python admin failed: {type(exc).__name__}") from None
 
     def transactions(self) -> list[Transaction]:
         """Every transactional id the coordinators know, sorted."""

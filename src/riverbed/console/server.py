@@ -59,9 +59,14 @@ def _config(
     pipeline_urls: Sequence[str],
     sample_interval_s: float,
     timeout_s: float = 15.0,
+    properties: Sequence[str] = (),
 ) -> uvicorn.Config:
     app = create_app(
-        bootstrap, pipeline_urls, sample_interval_s=sample_interval_s, timeout_s=timeout_s
+        bootstrap,
+        pipeline_urls,
+        sample_interval_s=sample_interval_s,
+        timeout_s=timeout_s,
+        properties=properties,
     )
     return uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="on"
@@ -91,11 +96,13 @@ def serve(
     pipeline_urls: Sequence[str] = (),
     sample_interval_s: float = 2.0,
     sock: socket.socket | None = None,
+    properties: Sequence[str] = (),
 ) -> None:
     """Serve the console in the foreground until SIGINT/SIGTERM (uvicorn's handlers), on
     ``sock`` when given (from :func:`bind`), else on a socket bound to ``host:port``."""
     sock = sock or bind(host, port)
-    server = _Server(_config(bootstrap, host, port, pipeline_urls, sample_interval_s))
+    config = _config(bootstrap, host, port, pipeline_urls, sample_interval_s, properties=properties)
+    server = _Server(config)
     try:
         server.run(sockets=[sock])
     finally:
@@ -115,13 +122,14 @@ class ConsoleServer:
         sample_interval_s: float = 2.0,
         option: str = "--listen",
         timeout_s: float = 15.0,
+        properties: Sequence[str] = (),
     ) -> None:
         self.bootstrap, self.host = bootstrap, host
         self._option = option
         self._sock: socket.socket | None = None
         self.port = port
         self._server = uvicorn.Server(
-            _config(bootstrap, host, port, pipeline_urls, sample_interval_s, timeout_s)
+            _config(bootstrap, host, port, pipeline_urls, sample_interval_s, timeout_s, properties)
         )
         self._thread = threading.Thread(target=self._run, name="riverbed-console", daemon=True)
 

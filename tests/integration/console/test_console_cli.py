@@ -144,3 +144,30 @@ def test_a_silent_cluster_never_stalls_the_event_loop() -> None:
     finally:
         server.stop()
         silent.close()
+
+
+def test_client_settings() -> None:
+    """``-X KEY=VALUE`` reaches the clients: malformed is one line at start, a setting
+    librdkafka refuses is a banner on the page."""
+    from riverbed.console.server import ConsoleServer
+
+    done = _run("console", "-X", "no-equals-sign")
+    assert done.returncode == 2
+    assert done.stderr == "riverbed: error: --property 'no-equals-sign' is not KEY=VALUE\n"
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen(8)
+    server = ConsoleServer(
+        f"127.0.0.1:{listening.getsockname()[1]}",
+        "127.0.0.1",
+        free_port(),
+        properties=["no.such.setting=1"],
+    )
+    server.start()
+    try:
+        response = httpx.get(server.url + "/topics", timeout=60)
+        assert response.status_code == 502
+        assert "client settings refused" in response.text and "no.such.setting" in response.text
+    finally:
+        server.stop()
+        listening.close()
