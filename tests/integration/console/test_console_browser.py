@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, start_http_server
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from riverbed.console.pipelines import SHOWN as PIPELINE_COLUMNS
 from riverbed.console.screenshots import (
     CDC_TOPIC,
     CONSUMED,
@@ -42,13 +43,17 @@ pytestmark = pytest.mark.timeout(600)
 
 @pytest.fixture(scope="module")
 def pipeline_endpoint() -> Iterator[str]:
-    """A stand-in for a running pipeline's /metrics (the names riverbed.spark.metrics uses)."""
+    """A running pipeline's /metrics as riverbed.spark.metrics exports it: its own
+    instruments (so the names are the exporter's), fed by hand instead of by Spark."""
+    from riverbed.spark.metrics import PipelineMetrics
+
     registry = CollectorRegistry()
-    Gauge("riverbed_pipeline_active", "", ["query"], registry=registry).labels("sessions").set(1)
-    Counter("riverbed_pipeline_input_rows", "", ["query"], registry=registry).labels(
-        "sessions"
-    ).inc(4242)
-    Gauge("riverbed_pipeline_batch_id", "", ["query"], registry=registry).labels("sessions").set(17)
+    metrics = PipelineMetrics(registry)
+    metrics.active.labels("sessions").set(1)
+    metrics.input_rows.labels("sessions").inc(4242)
+    metrics.batch_id.labels("sessions").set(17)
+    metrics.state_rows.labels("sessions", "0:stateStoreSave").set(5)
+    metrics.state_rows.labels("sessions", "1:sessionWindow").set(6)
     port = free_port()
     server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     yield f"http://127.0.0.1:{port}/metrics"
@@ -218,7 +223,10 @@ def test_every_page(console: tuple[ConsoleServer, Any, str], browser: Any, tmp_p
     cdc = _text(browser, "#connectors")
     assert CDC_TOPIC in cdc and '"lsn": 123456' in cdc
     pipeline = _text(browser, "table.pipeline")
-    assert "sessions" in pipeline and "4242" in pipeline and "17" in pipeline
+    cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "table.pipeline td")]
+    shown = dict(zip(PIPELINE_COLUMNS, cells[1:], strict=True))
+    assert cells[0] == "sessions" and shown["input_rows_total"] == "4242", pipeline
+    assert shown["batch_id"] == "17" and shown["active"] == "1" and shown["state_rows"] == "11"
     screenshot("connectors")
 
     assert len(list(tmp_path.glob("*.png"))) == shot == 9
