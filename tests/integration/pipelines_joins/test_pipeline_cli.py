@@ -10,6 +10,7 @@ whose output (exactly-once sink) equals the batch model: no record lost or doubl
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -114,6 +115,12 @@ def test_runs_until_sigterm_and_holds_activity_until_the_watermark(
             "the first activity enriched",
             lambda: still_running(proc, tmp_path),
         )
+        # The state while the query runs: the version, and the activity still held.
+        shown = cli("state", "enrich", "--checkpoint", str(tmp_path / "chk"), "--key", "1")
+        assert shown.returncode == 0, shown.stderr[-3000:]
+        (entry,) = [json.loads(line) for line in shown.stdout.splitlines()]
+        assert [v["row"] for v in entry["versions"]] == [{"name": "ann", "country": "uk"}]
+        assert entry["pending"] == [later]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=120) == 0, (tmp_path / "run.log").read_text()[-3000:]
     finally:
