@@ -22,6 +22,7 @@ retry safe (a second application is rejected as stale).
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -55,6 +56,25 @@ def create_topics(
             if isinstance(error, KafkaError) and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 continue
             raise EventSourcingError(f"cannot create topic {name!r}: {exc}") from None
+    _wait_for_leaders(admin, [t.topic for t in wanted], timeout_s)
+
+
+def _wait_for_leaders(admin: Any, names: list[str], timeout_s: float) -> None:
+    """Until every partition of ``names`` has a leader (a new topic's partitions may not
+    yet have one on a multi-node Kafka cluster: NOT_LEADER_FOR_PARTITION)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        topics = admin.list_topics(timeout=timeout_s).topics
+        if all(
+            name in topics
+            and topics[name].partitions
+            and all(p.leader >= 0 for p in topics[name].partitions.values())
+            for name in names
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise EventSourcingError(f"topics {names} have no leader after {timeout_s}s")
+        time.sleep(0.2)  # metadata polling interval
 
 
 class CommandClient:
@@ -73,15 +93,29 @@ class CommandClient:
                 "isolation.level": "read_committed",
             }
         )
-        _low, high = self._consumer.get_watermark_offsets(
-            TopicPartition(topics.replies, 0), timeout=30
-        )
+        high = self._replies_end(TopicPartition(topics.replies, 0))
         self._consumer.assign([TopicPartition(topics.replies, 0, high)])
         self._lock = threading.Lock()
         self._waiting: dict[str, Future[Reply]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read_replies, daemon=True)
         self._thread.start()
+
+    def _replies_end(self, tp: Any, timeout_s: float = 60.0) -> int:
+        """The replies partition's end; retried while its leader is not yet known."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                _low, high = self._consumer.get_watermark_offsets(tp, timeout=10)
+                return int(high)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                retriable = error is not None and getattr(error, "retriable", lambda: False)()
+                if time.monotonic() > deadline or not (retriable or "leader" in str(exc).lower()):
+                    raise EventSourcingError(f"cannot read {tp.topic}'s end: {exc}") from None
+                time.sleep(0.2)  # metadata settles
 
     def send(
         self,
