@@ -331,8 +331,10 @@ class Cluster:
             cap = MAX_SCAN if key is not None else limit
             deadline = time.monotonic() + self.timeout_s
             position = start
+            timed_out = False
             while position < high and scanned < cap and len(records) < limit:
                 if time.monotonic() > deadline:
+                    timed_out = True
                     break
                 msg = consumer.poll(0.2)
                 if msg is None:
@@ -349,6 +351,8 @@ class Cluster:
             note = ""
             if key is not None and scanned >= cap:
                 note = f"stopped after scanning {scanned} records"
+            elif timed_out:
+                note = f"stopped after {self.timeout_s:g}s at offset {position}"
             return Browse(tuple(records), scanned, note)
         finally:
             consumer.close()
