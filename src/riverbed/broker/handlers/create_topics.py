@@ -6,8 +6,10 @@ Each topic is independent: a bad name (INVALID_TOPIC_EXCEPTION), an existing top
 ``max.broker.partitions`` (POLICY_VIOLATION), an explicit replica assignment naming
 anything but this node alone (INVALID_REPLICA_ASSIGNMENT, see
 :mod:`~riverbed.broker.replica_assignment`) or a bad config (INVALID_CONFIG,
-naming the key) fail that topic only, with a message saying what is wrong.  v5+
-responses carry the created topic's effective configs.
+naming the key) fail that topic only, with a message saying what is wrong.  A name listed
+more than once is not created: it is answered once, INVALID_REQUEST "Duplicate topic
+name.", after the others (Kafka's ``ControllerApis``).  v5+ responses carry the created
+topic's effective configs.
 
 The partitions are created on the topic manager's worker thread (a :class:`Barrier`:
 requests after this one on the connection wait for it); a topic answered without error is
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
@@ -49,7 +52,11 @@ async def _handle(deps: TopicAdminDeps, request: CreateTopicsRequest) -> CreateT
     validate_only = bool(request.validate_only)
     results: list[Result | None] = []
     creating: dict[int, asyncio.Task[Result]] = {}
+    counts = Counter(wanted.name for wanted in request.topics)
+    duplicates = [name for name, count in counts.items() if count > 1]
     for wanted in request.topics:
+        if counts[wanted.name] > 1:
+            continue
         checked = await _create(deps, wanted, True)  # validation only: no await inside
         if checked.error_code != ErrorCode.NONE or validate_only:
             results.append(checked)
@@ -66,7 +73,19 @@ async def _handle(deps: TopicAdminDeps, request: CreateTopicsRequest) -> CreateT
         else:  # left to finish on its own (not cancelled: it may not have started yet)
             task.add_done_callback(_settled)
             results[index] = _timed_out(request.topics[index].name, request.timeout_ms)
+    results += [_duplicate(name) for name in duplicates]
     return CreateTopicsResponse(throttle_time_ms=0, topics=[r for r in results if r is not None])
+
+
+def _duplicate(name: str) -> Result:
+    return Result(
+        name=name,
+        error_code=ErrorCode.INVALID_REQUEST,
+        error_message="Duplicate topic name.",
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=None,
+    )
 
 
 def _settled(task: asyncio.Task[Result]) -> None:
