@@ -12,7 +12,9 @@
   connection_closed`) releases the member's records there, delivery counts kept, as
   Kafka 4.4 does;
 * the **share partitions** (:mod:`riverbed.broker.share_partitions`), persisted in
-  ``__share_group_state`` and replayed by :meth:`ShareGroupService.load` at start.
+  ``__share_group_state`` and replayed by :meth:`ShareGroupService.load` at start;
+* the **dead letters** (:mod:`riverbed.broker.share_dead_letters`, KIP-1191): archived
+  records copied to the group's dead-letter topic before their state is persisted.
 
 Event-loop only (not thread-safe).  Memory only for membership and sessions: a restart
 forgets them and clients rejoin.  Group configs are saved in ``share_group_configs.json``
@@ -27,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from riverbed.broker.share_dead_letters import DeadLetters
 from riverbed.broker.share_partitions import Flushes, SharePartitions, SharePartitionsHost
 from riverbed.broker.share_sessions import ShareSessionCache
 from riverbed.broker.state_file import read_json, write_json_atomic
@@ -81,6 +84,8 @@ class ShareGroupService:
         self.manager = ShareGroupManager(self.config, self._partition_count, self._foreign_group)
         self.sessions = ShareSessionCache()
         self.partitions = SharePartitions(host, self.config)
+        self.dead_letters = DeadLetters(host, self.partitions)
+        self.partitions.add_archive_listener(self.dead_letters.on_archived)
         self._releasers: list[MemberReleaser] = [self]
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline_ms: int | None = None

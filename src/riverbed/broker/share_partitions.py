@@ -53,7 +53,7 @@ from riverbed.broker.share_state_pruning import (
     StatePruner,
 )
 from riverbed.coordinator.share_config import ShareGroupConfig
-from riverbed.errors import CorruptSegmentError, RiverbedError
+from riverbed.errors import ConfigError, CorruptSegmentError, RiverbedError
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.records import build_batch, iter_batches_with_records
 from riverbed.protocol.topic_partition import TopicPartition
@@ -94,6 +94,10 @@ SNAPSHOT_UPDATES_KEY = "share.coordinator.snapshot.update.records.per.snapshot"
 DEFAULT_NUM_PARTITIONS = 50
 REPLAY_READ_BYTES = 1 << 20
 
+DLQ_TOPIC_KEY = "errors.deadletterqueue.topic.name"
+DLQ_COPY_RECORD_KEY = "errors.deadletterqueue.copy.record.enable"
+DLQ_PREFIX_KEY = "errors.deadletterqueue.topic.name.prefix"
+DEFAULT_DLQ_PREFIX = "dlq."
 GROUP_CONFIG_KEYS = frozenset(
     {
         "share.record.lock.duration.ms",
@@ -101,12 +105,16 @@ GROUP_CONFIG_KEYS = frozenset(
         "share.partition.max.record.locks",
         "share.auto.offset.reset",
         "share.isolation.level",
+        DLQ_TOPIC_KEY,
+        DLQ_COPY_RECORD_KEY,
     }
 )
-"""Per-group settings (Kafka 4.2's GROUP resource configs) a share partition honours."""
+"""Per-group settings (Kafka 4.2's GROUP resource configs) a share partition honours, and
+the dead-letter ones (KIP-1191, Kafka 4.4) :mod:`riverbed.broker.share_dead_letters` reads."""
 
 Flushes = tuple[concurrent.futures.Future[None], ...]
-ArchiveListener = Callable[[str, TopicPartition, Sequence[ArchivedRecords]], None]
+ArchiveListener = Callable[[str, TopicPartition, Sequence[ArchivedRecords]], Flushes]
+"""``listener(group, tp, archived)`` -> the fsyncs of what it wrote (dead letters)."""
 
 
 class ShareStateUnavailableError(RiverbedError):
@@ -223,6 +231,7 @@ class SharePartitions:
             else:
                 current[key] = value
         self.partition_config_check(current)
+        self._dead_letter_check(current)
         self._group_configs[group_id] = current
         fresh = self.partition_config(group_id)
         for (g, _t, _p), sp in self._partitions.items():
@@ -239,6 +248,23 @@ class SharePartitions:
         finally:
             self._group_configs = saved
 
+    def _dead_letter_check(self, values: Mapping[str, str]) -> None:
+        copy = values.get(DLQ_COPY_RECORD_KEY, "false").lower()
+        if copy not in ("true", "false"):
+            raise ConfigError(f"invalid value {copy!r} for {DLQ_COPY_RECORD_KEY}")
+        topic = values.get(DLQ_TOPIC_KEY)
+        prefix = self.dead_letter_prefix
+        if topic and not topic.startswith(prefix):
+            raise ConfigError(
+                f"{DLQ_TOPIC_KEY} {topic!r} does not start with the prefix {prefix!r} "
+                f"({DLQ_PREFIX_KEY})"
+            )
+
+    @property
+    def dead_letter_prefix(self) -> str:
+        """``errors.deadletterqueue.topic.name.prefix`` (broker config, ``dlq.``)."""
+        return str(self._host.config.source.get(DLQ_PREFIX_KEY, DEFAULT_DLQ_PREFIX))
+
     def group_config(self, group_id: str) -> Mapping[str, str]:
         return dict(self._group_configs.get(group_id, {}))
 
@@ -247,8 +273,11 @@ class SharePartitions:
         return {g: dict(c) for g, c in sorted(self._group_configs.items()) if c}
 
     def add_archive_listener(self, listener: ArchiveListener) -> None:
-        """``listener(group, tp, archived)`` after REJECTs or the delivery limit archive
-        offsets (dead letters), once their records are appended."""
+        """``listener(group, tp, archived)`` when REJECTs or the delivery limit archive
+        offsets (dead letters).  It runs *before* the ARCHIVED state records are appended
+        (a process crash in between leaves the offsets un-archived: delivered, and copied,
+        again: at-least-once), and an acknowledgement's answer also awaits the fsyncs it
+        returns."""
         self._archive_listeners.append(listener)
 
     # -- the topic -------------------------------------------------------------------
@@ -388,8 +417,8 @@ class SharePartitions:
         result: AcknowledgeResult = sp.acknowledge(member_id, batches, self._clock.now_ms())
         if result.error_code != ErrorCode.NONE:
             return Persisted(result.error_code, (), result.error_message)
-        flushes = self._append(result.records)
-        self._archived(group_id, tp, result.archived)
+        flushes = self._archived(group_id, tp, result.archived)  # dead letters first
+        flushes += self._append(result.records)
         released = any(t == AcknowledgeType.RELEASE for _f, _l, types in batches for t in types)
         if released or sp.start_offset != start:
             # records to deliver again, or room under the in-flight limit: wake the
@@ -468,22 +497,24 @@ class SharePartitions:
 
     # -- internals -------------------------------------------------------------------
     def _apply(self, group_id: str, tp: TopicPartition, change: ShareStateChange) -> Flushes:
-        flushes = self._append(change.records) if change.records else ()
-        self._archived(group_id, tp, change.archived)
+        flushes = self._archived(group_id, tp, change.archived)  # dead letters first
+        flushes += self._append(change.records) if change.records else ()
         if change.released:
             self._host.purgatory.notify(tp)
         return flushes
 
     def _archived(
         self, group_id: str, tp: TopicPartition, archived: Sequence[ArchivedRecords]
-    ) -> None:
+    ) -> Flushes:
         if not archived:
-            return
+            return ()
+        flushes: list[concurrent.futures.Future[None]] = []
         for listener in self._archive_listeners:
             try:
-                listener(group_id, tp, archived)
+                flushes += listener(group_id, tp, archived)
             except Exception:
                 log.exception("share group %s: archive listener failed", group_id)
+        return tuple(flushes)
 
     def _append(self, records: Sequence[ShareStateRecord | ShareStateTombstone]) -> Flushes:
         """Append ``records`` in order, one batch per state partition; the fsyncs."""

@@ -86,6 +86,8 @@ EXTRA_TOPIC_CONFIGS: Mapping[str, _Extra] = {
     "remote.storage.enable": _Extra("false", _one_of("false"), BOOLEAN),
     "local.retention.ms": _Extra("-2", _is_int(-2), LONG),
     "local.retention.bytes": _Extra("-2", _is_int(-2), LONG),
+    # KIP-1191: a share group may copy dead letters here (riverbed.broker.share_dead_letters)
+    "errors.deadletterqueue.group.enable": _Extra("false", _BOOL, BOOLEAN),
 }
 
 

@@ -82,15 +82,9 @@ def server_name(share_bootstrap: str, request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def dead_letter_topic(queue_names: QueueNames, server_name: str) -> str | None:
-    """The group's dead-letter topic (KIP-1191), or None where the broker has none yet.
-
-    Riverbed's broker does not implement KIP-1191's dead-letter configs yet (its topic
-    config ``errors.deadletterqueue.group.enable`` is refused), so the dead-letter checks
-    run against Kafka 4.4 only; ``test_dead_letters_on_riverbed`` tracks it.
-    """
-    if server_name != "kafka":
-        return None
+def dead_letter_topic(queue_names: QueueNames) -> str:
+    """The group's dead-letter topic (KIP-1191), on either broker: ``dlq.<topic>`` with
+    ``errors.deadletterqueue.group.enable=true``, named by the group's config."""
     topic = f"dlq.{queue_names.topic}"
     enable_dead_letters(queue_names.bootstrap, queue_names.group, topic)
     return topic

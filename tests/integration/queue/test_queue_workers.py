@@ -18,7 +18,7 @@ from riverbed.testing.kafka_share_reference import enable_dead_letters
 
 
 def test_accept_release_reject_across_four_workers(
-    queue_names: QueueNames, dead_letter_topic: str | None
+    queue_names: QueueNames, dead_letter_topic: str
 ) -> None:
     values = [f"m{i}".encode() for i in range(40)]
     produce(queue_names.bootstrap, queue_names.topic, values)
@@ -74,8 +74,6 @@ def test_accept_release_reject_across_four_workers(
         if value not in (b"m7", b"m8", b"m9"):
             assert outcomes[value] == [Outcome.ACCEPT], value
     assert workers.stats.snapshot() == {"accept": 38, "release": 3, "reject": 2}
-    if dead_letter_topic is None:
-        return
     # Kafka 4.4 (KIP-1191) copies both REJECTed records to the group's dead-letter topic.
     dead = dict(read_all(queue_names.bootstrap, dead_letter_topic, 2))
     assert set(dead) == {b"m8", b"m9"}
@@ -162,7 +160,6 @@ def test_stop_releases_fetched_records_and_commits(queue_names: QueueNames) -> N
     assert second.stats.snapshot()["accept"] == 20 - len(done)
 
 
-@pytest.mark.xfail(reason="Riverbed's broker has no KIP-1191 dead-letter topics yet", strict=False)
 def test_dead_letters_on_riverbed(riverbed_share_bootstrap: str) -> None:
     from riverbed.testing.kafka_share_reference import create_topic, set_share_group_config
 
