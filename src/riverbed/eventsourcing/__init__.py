@@ -7,7 +7,8 @@ Public API (docs/event-sourcing.md)::
     client      create_topics, CommandClient (submit/send; thread-safe)
     writer      CommandWriter: one writer per partition (consumer group), one Kafka
                 transaction per batch (events + snapshots + replies + offsets), fencing
-    replay      replay (rebuild from offset 0), all_snapshots, load_snapshots, read_to_end
+    replay      replay (rebuild from offset 0), live_state / load_partition (snapshots +
+                the events after them), all_snapshots, load_snapshots, read_to_end
     projection  SqliteProjection: read models idempotent by offset
     bank        BankAccount: the worked example, and its balances projection
 
@@ -28,7 +29,14 @@ from riverbed.eventsourcing.model import (
     State,
 )
 from riverbed.eventsourcing.projection import SqliteProjection
-from riverbed.eventsourcing.replay import all_snapshots, load_snapshots, read_to_end, replay
+from riverbed.eventsourcing.replay import (
+    all_snapshots,
+    live_state,
+    load_partition,
+    load_snapshots,
+    read_to_end,
+    replay,
+)
 from riverbed.eventsourcing.writer import CommandWriter
 
 __all__ = [
@@ -46,6 +54,8 @@ __all__ = [
     "State",
     "all_snapshots",
     "create_topics",
+    "live_state",
+    "load_partition",
     "load_snapshots",
     "read_to_end",
     "replay",

@@ -16,8 +16,9 @@ and the credit command are committed together by the source account's writer; th
 every command is decided.
 
 Run a writer (``python -m riverbed.eventsourcing.bank writer --bootstrap-server H:P
---app bank --writer-id w1 [--partitions 3]``); SIGTERM stops it (exit 0); a fenced writer
-exits 3 with one line on stderr.  The balances read model: :func:`balances_projection`.
+--app bank --writer-id w1 [--partitions 3] [--snapshot-every 1]``); SIGTERM stops it
+(exit 0); a fenced writer exits 3 with one line on stderr.  The balances read model:
+:func:`balances_projection`.
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--app", default="bank")
     parser.add_argument("--writer-id", required=True)
     parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--snapshot-every", type=int, default=1)
     args = parser.parse_args(argv)
     config = {"bootstrap.servers": args.bootstrap_server}
     topics = AppTopics(args.app)
@@ -128,7 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda _s, _f: stop.set())
     try:
         create_topics(config, topics, partitions=args.partitions)
-        writer = CommandWriter(config, topics, BankAccount(), writer_id=args.writer_id)
+        writer = CommandWriter(
+            config,
+            topics,
+            BankAccount(),
+            writer_id=args.writer_id,
+            snapshot_every=args.snapshot_every,
+        )
         writer.run(stop, on_ready=lambda: print("writer ready", file=sys.stderr, flush=True))
     except WriterFencedError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -17,7 +17,7 @@ Formats (compact UTF-8 JSON)::
                "expected_version": int | null, "reply": bool}
     Event     {"aggregate": str, "version": int, "type": str, "data": {...},
                "command_id": str}                 version: 1 for an aggregate's first event
-    Snapshot  {"aggregate": str, "version": int, "state": {...}}
+    Snapshot  {"aggregate": str, "version": int, "state": {...}, "events_from": int}
     Reply     {"command_id": str, "ok": bool, "error": str | null, "version": int}
 
 An aggregate's *version* is the number of events it has; a command's ``expected_version``
@@ -129,17 +129,32 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
+    """An aggregate's state at ``version``.  ``events_from``: an offset of the aggregate's
+    events partition at or below every event of a higher version (the end of that
+    partition when the writer that wrote the snapshot loaded it), where a loader starts
+    reading the events that follow the snapshot."""
+
     aggregate: str
     version: int
     state: State
+    events_from: int = 0
 
     def encode(self) -> bytes:
-        return dumps({"aggregate": self.aggregate, "version": self.version, "state": self.state})
+        return dumps(
+            {
+                "aggregate": self.aggregate,
+                "version": self.version,
+                "state": self.state,
+                "events_from": self.events_from,
+            }
+        )
 
     @staticmethod
     def decode(value: bytes) -> Snapshot:
         d = json.loads(value)
-        return Snapshot(str(d["aggregate"]), int(d["version"]), dict(d["state"]))
+        return Snapshot(
+            str(d["aggregate"]), int(d["version"]), dict(d["state"]), int(d.get("events_from", 0))
+        )
 
 
 @dataclass(frozen=True, slots=True)

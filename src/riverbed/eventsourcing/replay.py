@@ -3,8 +3,9 @@
 * :func:`read_to_end` yields every committed record of some partitions from given offsets
   up to the last stable offset seen when each partition's end is reached (records of
   aborted transactions are skipped by the client; an open transaction makes it wait).
-* :func:`load_snapshots` is what a writer reads when it takes over a partition: the latest
-  snapshot per aggregate of the compacted ``<app>.snapshots`` partition.
+* :func:`load_partition` is what a writer reads when it takes over a partition: the latest
+  snapshot per aggregate of the compacted ``<app>.snapshots`` partition, then the events
+  written after those snapshots; :func:`live_state` does it for every partition.
 * :func:`replay` rebuilds every aggregate from ``<app>.events`` at offset 0 through the
   aggregate's ``evolve``: it must equal the snapshots and the live state (tested).
 
@@ -88,6 +89,44 @@ def load_snapshots(
         if value is not None:
             snapshot = Snapshot.decode(value)
             out[snapshot.aggregate] = snapshot
+    return out
+
+
+def load_partition(
+    config: Mapping[str, Any], topics: AppTopics, aggregate: Aggregate, partition: int
+) -> tuple[dict[str, tuple[int, State]], int]:
+    """A partition's aggregates as of its last committed transaction: the snapshots, then
+    the events after them (from the lowest snapshot ``events_from``; every aggregate has a
+    snapshot from its first transaction on).  Returns ``({id: (version, state)}, end)``,
+    ``end`` being an offset at or below every event written after this load.
+
+    Raises :class:`EventSourcingError` on a version gap after a snapshot."""
+    snapshots = load_snapshots(config, topics, partition)
+    states = {s.aggregate: (s.version, s.state) for s in snapshots.values()}
+    start = min((s.events_from for s in snapshots.values()), default=0)
+    end = start
+    for msg in read_to_end(config, topics.events, {partition: start}):
+        end = msg.offset() + 1
+        event = Event.decode(msg.value())
+        version, state = states.get(event.aggregate, (0, aggregate.initial_state()))
+        if event.version <= version:
+            continue  # in the snapshot already
+        if event.version != version + 1:
+            raise EventSourcingError(
+                f"aggregate {event.aggregate!r}: event version {event.version} after "
+                f"{version} at {topics.events}[{partition}]@{msg.offset()}"
+            )
+        states[event.aggregate] = (event.version, aggregate.evolve(state, event))
+    return states, end
+
+
+def live_state(
+    config: Mapping[str, Any], topics: AppTopics, aggregate: Aggregate
+) -> dict[str, tuple[int, State]]:
+    """Every aggregate as a writer would load it (snapshots + the events after them)."""
+    out: dict[str, tuple[int, State]] = {}
+    for partition in range(partition_count(config, topics.snapshots)):
+        out.update(load_partition(config, topics, aggregate, partition)[0])
     return out
 
 

@@ -9,16 +9,20 @@
 ``<app>.commands``; the group gives each partition to one member.  Commands of an aggregate
 all land on one partition (key = aggregate id), so each aggregate has one writer at a time.
 On the first command of a newly assigned partition the writer loads that partition's
-aggregates from ``<app>.snapshots`` (read_committed, to the end).
+aggregates: the latest snapshots from ``<app>.snapshots``, then the events written after
+them from ``<app>.events`` (read_committed, to the end; see
+:func:`~riverbed.eventsourcing.replay.load_partition`).
 
 **One transaction per batch.**  The writer consumes a batch of commands and, in one Kafka
 transaction (``transactional.id = <app>.writer.<writer_id>``): for each command checks
 ``expected_version`` (a mismatch is rejected: ``stale version: expected 3, account a-1 is
 at 5``), calls ``decide``, numbers and appends the events to ``<app>.events`` (same
 partition, key = aggregate id), sends the decision's commands to other aggregates, writes
-the reply, then the snapshot of every aggregate it changed to ``<app>.snapshots`` (same
-partition) and the consumed offsets (``send_offsets_to_transaction`` with the group
-metadata, KIP-447), and commits.  Events, snapshots, replies, outgoing commands and the
+the reply, then a snapshot of each aggregate it changed that is new or ``snapshot_every``
+versions past its last snapshot to ``<app>.snapshots`` (same partition; every aggregate
+has a snapshot from its first transaction on, so loading never reads events from 0) and
+the consumed offsets (``send_offsets_to_transaction`` with the group metadata, KIP-447),
+and commits.  Events, snapshots, replies, outgoing commands and the
 command offsets become visible together or not at all (to read_committed readers).
 
 **Fencing.**  A writer restarted with the same ``writer_id`` calls ``init_transactions``
@@ -56,7 +60,7 @@ from riverbed.eventsourcing.model import (
     Snapshot,
     State,
 )
-from riverbed.eventsourcing.replay import load_snapshots
+from riverbed.eventsourcing.replay import load_partition
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,7 @@ class CommandWriter:
         *,
         writer_id: str,
         max_batch: int = 200,
+        snapshot_every: int = 1,
     ) -> None:
         self.config = dict(config)
         self.topics = topics
@@ -85,6 +90,9 @@ class CommandWriter:
         self.transactional_id = f"{topics.app}.writer.{writer_id}"
         self.max_batch = max_batch
         self._states: dict[int, dict[str, tuple[int, State]]] = {}
+        self._events_from: dict[int, int] = {}  # events partition end at load
+        self._snapshotted: dict[int, dict[str, int]] = {}  # version of the last snapshot
+        self.snapshot_every = snapshot_every
         self.committed_batches = 0
 
     def run(self, stop: threading.Event, *, on_ready: Any = None) -> None:
@@ -117,6 +125,7 @@ class CommandWriter:
         def on_revoke(_consumer: Any, partitions: list[Any]) -> None:
             for tp in partitions:  # no transaction is open here: we poll only between them
                 self._states.pop(tp.partition, None)
+                self._snapshotted.pop(tp.partition, None)
 
         consumer.subscribe([self.topics.commands], on_revoke=on_revoke, on_lost=on_revoke)
         if on_ready is not None:
@@ -133,9 +142,10 @@ class CommandWriter:
     def _state_of(self, partition: int) -> dict[str, tuple[int, State]]:
         states = self._states.get(partition)
         if states is None:
-            snapshots = load_snapshots(self.config, self.topics, partition)
-            states = {s.aggregate: (s.version, s.state) for s in snapshots.values()}
+            states, end = load_partition(self.config, self.topics, self.aggregate, partition)
             self._states[partition] = states
+            self._events_from[partition] = end
+            self._snapshotted[partition] = {a: v for a, (v, _s) in states.items()}
             log.info(
                 "writer %s loaded %d aggregates of partition %d",
                 self.writer_id,
@@ -155,14 +165,21 @@ class CommandWriter:
             producer.begin_transaction()
             for msg in batch:
                 self._decide(producer, msg, staged)
+            snapshots: list[tuple[int, str, int]] = []
             for partition, changed in staged.items():
+                done = self._snapshotted[partition]
                 for aggregate_id, (version, state) in changed.items():
+                    last = done.get(aggregate_id)
+                    if last is not None and version - last < self.snapshot_every:
+                        continue  # loaders replay its events after the last snapshot
+                    snapshot = Snapshot(aggregate_id, version, state, self._events_from[partition])
                     producer.produce(
                         self.topics.snapshots,
                         key=aggregate_id.encode(),
-                        value=Snapshot(aggregate_id, version, state).encode(),
+                        value=snapshot.encode(),
                         partition=partition,
                     )
+                    snapshots.append((partition, aggregate_id, version))
             ends: dict[int, int] = {}
             for msg in batch:
                 ends[msg.partition()] = max(ends.get(msg.partition(), 0), msg.offset() + 1)
@@ -174,6 +191,7 @@ class CommandWriter:
             producer.commit_transaction(60)
         except KafkaException as exc:
             self._states.clear()  # nothing staged is true: reload from the snapshots
+            self._snapshotted.clear()
             error = exc.args[0] if exc.args else None
             if error is not None and getattr(error, "txn_requires_abort", lambda: False)():
                 # e.g. a rebalance moved a partition away mid-transaction (the group
@@ -184,6 +202,8 @@ class CommandWriter:
             raise _fenced_or(exc, "a writer transaction failed") from None
         for partition, changed in staged.items():
             self._states[partition].update(changed)
+        for partition, aggregate_id, version in snapshots:
+            self._snapshotted[partition][aggregate_id] = version
         self.committed_batches += 1
 
     def _abort_and_rewind(self, producer: Any, consumer: Any, error: Any) -> None:
