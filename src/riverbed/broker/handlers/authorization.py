@@ -62,6 +62,7 @@ from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.authorized_operations import authorized_operations
 from riverbed.broker.handlers.deps import TopicNames
+from riverbed.broker.handlers.share_authorization import SHARE_GATES
 from riverbed.broker.security.authorizer import (
     CLUSTER_NAME,
     AclOperation,
@@ -996,5 +997,6 @@ GATES: dict[int, Gate] = {
     66: _list_transactions,
     68: _consumer_group_heartbeat,
     69: _consumer_group_describe,
+    **SHARE_GATES,  # share groups (riverbed.broker.handlers.share_authorization)
 }
 """API key -> its gate."""
