@@ -3,7 +3,8 @@ keyed topic, state in compacted snapshots, optimistic concurrency, projections.
 
 Public API (docs/event-sourcing.md)::
 
-    model       AppTopics, Command, Event, Snapshot, Reply, Decision, NewEvent, Aggregate
+    model       AppTopics, Command, Event, Snapshot, Reply, Decision, NewEvent, Aggregate,
+                partition_for
     client      create_topics, CommandClient (submit/send; thread-safe)
     writer      CommandWriter: one writer per partition (consumer group), one Kafka
                 transaction per batch (events + snapshots + replies + offsets), fencing
@@ -27,6 +28,7 @@ from riverbed.eventsourcing.model import (
     Reply,
     Snapshot,
     State,
+    partition_for,
 )
 from riverbed.eventsourcing.projection import SqliteProjection
 from riverbed.eventsourcing.replay import (
@@ -57,6 +59,7 @@ __all__ = [
     "live_state",
     "load_partition",
     "load_snapshots",
+    "partition_for",
     "read_to_end",
     "replay",
 ]

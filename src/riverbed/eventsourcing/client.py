@@ -30,7 +30,8 @@ from types import TracebackType
 from typing import Any
 
 from riverbed.errors import EventSourcingError
-from riverbed.eventsourcing.model import AppTopics, Command, Reply
+from riverbed.eventsourcing.model import AppTopics, Command, Reply, partition_for
+from riverbed.eventsourcing.replay import partition_count
 
 
 def create_topics(
@@ -95,6 +96,7 @@ class CommandClient:
         )
         high = self._replies_end(TopicPartition(topics.replies, 0))
         self._consumer.assign([TopicPartition(topics.replies, 0, high)])
+        self._partitions = partition_count(config, topics.commands)
         self._lock = threading.Lock()
         self._waiting: dict[str, Future[Reply]] = {}
         self._stop = threading.Event()
@@ -133,7 +135,10 @@ class CommandClient:
         with self._lock:
             self._waiting[command.id] = future
             self._producer.produce(
-                self.topics.commands, key=aggregate_id.encode(), value=command.encode()
+                self.topics.commands,
+                key=aggregate_id.encode(),
+                value=command.encode(),
+                partition=partition_for(aggregate_id, self._partitions),
             )
             self._producer.poll(0)  # sent by librdkafka's thread (linger.ms), not flushed here
         return future

@@ -7,8 +7,9 @@ Topics of an application named ``<app>`` (:class:`AppTopics`)::
     <app>.snapshots  key = aggregate id   value = Snapshot JSON      (writers only; compacted)
     <app>.replies    key = command id     value = Reply JSON         (writers only; 1 partition)
 
-``commands``, ``events`` and ``snapshots`` have the same partition count, and a writer puts
-an aggregate's events and snapshot in the partition its commands arrived on, so partition
+``commands``, ``events`` and ``snapshots`` have the same partition count; an aggregate's
+commands go to :func:`partition_for` and a writer puts its events and snapshots in the
+partition its commands arrived on, so partition
 ``p`` of all three belongs to one aggregate set and to one writer at a time.
 
 Formats (compact UTF-8 JSON)::
@@ -27,6 +28,7 @@ An aggregate's *version* is the number of events it has; a command's ``expected_
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -34,6 +36,14 @@ from typing import Any, Protocol
 from riverbed.errors import EventSourcingError
 
 State = dict[str, Any]
+
+
+def partition_for(aggregate_id: str, partitions: int) -> int:
+    """The partition of ``aggregate_id``'s commands, events and snapshots: CRC-32 of the
+    UTF-8 id modulo the partition count (librdkafka's ``consistent_random`` for a key).
+    Clients and writers produce commands to this partition explicitly, and a writer rejects
+    a command found on another one, so an aggregate never has two writers."""
+    return zlib.crc32(aggregate_id.encode("utf-8")) % partitions
 
 
 def dumps(document: Any) -> bytes:

@@ -59,8 +59,9 @@ from riverbed.eventsourcing.model import (
     Reply,
     Snapshot,
     State,
+    partition_for,
 )
-from riverbed.eventsourcing.replay import load_partition
+from riverbed.eventsourcing.replay import load_partition, partition_count
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ class CommandWriter:
         self._snapshotted: dict[int, dict[str, int]] = {}  # version of the last snapshot
         self.snapshot_every = snapshot_every
         self.committed_batches = 0
+        self._partitions = 0  # of the commands topic, read when run() starts
 
     def run(self, stop: threading.Event, *, on_ready: Any = None) -> None:
         """Consume and decide until ``stop`` is set.  Raises :class:`WriterFencedError`
@@ -127,6 +129,7 @@ class CommandWriter:
                 self._states.pop(tp.partition, None)
                 self._snapshotted.pop(tp.partition, None)
 
+        self._partitions = partition_count(self.config, self.topics.commands)
         consumer.subscribe([self.topics.commands], on_revoke=on_revoke, on_lost=on_revoke)
         if on_ready is not None:
             on_ready()
@@ -227,13 +230,23 @@ class CommandWriter:
         self, producer: Any, msg: Any, staged: dict[int, dict[str, tuple[int, State]]]
     ) -> None:
         partition = msg.partition()
-        command = Command.decode(msg.value())
+        try:
+            command = Command.decode(msg.value())
+        except EventSourcingError as exc:  # a poison record must not stop the partition
+            log.warning("skipped %s[%d]@%d: %s", msg.topic(), partition, msg.offset(), exc)
+            return
         changed = staged.setdefault(partition, {})
         version, state = changed.get(command.aggregate) or self._states[partition].get(
             command.aggregate, (0, self.aggregate.initial_state())
         )
         reply: Reply
         try:
+            owner = partition_for(command.aggregate, self._partitions)
+            if owner != partition:
+                raise CommandRejected(
+                    f"{command.aggregate}'s commands belong to partition {owner}, "
+                    f"not {partition} (use riverbed.eventsourcing.partition_for)"
+                )
             if command.expected_version is not None and command.expected_version != version:
                 raise CommandRejected(
                     f"stale version: expected {command.expected_version}, "
@@ -255,7 +268,10 @@ class CommandWriter:
                 )
             for other in decision.commands:
                 producer.produce(
-                    self.topics.commands, key=other.aggregate.encode(), value=other.encode()
+                    self.topics.commands,
+                    key=other.aggregate.encode(),
+                    value=other.encode(),
+                    partition=partition_for(other.aggregate, self._partitions),
                 )
             changed[command.aggregate] = (version, state)
             reply = Reply(command.id, True, None, version)
