@@ -434,7 +434,13 @@ def assigned_member(wire: Wire, group: str, topic: str) -> tuple[str, int]:
 
 
 def share_fetch(
-    wire: Wire, group: str, member: str, topic_id: uuid.UUID, session: int, wait_ms: int
+    wire: Wire,
+    group: str,
+    member: str,
+    topic_id: uuid.UUID,
+    session: int,
+    wait_ms: int,
+    min_bytes: int = 1,
 ) -> list[tuple[int, int, int]]:
     """One ShareFetch of partition 0 (named only when opening the session): what it
     acquired, as ``(first, last, delivery count)``."""
@@ -445,7 +451,7 @@ def share_fetch(
     ]
     req = ShareFetchRequest(
         group_id=group, member_id=member, share_session_epoch=session, max_wait_ms=wait_ms,
-        min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+        min_bytes=min_bytes, max_bytes=1 << 20, max_records=100, batch_size=100,
         topics=topics if session == 0 else [], forgotten_topics_data=[],
     )  # fmt: skip
     resp = wire.call(SHARE_FETCH, 1, req)
@@ -495,4 +501,44 @@ def test_a_record_held_past_its_lock_comes_back_to_another_member(bootstrap: str
         assert time.monotonic() - acquired_at >= 1.5  # not before the lock (2-3 s)
     finally:
         held.close()
+        wire.close()
+
+
+def test_share_fetch_waits_for_min_bytes_then_takes_what_there_is(bootstrap: str) -> None:
+    """ShareFetch honours min_bytes / max_wait_ms as Kafka 4.4's DelayedShareFetch: with
+    fewer deliverable bytes than min_bytes it waits the whole max_wait_ms and then acquires
+    what there is; with min_bytes 1 it answers at once."""
+    bs = bootstrap
+    create_topic(bs, "mb", 1)
+    set_group_configs(bs, "mbg", share_auto_offset_reset="earliest")
+    produce(bs, "mb", [b"small"], 1)
+    wire = Wire(bs)
+    try:
+        meta = wire.call(
+            METADATA,
+            12,
+            MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name="mb")],
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+        topic_id = meta.topics[0].topic_id
+        find_coordinator(wire, "mbg")
+        a, _ = assigned_member(wire, "mbg", "mb")
+        started = time.monotonic()
+        got = share_fetch(wire, "mbg", a, topic_id, 0, 2000, min_bytes=1 << 20)
+        waited = time.monotonic() - started
+        assert got == [(0, 0, 1)]
+        assert waited >= 1.8, waited  # not answered before max_wait_ms
+        produce(bs, "mb", [b"more"], 1)
+        started = time.monotonic()
+        got = []
+        session = 1
+        while not got:  # the record may need a moment to be visible to the share fetch
+            got = share_fetch(wire, "mbg", a, topic_id, session, 10_000, min_bytes=1)
+            session += 1
+        assert got == [(1, 1, 1)]
+        assert time.monotonic() - started < 5.0  # at once, not at the 10 s max_wait_ms
+    finally:
         wire.close()

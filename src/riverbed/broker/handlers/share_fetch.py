@@ -19,9 +19,13 @@ One request, in order:
    and the ``AcquiredRecords`` ranges with their delivery counts (the client drops the
    other records of those batches).  ``AcquisitionLockTimeoutMs`` is the group's lock
    duration.
-5. Long polling: when nothing was acquired the request waits, up to ``max_wait_ms``, on
-   the :class:`~riverbed.broker.purgatory.FetchPurgatory` for an append to, or a release
-   in, one of its partitions (registered before each read, so no wake-up is lost).
+5. Long polling, as Kafka's DelayedShareFetch: records are acquired once the deliverable
+   batches read add up to ``min_bytes`` (at least one record); until then, up to
+   ``max_wait_ms``, the request waits on the :class:`~riverbed.broker.purgatory.
+   FetchPurgatory` for an append to, or a release in, one of its partitions (registered
+   before each read, so no wake-up is lost), and at the deadline acquires what there
+   is.  A request whose share session closed while it waited (its connection dropped)
+   acquires nothing.
 
 Reads are disk I/O: they run on the loop's default executor (one hop for all partitions);
 the share partitions are touched only on the loop.  v2 adds ``ShareAcquireMode``
@@ -35,8 +39,9 @@ import asyncio
 import concurrent.futures
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.share_common import (
@@ -45,7 +50,12 @@ from riverbed.broker.handlers.share_common import (
     leader,
     top_level_error,
 )
-from riverbed.broker.share_sessions import FINAL_EPOCH, ShareSessionError
+from riverbed.broker.share_sessions import (
+    FINAL_EPOCH,
+    ShareSession,
+    ShareSessionCache,
+    ShareSessionError,
+)
 from riverbed.errors import error_code_for
 from riverbed.protocol.batch import HEADER_SIZE, BatchHeader
 from riverbed.protocol.error_codes import ErrorCode
@@ -161,7 +171,8 @@ async def _share_fetch(
         if tps:  # start each fetch at another partition: max_records never starves one
             k = session.next_epoch % len(tps)
             tps = tps[k:] + tps[:k]
-        await _acquire_long_poll(deps, request, group_id, member_id, parts, tps)
+        alive = partial(_same_session, shares.sessions, group_id, member_id, session)
+        await _acquire_long_poll(deps, request, group_id, member_id, parts, tps, alive)
     for fut in flushes:
         await asyncio.wrap_future(fut)
     lock_ms = shares.partitions.partition_config(group_id).record_lock_duration_ms
@@ -175,26 +186,49 @@ async def _acquire_long_poll(
     member_id: str,
     parts: dict[TopicPartition, _Partition],
     tps: list[TopicPartition],
+    alive: Callable[[], bool],
 ) -> None:
+    """Acquire now if ``min_bytes`` are deliverable, else wait (up to ``max_wait_ms``)
+    for an append or a release and look again; at the deadline acquire what there is.
+    Stops without acquiring once the session is gone (closed by its connection
+    dropping while this request waited): nothing is locked for a member that cannot
+    receive it."""
     loop = asyncio.get_running_loop()
     purgatory = deps.purgatory
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
     max_records = getattr(request, "max_records", 0) or DEFAULT_MAX_RECORDS
     max_bytes = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
+    min_bytes = max(request.min_bytes, 1)
     while True:
         wake = purgatory.watch(tps)  # before the read: an append in between still wakes
         try:
-            got = await _acquire_once(deps, group_id, member_id, parts, tps, max_records, max_bytes)
+            if not alive():
+                return
+            got = await _acquire_once(
+                deps, group_id, member_id, parts, tps, max_records, max_bytes, min_bytes, alive
+            )
             remaining = deadline - loop.time()
             if got or remaining <= 0 or deps.closing or deps.share_groups.closed:
+                if not got and remaining <= 0 and alive():  # the deadline: take what is there
+                    await _acquire_once(
+                        deps, group_id, member_id, parts, tps, max_records, max_bytes, 1, alive
+                    )
                 return
             await asyncio.wait([wake], timeout=remaining)
-            if loop.time() >= deadline:
+            if loop.time() >= deadline and alive():
                 # one last look: the deadline passed while waiting
-                await _acquire_once(deps, group_id, member_id, parts, tps, max_records, max_bytes)
+                await _acquire_once(
+                    deps, group_id, member_id, parts, tps, max_records, max_bytes, 1, alive
+                )
                 return
         finally:
             purgatory.unwatch(wake, tps)
+
+
+def _same_session(
+    sessions: ShareSessionCache, group_id: str, member_id: str, session: ShareSession
+) -> bool:
+    return sessions.get(group_id, member_id) is session
 
 
 async def _acquire_once(
@@ -205,8 +239,13 @@ async def _acquire_once(
     tps: list[TopicPartition],
     max_records: int,
     max_bytes: int,
+    min_bytes: int,
+    alive: Callable[[], bool],
 ) -> int:
-    """Plan reads on the loop, read on a worker, acquire on the loop; records acquired."""
+    """Plan reads on the loop, read on a worker, acquire on the loop; records acquired.
+    Nothing is acquired when fewer than ``min_bytes`` of deliverable batches were read
+    (Kafka's DelayedShareFetch: min bytes unsatisfied, keep waiting), or when the
+    session closed during the read."""
     shares = deps.share_groups.partitions
     reads: list[_Read] = []
     budget = max_bytes
@@ -234,6 +273,14 @@ async def _acquire_once(
         return 0
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, _read_all, reads)
+    if not alive():
+        return 0
+    if min_bytes > 1:
+        readable = sum(
+            size for rd in reads for _b, _l, _pos, size, skipped in rd.batches if not skipped
+        )
+        if readable < min_bytes and not any(rd.error is not None for rd in reads):
+            return 0
     total = 0
     for rd in reads:
         part = rd.part
