@@ -6,8 +6,11 @@ event loop and does everything the coordinator may not do itself:
 
 * **Persistence.**  Every record a handler or a timer returns is appended, before any
   answer is sent, to the internal compacted topic ``__consumer_offsets`` (created on first
-  start with ``cleanup.policy=compact`` and ``offsets.topic.num.partitions`` partitions,
-  default 50), partition :func:`~riverbed.coordinator.partition_for` of its group — the
+  use, as Kafka does: the first FindCoordinator for a group, or the first call that would
+  write, creates it off the loop with ``cleanup.policy=compact`` and
+  ``offsets.topic.num.partitions`` partitions, default 50; until it exists every call that
+  may write answers COORDINATOR_NOT_AVAILABLE, retriable, and read-only calls see no
+  groups), partition :func:`~riverbed.coordinator.partition_for` of its group — the
   same partition Kafka would use, in Kafka's record formats
   (:mod:`riverbed.coordinator.offsets_topic_records`), one v2 batch per partition per call.
   Under a durable flush policy (Riverbed's default, ``flush.messages=1``) the answer to
@@ -15,7 +18,8 @@ event loop and does everything the coordinator may not do itself:
   (returned with the answer by :meth:`GroupService.execute` as :class:`Executed`,
   awaited by the handlers), so an acknowledged
   offset commit survives a power loss, like an ``acks=all`` produce.
-* **Recovery.**  On start every partition of ``__consumer_offsets`` is read from its log
+* **Recovery.**  On start every partition of an existing ``__consumer_offsets`` (a fresh
+  data dir has none, and none is created) is read from its log
   start and replayed in order (:meth:`GroupCoordinator.replay`; transactional offsets
   only when their COMMIT marker is read, see :mod:`riverbed.broker.transactions`), then
   :meth:`GroupCoordinator.on_loaded` starts the members' sessions.  Classic groups'
@@ -119,6 +123,16 @@ class OffsetsTopics(Protocol):
         validate_only: bool = False,
     ) -> Topic: ...
 
+    async def create_topic_async(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> Topic: ...
+
     def partition_log(self, name: str, partition: int) -> PartitionLog: ...
 
 
@@ -181,26 +195,59 @@ class GroupService:
         """Transactional offsets (TxnOffsetCommit) read by :meth:`load` whose marker is
         not in the log yet, by ``(producer id, partition)``: the transaction service takes
         them over and applies or drops them with the marker it writes."""
-        self.num_partitions = self._ensure_offsets_topic()
+        self._creating: asyncio.Future[None] | None = None
+        topic = broker.topics.get(OFFSETS_TOPIC_NAME)
+        self.ready = topic is not None
+        """``__consumer_offsets`` exists (and was replayed by :meth:`load`)."""
+        self.num_partitions = (
+            self.config.offsets_topic_num_partitions if topic is None else topic.partitions
+        )
+        """The topic's partition count, or the one it will be created with."""
+
+    # -- the topic --------------------------------------------------------------------
+    async def ensure_topic(self) -> None:
+        """Create ``__consumer_offsets`` (first use) off the loop; concurrent callers
+        share one creation.  Raises :class:`CoordinatorClosedError` while stopping.  A
+        crash half way leaves what ``TopicManager`` leaves (no listed topic, or a whole
+        one); the next start replays whatever is listed."""
+        if self._closed:
+            raise CoordinatorClosedError("the group coordinator is shutting down")
+        if self.ready:
+            return
+        if self._creating is None:
+            self._creating = asyncio.ensure_future(self._create())
+        await asyncio.shield(self._creating)
+
+    def _start_creating(self) -> None:
+        """Begin creating the topic in the background (a call arrived before it exists)."""
+        if self._creating is None and not self.ready and not self._closed:
+            self._creating = asyncio.ensure_future(self._create())
+            self._creating.add_done_callback(_log_failure)
+
+    async def _create(self) -> None:
+        topics = self._broker.topics
+        try:
+            topic = topics.get(OFFSETS_TOPIC_NAME)
+            if topic is None:
+                topic = await topics.create_topic_async(
+                    OFFSETS_TOPIC_NAME,
+                    self.config.offsets_topic_num_partitions,
+                    configs=dict(OFFSETS_TOPIC_CONFIGS),
+                )
+                log.info("created %s with %d partitions", OFFSETS_TOPIC_NAME, topic.partitions)
+            self.num_partitions = topic.partitions
+            self.ready = True
+        finally:
+            self._creating = None
 
     # -- start-up ---------------------------------------------------------------------
-    def _ensure_offsets_topic(self) -> int:
-        topics = self._broker.topics
-        topic = topics.get(OFFSETS_TOPIC_NAME)
-        if topic is None:
-            topic = topics.create_topic(
-                OFFSETS_TOPIC_NAME,
-                self.config.offsets_topic_num_partitions,
-                configs=dict(OFFSETS_TOPIC_CONFIGS),
-            )
-        return topic.partitions
-
     def load(self) -> int:
-        """Replay ``__consumer_offsets`` into a fresh coordinator; returns records read."""
+        """Replay ``__consumer_offsets`` (if it exists) into a fresh coordinator; returns
+        the records read."""
         self.coordinator = GroupCoordinator(self.config, BrokerTopics(self._broker.topics))
         self.replayed_txn_offsets = {}
         count = 0
-        for p in range(self.num_partitions):
+        for p in range(self.num_partitions if self.ready else 0):
             plog = self._broker.topics.partition_log(OFFSETS_TOPIC_NAME, p)
             count += self._replay_partition(plog)
         self.coordinator.on_loaded(self._clock.now_ms())
@@ -263,6 +310,9 @@ class GroupService:
         the fsyncs covering what it appended, which the caller awaits before answering."""
         if self._closed:
             raise CoordinatorClosedError("the group coordinator is shutting down")
+        if not self.ready:  # a client that skipped FindCoordinator: create, then retry
+            self._start_creating()
+            raise CoordinatorClosedError(f"{OFFSETS_TOPIC_NAME} is being created")
         reply = handler(self._clock.now_ms())
         flushes = self._append(reply.records)
         self._deliver()
@@ -364,3 +414,8 @@ class GroupService:
             self._timer.cancel()
             self._timer = None
         self._fail_waiters()
+
+
+def _log_failure(fut: asyncio.Future[None]) -> None:
+    if not fut.cancelled() and fut.exception() is not None:
+        log.error("creating %s failed: %s", OFFSETS_TOPIC_NAME, fut.exception())

@@ -43,7 +43,7 @@ from typing import Any
 from riverbed.broker.cluster import load_or_create_cluster_id
 from riverbed.broker.config import BrokerConfig
 from riverbed.broker.connection import KafkaConnection
-from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, GroupService
+from riverbed.broker.groups import GroupService
 from riverbed.broker.handlers import MIN_ACCEPTED_VERSIONS, Route, bind_handlers
 from riverbed.broker.handlers.api_versions import unsupported_version_response
 from riverbed.broker.limits import ConnectionQuotas, MemoryPool
@@ -62,7 +62,6 @@ from riverbed.broker.share_groups import ShareGroupService
 from riverbed.broker.topics import TopicManager
 from riverbed.broker.transactions import TransactionService
 from riverbed.clock import SYSTEM_CLOCK, Clock
-from riverbed.coordinator import OFFSETS_TOPIC_NAME
 from riverbed.coordinator.config import coordinator_config_from_props
 from riverbed.errors import BrokerStopError, ConfigError, DataDirError, describe_os_error
 from riverbed.protocol.framing import RequestHeader
@@ -310,8 +309,8 @@ class Broker:
             self.authorizer = authorizer_from_props(self.config.source, self._acl_store)
             self._client_quota_store = ClientQuotaStore(self.data_dir)
             # -- consumer groups: replay __consumer_offsets (riverbed.broker.groups) --
+            # (created on first use, as Kafka does: a fresh start creates no topic)
             group_config = coordinator_config_from_props(self.config.source)
-            await self._create_offsets_topic(group_config.offsets_topic_num_partitions)
             self._groups = GroupService(self, group_config)
             self._groups.load()
             # -- transactions: replay __transaction_state if it exists, re-send markers --
@@ -375,14 +374,6 @@ class Broker:
                         self.config.connections_max_idle_ms,
                     )
                     conn.close()
-
-    async def _create_offsets_topic(self, partitions: int) -> None:
-        """Create ``__consumer_offsets`` off the loop (50 partitions, ~150 fsyncs), as
-        GroupService would inline; it finds the topic and keeps its partition count."""
-        if self.topics.get(OFFSETS_TOPIC_NAME) is None:
-            await self.topics.create_topic_async(
-                OFFSETS_TOPIC_NAME, partitions, configs=dict(OFFSETS_TOPIC_CONFIGS)
-            )
 
     async def stop(self, timeout_s: float = 10.0) -> None:
         """Close listeners, finish in-flight requests, close sockets, flush logs."""

@@ -409,6 +409,8 @@ class TransactionService:
         offset records) and hold them until the transaction's marker there: COMMIT
         applies them (replay applies them at the marker too), ABORT drops them.  Returns
         the fsyncs the answer waits for (durable flush policy)."""
+        if self._host.topics.get(OFFSETS_TOPIC_NAME) is None:  # no FindCoordinator first
+            raise CoordinatorNotAvailableError(f"{OFFSETS_TOPIC_NAME} does not exist yet")
         p = partition_for(group_id, self._offsets_partitions())
         now = self._clock.now_ms()
         records = [
@@ -569,6 +571,8 @@ class TransactionService:
     def _write_one(
         self, marker: MarkerRequest, tp: TopicPartition, commit: bool
     ) -> concurrent.futures.Future[None] | None:
+        if tp.topic == OFFSETS_TOPIC_NAME and self._host.topics.get(tp.topic) is None:
+            return None  # AddOffsetsToTxn, then no TxnOffsetCommit: nothing there to mark
         plog = self._host.topics.partition_log(tp.topic, tp.partition)
         result = plog.append_control_marker(
             marker.producer_id, marker.producer_epoch, commit, marker.coordinator_epoch

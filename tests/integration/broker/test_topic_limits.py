@@ -29,6 +29,7 @@ METADATA, DELETE_TOPICS = 3, 20
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker(tmp_path_factory.mktemp("limits")) as embedded:
+        embedded.call(lambda b: b.groups.ensure_topic())  # created on first use
         yield embedded
 
 
@@ -149,6 +150,7 @@ def test_create_refusals_say_what_is_wrong(
 def test_partition_cap_covers_create_grow_and_auto_create(tmp_path: Path, connect: Any) -> None:
     config = {"max.broker.partitions": "60", "num.partitions": "5"}  # 50 for __consumer_offsets
     with EmbeddedBroker(tmp_path, config) as broker:
+        broker.call(lambda b: b.groups.ensure_topic())  # created on first use
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
         admin.create_topics([NewTopic("fits", 6)])["fits"].result(TIMEOUT_S)  # 56 hosted
         code, message = _error(admin.create_topics([NewTopic("over", 5)])["over"])

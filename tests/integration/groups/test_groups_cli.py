@@ -103,6 +103,7 @@ def test_reset_offsets_when_empty(broker: EmbeddedBroker) -> None:
 
 
 def test_offsets_topic_is_internal_and_compacted(broker: EmbeddedBroker) -> None:
+    broker.call(lambda b: b.groups.ensure_topic())  # created on first use (FindCoordinator)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     meta = admin.list_topics(timeout=10)
     assert len(meta.topics["__consumer_offsets"].partitions) == 5

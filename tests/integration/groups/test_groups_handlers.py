@@ -15,7 +15,7 @@ from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
 from riverbed.protocol.messages import FindCoordinatorRequest
 
-BROKER = SimpleNamespace(node_id=7, host="127.0.0.1", port=9999)
+BROKER = SimpleNamespace(node_id=7, host="127.0.0.1", port=9999, groups=SimpleNamespace(ready=True))
 
 
 def _find(version: int, **fields: object) -> object:

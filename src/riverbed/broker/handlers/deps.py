@@ -183,7 +183,16 @@ class ProducerIdSource(Protocol):
     def init_producer(self, producer_id: int, producer_epoch: int) -> tuple[int, int]: ...
 
 
-class GroupsPort(Protocol):
+class GroupTopicPort(Protocol):
+    """Creating ``__consumer_offsets`` on first use (FindCoordinator, TxnOffsetCommit)."""
+
+    @property
+    def ready(self) -> bool: ...
+
+    async def ensure_topic(self) -> None: ...
+
+
+class GroupsPort(GroupTopicPort, Protocol):
     """The group coordinator service (:class:`~riverbed.broker.groups.GroupService`)."""
 
     @property
@@ -360,10 +369,13 @@ class GroupDeps(Protocol):
 
 
 class FindCoordinatorDeps(ClusterInfo, Protocol):
-    """FindCoordinator: this node, and the transaction coordinator's topic."""
+    """FindCoordinator: this node, and the group and transaction coordinators' topics."""
 
     @property
     def transactions(self) -> TransactionsPort: ...
+
+    @property
+    def groups(self) -> GroupTopicPort: ...
 
 
 class TransactionDeps(Protocol):

@@ -68,7 +68,19 @@ class TxnOffsetCommitDeps(Protocol):
 def handle(
     deps: TxnOffsetCommitDeps, ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse | Awaitable[TxnOffsetCommitResponse]:
+    if not deps.groups.ready:  # no FindCoordinator first: create __consumer_offsets now
+        return _after_offsets_topic(deps, ctx, request)
     return _handle(deps, ctx, request, may_wait=True)
+
+
+async def _after_offsets_topic(
+    deps: TxnOffsetCommitDeps, ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> TxnOffsetCommitResponse:
+    await deps.groups.ensure_topic()
+    answer = _handle(deps, ctx, request, may_wait=True)
+    if isinstance(answer, TxnOffsetCommitResponse):
+        return answer
+    return await answer
 
 
 def _handle(

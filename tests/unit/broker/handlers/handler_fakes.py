@@ -268,6 +268,10 @@ class FakeGroups:
         self.deferred: dict[int, Any] = {}
         self.closed_on_wait = False  # the broker stops while an answer is awaited
         self.now_ms = 1_000
+        self.ready = True  # __consumer_offsets exists
+
+    async def ensure_topic(self) -> None:
+        self.ready = True
 
     def execute(self, handler: Callable[[int], Reply[Any]]) -> Executed[Any]:
         if self.closed:
