@@ -73,7 +73,8 @@ SINK_OPTIONS = frozenset({"topic", "deliveryguarantee", "transactionalidprefix",
 DEFAULT_TRANSACTIONAL_ID_PREFIX = "riverbed-spark"
 DeliveryGuarantee = Literal["at_least_once", "exactly_once"]
 # Options Spark itself adds to a writer's or reader's options; not ours to check.
-SPARK_OWNED_OPTIONS = frozenset({"checkpointlocation", "path"})
+# (``queryName`` reaches a sink as an option when the query is named.)
+SPARK_OWNED_OPTIONS = frozenset({"checkpointlocation", "path", "queryname"})
 # Options the source sets itself: a user value would break offset tracking.
 FORBIDDEN_KAFKA_PARAMS = frozenset(
     {"auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store"}

@@ -31,6 +31,14 @@ def test_default_is_at_least_once() -> None:
     assert options.marker_topic is None
 
 
+def test_spark_owned_options_are_accepted() -> None:
+    """Spark hands a named query's ``queryName`` and the checkpoint to the sink."""
+    options = parse_sink_options(
+        {**SERVERS, "topic": "out", "queryName": "q", "checkpointLocation": "/tmp/c"}
+    )
+    assert options.delivery_guarantee == "at_least_once"
+
+
 @pytest.mark.parametrize("value", ["exactly_once", "EXACTLY-ONCE", " exactly_once "])
 def test_exactly_once_marker_topic_defaults_to_topic(value: str) -> None:
     options = parse_sink_options({**SERVERS, "topic": "out", "deliveryguarantee": value})
