@@ -60,6 +60,7 @@ def main() -> None:
     from riverbed.cli.topics_command import topics
     from riverbed.cli.transactions_command import transactions
     from riverbed.cli.users_command import users
+    from riverbed.cli.views_command import views
     from riverbed.cli.webhook_command import webhook_command
 
     cli.add_command(groups)
@@ -77,4 +78,5 @@ def main() -> None:
     cli.add_command(share_groups)
     cli.add_command(pipeline)
     cli.add_command(console_command)
+    cli.add_command(views)
     cli(prog_name="riverbed")  # also names click's completion variable: _RIVERBED_COMPLETE
