@@ -136,7 +136,14 @@ class SparkStandalone:
         if java is None:
             raise SparkStandaloneError("java not found on PATH")
         home = spark_home()
-        env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1"}
+        # SPARK_SCALA_VERSION: without it a worker looks for a source build to launch executors
+        # ("Cannot find any build directories").
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(home),
+            "SPARK_SCALA_VERSION": "2.13",
+            "SPARK_LOCAL_IP": "127.0.0.1",
+        }
         with open(log, "ab") as out:
             self._procs.append(
                 subprocess.Popen(

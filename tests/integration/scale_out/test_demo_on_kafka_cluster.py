@@ -62,14 +62,14 @@ def _run_demo_killing_a_broker(
             300,
             "the demo to start streaming",
         )
-        assert proc.poll() is None, out_path.read_text()
+        assert proc.poll() is None, _why(out_path, data_dir)
         # Mid-run: page views in the cluster and the pipeline past its first micro-batch.
         wait_until(
             lambda: proc.poll() is not None or re.search(r" in [\d,]+ @", out_path.read_text()),
             300,
             "the pipeline's first micro-batch",
         )
-        assert proc.poll() is None, out_path.read_text()
+        assert proc.poll() is None, _why(out_path, data_dir)
         assert high_watermark(cluster.bootstrap_servers, "pageviews") > 0
         killed = leader(cluster.bootstrap_servers, "pageviews", 0)
         cluster.kill(killed)
@@ -90,6 +90,13 @@ def _run_demo_killing_a_broker(
     assert proc.returncode == 0, f"{text}\n{stderr}\n{log[-4000:]}"
     assert stderr == "", stderr
     return text
+
+
+def _why(out_path: Path, data_dir: Path) -> str:
+    """The demo's stdout and stderr and the end of demo.log, for a failure message."""
+    log = data_dir / "demo.log"
+    tail = log.read_text(errors="replace")[-4000:] if log.exists() else ""
+    return f"{out_path.read_text()}\n{(data_dir.parent / 'stderr').read_text()}\n{tail}"
 
 
 def _check_summary(text: str) -> None:
