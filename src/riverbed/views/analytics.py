@@ -51,15 +51,14 @@ class AnalyticsView:
         db.execute("BEGIN TRANSACTION")
         try:
             latest, marks = newest_per_key(changes, self.high_water_offsets())
-            if latest:
-                db.executemany("DELETE FROM view_rows WHERE key = ?", [(k,) for k in latest])
-                upserts = [
-                    (k, json.dumps(c.row, sort_keys=True))
-                    for k, c in latest.items()
-                    if c.row is not None
-                ]
-                if upserts:
-                    db.executemany("INSERT INTO view_rows VALUES (?, ?)", upserts)
+            if latest:  # set-based: list parameters unnested (executemany is per row)
+                db.execute("DELETE FROM view_rows WHERE key IN (SELECT unnest(?))", [list(latest)])
+                keys = [k for k, c in latest.items() if c.row is not None]
+                docs = [json.dumps(latest[k].row, sort_keys=True) for k in keys]
+                if keys:
+                    db.execute(
+                        "INSERT INTO view_rows SELECT unnest(?), unnest(?)::JSON", [keys, docs]
+                    )
             if marks:
                 db.executemany(
                     "INSERT OR REPLACE INTO view_offsets VALUES (?, ?, ?)",

@@ -2,9 +2,11 @@
 
 Layout (one SQLite database, WAL mode)::
 
-    view_docs(key TEXT PRIMARY KEY, doc TEXT)        the row as canonical JSON
-    view_search USING fts5(key UNINDEXED, body)      every string value of the row,
-                                                     space-joined, full-text indexed
+    view_docs(id INTEGER PRIMARY KEY,                the row as canonical JSON
+              key TEXT UNIQUE, doc TEXT)
+    view_search USING fts5(key UNINDEXED, body)      rowid = view_docs.id; every string
+                                                     or number of the row, space-joined,
+                                                     full-text indexed
     view_offsets(topic TEXT, partition INTEGER,      high-water offset per partition
                  high_water INTEGER, PRIMARY KEY (topic, partition))
 
@@ -24,7 +26,8 @@ from typing import Any
 from riverbed.views.change import Change, ViewError, newest_per_key
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS view_docs(key TEXT PRIMARY KEY, doc TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS view_docs(
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, doc TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS view_search USING fts5(key UNINDEXED, body);
 CREATE TABLE IF NOT EXISTS view_offsets(
     topic TEXT NOT NULL, partition INTEGER NOT NULL, high_water INTEGER NOT NULL,
@@ -59,19 +62,21 @@ class SearchView:
         try:
             latest, marks = newest_per_key(changes, self.high_water_offsets())
             for key, change in latest.items():
-                db.execute("DELETE FROM view_search WHERE key = ?", (key,))
+                found = db.execute("SELECT id FROM view_docs WHERE key = ?", (key,)).fetchone()
+                if found is not None:
+                    db.execute("DELETE FROM view_search WHERE rowid = ?", found)
                 if change.row is None:
                     db.execute("DELETE FROM view_docs WHERE key = ?", (key,))
                     continue
                 doc = json.dumps(change.row, sort_keys=True, separators=(",", ":"))
-                db.execute(
+                (doc_id,) = db.execute(
                     "INSERT INTO view_docs(key, doc) VALUES (?, ?)"
-                    " ON CONFLICT(key) DO UPDATE SET doc = excluded.doc",
+                    " ON CONFLICT(key) DO UPDATE SET doc = excluded.doc RETURNING id",
                     (key, doc),
-                )
+                ).fetchone()
                 db.execute(
-                    "INSERT INTO view_search(key, body) VALUES (?, ?)",
-                    (key, searchable_text(change.row)),
+                    "INSERT INTO view_search(rowid, key, body) VALUES (?, ?, ?)",
+                    (doc_id, key, searchable_text(change.row)),
                 )
             db.executemany(
                 "INSERT INTO view_offsets(topic, partition, high_water) VALUES (?, ?, ?)"
