@@ -1,0 +1,284 @@
+"""Debezium's PostgreSQL connector in its embedded engine, the reference for the
+differential with ``riverbed cdc postgres`` (issue 11).
+
+The capture program is the Maven project ``tests/compat/debezium/`` (``pom.xml``:
+``io.debezium:debezium-embedded`` + ``debezium-connector-postgres`` 3.6.1.Final; one source
+file, ``Capture.java``).  :func:`ensure_capture` builds it once and caches it::
+
+    ~/.cache/riverbed/debezium-embedded/<sha256 of pom.xml + sources, 16 hex>/
+        libs/*.jar     mvn -q dependency:copy-dependencies (Maven Central, first time only)
+        app.jar        javac --release 17 + jar
+        complete       written last: its presence means the directory is whole
+        .lock          flock(2) around the build, so concurrent sessions build once
+
+:class:`DebeziumCapture` runs it as a child JVM (its own session, so a kill takes the whole
+JVM) with the configuration of :func:`engine_properties`: ``plugin.name=pgoutput``, its own
+slot and publication, ``snapshot.mode=no_data``, an in-memory offset store, JsonConverter
+with ``schemas.enable=false`` and ``decimal.handling.mode=string`` (docs/cdc.md's rendering;
+every other option at Debezium's default).  Each change event becomes one line of
+``out.jsonl``: ``{"topic": "<prefix>.<schema>.<table>", "key": <key JSON>, "value": <envelope
+JSON or null for a tombstone>}``.
+
+Driven by one thread.  A test killed hard leaves the JVM (and its slot) behind: the JVM's
+pid is in the log's first line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEBEZIUM_VERSION",
+    "CaptureBuild",
+    "DebeziumCapture",
+    "DebeziumError",
+    "default_project_dir",
+    "engine_properties",
+    "ensure_capture",
+]
+
+DEBEZIUM_VERSION = "3.6.1.Final"
+MAIN_CLASS = "dev.riverbed.debezium.Capture"
+
+
+class DebeziumError(RuntimeError):
+    """``mvn``/``javac``/``java`` missing, Maven Central unreachable, the build failed, or
+    the engine did not start."""
+
+
+def default_project_dir() -> Path:
+    """``tests/compat/debezium`` of this checkout."""
+    return Path(__file__).resolve().parents[3] / "tests" / "compat" / "debezium"
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureBuild:
+    """A built capture program: its jar and the directory of its dependencies."""
+
+    root: Path
+
+    @property
+    def classpath(self) -> str:
+        return f"{self.root / 'app.jar'}{os.pathsep}{self.root / 'libs'}/*"
+
+
+def _sources(project: Path) -> list[Path]:
+    return [project / "pom.xml", *sorted((project / "src").rglob("*.java"))]
+
+
+def _digest(project: Path) -> str:
+    h = hashlib.sha256()
+    for path in _sources(project):
+        h.update(str(path.relative_to(project)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _flock(path: Path) -> Iterator[None]:
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _run(args: Sequence[str], cwd: Path, timeout_s: float, what: str) -> None:
+    try:
+        done = subprocess.run(
+            list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise DebeziumError(f"{what}: {exc}") from exc
+    if done.returncode != 0:
+        raise DebeziumError(
+            f"{what} failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
+
+
+def ensure_capture(project: Path | None = None, cache: Path | None = None) -> CaptureBuild:
+    """The cached build of ``project`` (default :func:`default_project_dir`), built if
+    missing.  Raises :class:`DebeziumError` when a tool is missing or the build fails."""
+    project = project or default_project_dir()
+    for tool in ("mvn", "javac", "jar", "java"):
+        if shutil.which(tool) is None:
+            raise DebeziumError(f"{tool} not found on PATH")
+    base = cache or Path.home() / ".cache" / "riverbed" / "debezium-embedded"
+    root = base / _digest(project)
+    if (root / "complete").exists():
+        return CaptureBuild(root)
+    root.mkdir(parents=True, exist_ok=True)
+    with _flock(root / ".lock"):
+        if (root / "complete").exists():
+            return CaptureBuild(root)
+        for stale in ("libs", "classes", "app.jar"):
+            target = root / stale
+            if target.is_dir():
+                shutil.rmtree(target)
+            else:
+                target.unlink(missing_ok=True)
+        _run(
+            [
+                "mvn",
+                "-q",
+                "-B",
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={root / 'libs'}",
+                "-DincludeScope=runtime",
+            ],
+            project,
+            900,
+            "mvn dependency:copy-dependencies",
+        )
+        sources = [str(p) for p in _sources(project) if p.suffix == ".java"]
+        classes = str(root / "classes")
+        _run(
+            ["javac", "--release", "17", "-cp", f"{root / 'libs'}/*", "-d", classes, *sources],
+            project,
+            300,
+            "javac",
+        )
+        _run(
+            ["jar", "cf", str(root / "app.jar"), "-C", str(root / "classes"), "."], root, 120, "jar"
+        )
+        (root / "complete").write_text(_digest(project) + "\n")
+    return CaptureBuild(root)
+
+
+def engine_properties(
+    *,
+    host: str,
+    port: int,
+    user: str,
+    password: str,
+    dbname: str,
+    tables: Sequence[str],
+    topic_prefix: str = "dbz",
+    slot: str = "debezium",
+    publication: str = "dbz_publication",
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The engine's configuration: Debezium's defaults except what docs/cdc.md documents
+    (``decimal.handling.mode=string``, ``schemas.enable=false``); no snapshot, the
+    publication created ``FOR TABLE`` the ``schema.table`` names in ``tables``."""
+    props = {
+        "name": f"{topic_prefix}-engine",
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "offset.storage": "org.apache.kafka.connect.storage.MemoryOffsetBackingStore",
+        "offset.flush.interval.ms": "1000",
+        "database.hostname": host,
+        "database.port": str(port),
+        "database.user": user,
+        "database.password": password,
+        "database.dbname": dbname,
+        "topic.prefix": topic_prefix,
+        "plugin.name": "pgoutput",
+        "slot.name": slot,
+        "publication.name": publication,
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": ",".join(tables),
+        "snapshot.mode": "no_data",
+        "decimal.handling.mode": "string",
+        "converter.schemas.enable": "false",
+        "key.converter.schemas.enable": "false",
+        "value.converter.schemas.enable": "false",
+    }
+    props.update(extra or {})
+    return props
+
+
+class DebeziumCapture:
+    """One embedded engine (a child JVM) appending events to ``workdir/out.jsonl``."""
+
+    def __init__(self, build: CaptureBuild, properties: Mapping[str, str], workdir: Path) -> None:
+        self.build = build
+        self.properties = dict(properties)
+        self.workdir = workdir
+        self.out_path = workdir / "out.jsonl"
+        self.log_path = workdir / "debezium.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 120) -> None:
+        """Start the JVM and return once the connector task has started (its slot exists,
+        so every transaction committed from now on is captured).  Raises
+        :class:`DebeziumError` (with the log's tail) when the JVM exits or the deadline
+        passes first; the JVM is killed then."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        props_path = self.workdir / "engine.properties"
+        props_path.write_text(
+            "".join(f"{k}={v}\n" for k, v in self.properties.items()), encoding="utf-8"
+        )
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [
+                    "java",
+                    "-Xmx512m",
+                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                    "-cp",
+                    self.build.classpath,
+                    MAIN_CLASS,
+                    str(props_path),
+                    str(self.out_path),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            log.write(f"--- java pid {self.proc.pid}\n".encode())
+        started = Path(str(self.out_path) + ".started")
+        deadline = time.monotonic() + timeout_s
+        while not started.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise DebeziumError(f"Debezium did not start:\n{self.log_tail()}")
+            time.sleep(0.1)  # polling interval of a condition check
+
+    def events(self) -> list[tuple[str, Any, Any]]:
+        """Every complete line written so far: (topic, key, value), JSON-decoded."""
+        if not self.out_path.exists():
+            return []
+        out: list[tuple[str, Any, Any]] = []
+        for line in self.out_path.read_text(encoding="utf-8").splitlines(keepends=True):
+            if line.endswith("\n"):
+                record = json.loads(line)
+                out.append((record["topic"], record["key"], record["value"]))
+        return out
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def close(self, timeout_s: float = 30) -> None:
+        """SIGTERM (the engine stops and flushes), SIGKILL of the whole JVM group after
+        ``timeout_s``.  Idempotent."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+
+    def __enter__(self) -> DebeziumCapture:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

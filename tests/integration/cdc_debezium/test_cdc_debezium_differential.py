@@ -1,0 +1,471 @@
+"""Differential with Debezium itself (issue 11): one seeded workload on one PostgreSQL
+cluster, captured at once by Debezium's PostgreSQL connector (embedded engine 3.6.1.Final,
+``riverbed.testing.debezium_embedded``) and by ``riverbed cdc postgres`` (separate slots and
+publications), must give the same events per table per key: key, op, before, after, and
+their order (tombstones included).  ``source``, ``ts_ms`` and Debezium's ``transaction``
+field are not compared (timestamps and connector metadata differ by design).
+
+The workload: inserts, non-key updates, deletes, key changes (composite key), rolled-back
+transactions and multi-statement transactions over int, bigint, text, numeric, boolean,
+timestamp, timestamptz, date, json, jsonb, uuid, bytea and arrays, NULLs included; one table
+with ``REPLICA IDENTITY FULL`` so that old images are compared too.
+
+Skips when PostgreSQL, Java or Maven is missing; the first run downloads Debezium from Maven
+Central (~15 s with a warm ~/.m2).  ~30-60 s on a loaded machine (two JVM/connector starts).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from riverbed.testing.debezium_embedded import (
+    DebeziumCapture,
+    DebeziumError,
+    engine_properties,
+    ensure_capture,
+)
+from riverbed.testing.embedded import EmbeddedBroker
+from riverbed.testing.postgres_cluster import (
+    SUPERUSER,
+    SUPERUSER_PASSWORD,
+    PostgresCluster,
+    postgres_bin_dir,
+)
+
+T = TypeVar("T")
+ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "cdc", "postgres"]
+RB_PREFIX = "rb"
+DBZ_PREFIX = "dbz"
+
+DDL = [
+    """CREATE TABLE t_types (
+        id integer PRIMARY KEY, big bigint, txt text, num numeric(14,3), flag boolean,
+        ts timestamp, tstz timestamptz, d date, j json, jb jsonb, u uuid, b bytea,
+        ints integer[], txts text[])""",
+    "CREATE TABLE t_composite (region text, k integer, val text, PRIMARY KEY (region, k))",
+    "CREATE TABLE t_full (id bigint PRIMARY KEY, note text, amount numeric, at timestamptz)",
+    "ALTER TABLE t_full REPLICA IDENTITY FULL",
+]
+TABLES = ["public.t_types", "public.t_composite", "public.t_full"]
+
+
+def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(0.1)  # polling interval of a condition check, not synchronisation
+
+
+# --- the workload -----------------------------------------------------------------------
+
+
+def _maybe(rng: random.Random, value: Any) -> Any:
+    return None if rng.random() < 0.1 else value
+
+
+def _types_row(rng: random.Random, key: int) -> tuple[Any, ...]:
+    base = dt.datetime(2024, 1, 1) + dt.timedelta(
+        seconds=rng.randrange(-(10**9), 10**9),
+        microseconds=rng.choice([0, 250000, rng.randrange(10**6)]),
+    )
+    return (
+        key,
+        _maybe(rng, rng.randrange(-(2**62), 2**62)),
+        _maybe(rng, rng.choice(["", "ann", "bé ☃", 'quote"s', "a\nb", "x" * rng.randrange(50)])),
+        _maybe(rng, decimal.Decimal(rng.randrange(-(10**12), 10**12)).scaleb(-3)),
+        _maybe(rng, rng.random() < 0.5),
+        _maybe(rng, base),
+        _maybe(rng, base.replace(tzinfo=dt.timezone(dt.timedelta(hours=rng.randrange(-12, 13))))),
+        _maybe(rng, dt.date(1970, 1, 1) + dt.timedelta(days=rng.randrange(-30000, 30000))),
+        _maybe(rng, json.dumps({"a": rng.randrange(100), "b": [1, "x", None]})),
+        _maybe(rng, json.dumps({"k": rng.random() < 0.5, "n": {"m": rng.randrange(10)}})),
+        _maybe(rng, str(uuid.UUID(int=rng.getrandbits(128)))),
+        _maybe(rng, bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 20)))),
+        _maybe(rng, [rng.randrange(-1000, 1000) for _ in range(rng.randrange(0, 4))]),
+        _maybe(rng, [rng.choice(["a", "b c", "d,e", ""]) for _ in range(rng.randrange(0, 3))]),
+    )
+
+
+TYPES_COLS = "id, big, txt, num, flag, ts, tstz, d, j, jb, u, b, ints, txts"
+
+
+class Workload:
+    """A seeded sequence of transactions; counts the events each table's topic should get
+    (insert 1, update 1, delete 2 with its tombstone, key change 3)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.expected: dict[str, int] = defaultdict(int)
+        self.types_keys: set[int] = set()
+        self.comp_keys: set[tuple[str, int]] = set()
+        self.full_keys: set[int] = set()
+        self.next_id = 1
+
+    def _new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def statement(self, cur: Any, counts: dict[str, int]) -> None:
+        rng = self.rng
+        table = rng.choice(["t_types", "t_types", "t_composite", "t_full"])
+        if table == "t_types":
+            keys = self.types_keys
+            choice = rng.random()
+            if not keys or choice < 0.5:
+                key = self._new_id()
+                row = _types_row(rng, key)
+                cur.execute(
+                    f"INSERT INTO t_types ({TYPES_COLS}) VALUES ({', '.join(['%s'] * 14)})", row
+                )
+                keys.add(key)
+                counts["t_types"] += 1
+            elif choice < 0.8:
+                key = rng.choice(sorted(keys))
+                row = _types_row(rng, key)
+                sets = ", ".join(f"{c} = %s" for c in TYPES_COLS.split(", ")[1:])
+                cur.execute(f"UPDATE t_types SET {sets} WHERE id = %s", (*row[1:], key))
+                counts["t_types"] += 1
+            else:
+                key = rng.choice(sorted(keys))
+                cur.execute("DELETE FROM t_types WHERE id = %s", (key,))
+                keys.discard(key)
+                counts["t_types"] += 2
+        elif table == "t_composite":
+            ckeys = self.comp_keys
+            choice = rng.random()
+            val = _maybe(rng, f"v{rng.randrange(1000)}")
+            if not ckeys or choice < 0.45:
+                ckey = (rng.choice(["eu", "us", "ap"]), self._new_id())
+                cur.execute("INSERT INTO t_composite VALUES (%s, %s, %s)", (*ckey, val))
+                ckeys.add(ckey)
+                counts["t_composite"] += 1
+            elif choice < 0.7:
+                ckey = rng.choice(sorted(ckeys))
+                cur.execute(
+                    "UPDATE t_composite SET val = %s WHERE region = %s AND k = %s", (val, *ckey)
+                )
+                counts["t_composite"] += 1
+            elif choice < 0.85:
+                old = rng.choice(sorted(ckeys))
+                new = (rng.choice(["eu", "us", "ap"]), self._new_id())
+                cur.execute(
+                    "UPDATE t_composite SET region = %s, k = %s WHERE region = %s AND k = %s",
+                    (*new, *old),
+                )
+                ckeys.discard(old)
+                ckeys.add(new)
+                counts["t_composite"] += 3
+            else:
+                ckey = rng.choice(sorted(ckeys))
+                cur.execute("DELETE FROM t_composite WHERE region = %s AND k = %s", ckey)
+                ckeys.discard(ckey)
+                counts["t_composite"] += 2
+        else:
+            fkeys = self.full_keys
+            choice = rng.random()
+            amount = _maybe(
+                rng, decimal.Decimal(rng.randrange(-(10**8), 10**8)).scaleb(-rng.randrange(0, 6))
+            )
+            at = _maybe(
+                rng,
+                dt.datetime(2025, 6, 1, tzinfo=dt.UTC)
+                + dt.timedelta(microseconds=rng.randrange(10**12)),
+            )
+            if not fkeys or choice < 0.5:
+                key = self._new_id() * 1_000_000_007
+                cur.execute(
+                    "INSERT INTO t_full VALUES (%s, %s, %s, %s)", (key, f"n{key}", amount, at)
+                )
+                fkeys.add(key)
+                counts["t_full"] += 1
+            elif choice < 0.8:
+                key = rng.choice(sorted(fkeys))
+                cur.execute(
+                    "UPDATE t_full SET amount = %s, at = %s WHERE id = %s", (amount, at, key)
+                )
+                counts["t_full"] += 1
+            else:
+                key = rng.choice(sorted(fkeys))
+                cur.execute("DELETE FROM t_full WHERE id = %s", (key,))
+                fkeys.discard(key)
+                counts["t_full"] += 2
+
+    def run(self, conn: Any, transactions: int) -> None:
+        """``transactions`` transactions of 1-4 statements; ~15% roll back (their key
+        bookkeeping is restored)."""
+        for _ in range(transactions):
+            snapshot = (set(self.types_keys), set(self.comp_keys), set(self.full_keys))
+            counts: dict[str, int] = defaultdict(int)
+            with conn.cursor() as cur:
+                for _ in range(self.rng.randrange(1, 5)):
+                    self.statement(cur, counts)
+            if self.rng.random() < 0.15:
+                conn.rollback()
+                self.types_keys, self.comp_keys, self.full_keys = snapshot
+            else:
+                conn.commit()
+                for table, n in counts.items():
+                    self.expected[table] += n
+
+
+# --- reading both sides -----------------------------------------------------------------
+
+
+def read_topic(bootstrap: str, topic: str) -> list[tuple[Any, Any]]:
+    """Every record of partition 0 up to the high watermark: (key, value) JSON-decoded."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "enable.auto.commit": False}
+    )
+    try:
+        _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        out: list[tuple[Any, Any]] = []
+        if high <= 0:
+            return out
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + 60
+        while True:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                key, value = msg.key(), msg.value()
+                out.append(
+                    (
+                        None if key is None else json.loads(key),
+                        None if value is None else json.loads(value),
+                    )
+                )
+                if msg.offset() + 1 >= high:
+                    return out
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out reading {topic} to offset {high}")
+    finally:
+        consumer.close()
+
+
+def normalise(value: Any) -> Any:
+    """What is compared of an event: op, before, after (None for a tombstone)."""
+    if value is None:
+        return None
+    return {"op": value["op"], "before": value["before"], "after": value["after"]}
+
+
+def per_key(records: list[tuple[Any, Any]]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = defaultdict(list)
+    for key, value in records:
+        out[json.dumps(key)].append(normalise(value))
+    return dict(out)
+
+
+def _field_diff(a: Any, b: Any) -> str:
+    """The differing fields of two normalised events (whole events when not both dicts)."""
+    if not (isinstance(a, dict) and isinstance(b, dict)) or a["op"] != b["op"]:
+        return f"riverbed: {a}\n  debezium: {b}"
+    parts = []
+    for image in ("before", "after"):
+        ia, ib = a[image], b[image]
+        if isinstance(ia, dict) and isinstance(ib, dict):
+            for col in sorted(set(ia) | set(ib)):
+                if ia.get(col, "<absent>") != ib.get(col, "<absent>"):
+                    parts.append(
+                        f"{image}.{col}: riverbed {ia.get(col, '<absent>')!r}"
+                        f" debezium {ib.get(col, '<absent>')!r}"
+                    )
+        elif ia != ib:
+            parts.append(f"{image}: riverbed {ia!r} debezium {ib!r}")
+    return "; ".join(parts)
+
+
+def diff_report(table: str, ours: dict[str, list[Any]], theirs: dict[str, list[Any]]) -> list[str]:
+    """One line per key whose sequences differ: its first differing event."""
+    lines = []
+    for key in sorted(set(ours) | set(theirs)):
+        a, b = ours.get(key, []), theirs.get(key, [])
+        for i in range(max(len(a), len(b))):
+            ea = a[i] if i < len(a) else "<missing>"
+            eb = b[i] if i < len(b) else "<missing>"
+            if ea != eb:
+                lines.append(f"{table} key {key} event #{i}: {_field_diff(ea, eb)}")
+                break
+    return lines
+
+
+class RiverbedCdc:
+    """``riverbed cdc postgres`` as a child process (killed at the end, even on failure)."""
+
+    def __init__(self, log_path: Path, *args: str) -> None:
+        self.args = [*ENTRY, *args]
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def assert_alive(self) -> None:
+        assert self.proc is not None and self.proc.poll() is None, self.log()
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+
+
+def slot_exists(dsn: str, slot: str) -> bool:
+    """The slot exists with a consistent point: every later commit will be decoded."""
+    import psycopg2
+
+    conn = psycopg2.connect(dsn)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT 1 FROM pg_replication_slots WHERE slot_name = %s"
+                " AND confirmed_flush_lsn IS NOT NULL",
+                (slot,),
+            )
+            return cur.fetchone() is not None
+    finally:
+        conn.close()
+
+
+# --- fixtures ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresCluster]:
+    if postgres_bin_dir() is None:
+        pytest.skip("PostgreSQL binaries not installed (scripts/setup: apt-get install postgresql)")
+    cluster = PostgresCluster.create(tmp_path_factory.mktemp("pg"))
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    with EmbeddedBroker(tmp_path_factory.mktemp("broker")) as running:
+        yield running
+
+
+def _differential(
+    pg: PostgresCluster, broker: EmbeddedBroker, tmp_path: Path, seed: int, transactions: int
+) -> None:
+    import psycopg2
+
+    if shutil.which("java") is None or shutil.which("mvn") is None:
+        pytest.skip("java/mvn not installed")
+    try:
+        build = ensure_capture()
+    except DebeziumError as exc:
+        pytest.skip(f"Debezium could not be built: {exc}")
+    dbname = f"db_{uuid.uuid4().hex[:10]}"
+    admin = psycopg2.connect(pg.dsn())
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {dbname}")
+    admin.close()
+    conn = psycopg2.connect(pg.dsn(dbname=dbname))
+    with conn.cursor() as cur:
+        for ddl in DDL:
+            cur.execute(ddl)
+    conn.commit()
+
+    props = engine_properties(
+        host="127.0.0.1",
+        port=pg.port,
+        user=SUPERUSER,
+        password=SUPERUSER_PASSWORD,
+        dbname=dbname,
+        tables=TABLES,
+        topic_prefix=DBZ_PREFIX,
+        slot=f"dbz_{dbname}",
+        publication=f"dbz_pub_{dbname}",
+    )
+    rb = RiverbedCdc(
+        tmp_path / "riverbed.log",
+        "--dsn",
+        pg.dsn(dbname=dbname),
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+        "--topic-prefix",
+        RB_PREFIX,
+        "--slot",
+        f"rb_{dbname}",
+        "--publication",
+        f"rb_pub_{dbname}",
+        *[arg for table in TABLES for arg in ("--table", table)],
+    )
+    with DebeziumCapture(build, props, tmp_path / "debezium") as dbz:
+        try:
+            rb.start()
+            dbz.start()
+            for slot in (f"rb_{dbname}", f"dbz_{dbname}"):
+                wait_until(lambda s=slot: slot_exists(pg.dsn(), s), 120, f"slot {slot}")
+
+            workload = Workload(seed)
+            workload.run(conn, transactions)
+
+            def dbz_by_table() -> dict[str, list[tuple[Any, Any]]]:
+                out: dict[str, list[tuple[Any, Any]]] = defaultdict(list)
+                for topic, key, value in dbz.events():
+                    out[topic.split(".")[-1]].append((key, value))
+                return out
+
+            def complete() -> bool:
+                got = dbz_by_table()
+                return all(len(got.get(t, [])) >= n for t, n in workload.expected.items())
+
+            wait_until(
+                complete, 120, f"Debezium's events {dict(workload.expected)}:\n{dbz.log_tail()}"
+            )
+            ours: dict[str, list[tuple[Any, Any]]] = {}
+
+            def rb_complete() -> bool:
+                for table, n in workload.expected.items():
+                    ours[table] = read_topic(
+                        broker.bootstrap_servers, f"{RB_PREFIX}.public.{table}"
+                    )
+                    if len(ours[table]) < n:
+                        return False
+                return True
+
+            wait_until(rb_complete, 120, f"riverbed's events {dict(workload.expected)}")
+            rb.assert_alive()
+        finally:
+            rb.close()
+        theirs = dbz_by_table()
+        problems = []
+        for table, n in workload.expected.items():
+            assert len(theirs[table]) == n, (table, len(theirs[table]), n)
+            assert len(ours[table]) == n, (table, len(ours[table]), n)
+            problems += diff_report(table, per_key(ours[table]), per_key(theirs[table]))
+        assert not problems, "\n".join(problems[:20])
+    conn.close()
+
+
+def test_same_events_as_debezium(
+    pg: PostgresCluster, broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    _differential(pg, broker, tmp_path, seed=11, transactions=120)
