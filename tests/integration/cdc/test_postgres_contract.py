@@ -96,7 +96,7 @@ def test_snapshot_then_changes_as_debezium_events(
         "id": 1,
         "owner": "ann",
         "balance": "10.50",
-        "opened": "2024-05-01T12:00:00Z",
+        "opened": "2024-05-01T12:00:00.000000Z",
         "tags": ["a", "b"],
         "doc": '{"k": 1}',
         "ref": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",

@@ -17,7 +17,7 @@ text/varchar/char/...  string                                      same
 date                   int days since 1970-01-01                   io.debezium.time.Date
 time                   int µs since midnight                       io.debezium.time.MicroTime
 timestamp              int µs since the epoch                      MicroTimestamp
-timestamptz            string ISO-8601 UTC "…T…Z"                  ZonedTimestamp
+timestamptz            string ISO-8601 UTC "…T….ffffffZ"           ZonedTimestamp
 timetz                 string "HH:MM:SS[.f]Z" in UTC               ZonedTime
 interval               int µs (a month = 30.4375 days)             MicroDuration
 json/jsonb             string holding the JSON text                io.debezium.data.Json
@@ -132,10 +132,9 @@ def _timestamp(text: str) -> int | str:
 
 
 def _iso_utc(moment: dt.datetime) -> str:
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    if moment.microsecond:
-        text += f".{moment.microsecond:06d}".rstrip("0")
-    return text + "Z"
+    # Debezium's ZonedTimestamp pads the fraction to the column's precision, 6 digits for
+    # a plain timestamptz (measured against debezium-connector-postgres 3.6.1.Final).
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{moment.microsecond:06d}Z"
 
 
 def _timestamptz(text: str) -> str:
