@@ -3,12 +3,12 @@
 The ``cluster`` marker selects these tests: they are skipped unless ``-m cluster`` is
 given.  Two forms:
 
-- reduced (CI, ~3 min): ``pytest -m cluster tests/integration/scale_out`` -- the demo on
-  the Kafka cluster with local Spark and one broker killed mid-run, and the MirrorMaker 2
-  migration of a consumer group from a Riverbed broker to the cluster;
-- full: ``RIVERBED_SCALE_OUT_FULL=1 pytest -m cluster tests/integration/scale_out`` adds
-  the demo on a Spark standalone cluster (a master and two 1-core workers) and the
-  ``search-clicks`` example against the Kafka cluster.
+- reduced (CI, ~3.5 min here under load): ``pytest -m cluster tests/integration/scale_out``
+  -- the demo on the Kafka cluster with local Spark and one broker killed mid-run;
+- full (~10 min): ``RIVERBED_SCALE_OUT_FULL=1 pytest -m cluster tests/integration/scale_out``
+  adds the demo on a Spark standalone cluster (a master and two 1-core workers), the
+  ``search-clicks`` example, both with a broker killed, and the MirrorMaker 2 migration of
+  a consumer group from a Riverbed broker to the cluster.
 
 Each cluster starts once per session and is SIGKILLed at the end, whatever the outcome
 (fixture finalizers, plus the harnesses' own ``atexit`` hooks).

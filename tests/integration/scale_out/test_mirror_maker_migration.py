@@ -29,7 +29,8 @@ from riverbed.testing.mirror_maker import MirrorMaker2
 
 from .cluster_checks import high_watermark, wait_until
 
-pytestmark = pytest.mark.cluster
+# Full form only: with its own cluster start it would double the reduced (CI) form's ~3 min.
+pytestmark = [pytest.mark.cluster, pytest.mark.full_only]
 TOPIC, GROUP, HALF = "orders", "billing", 500
 
 
