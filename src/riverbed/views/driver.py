@@ -1,15 +1,16 @@
 """Drivers that feed a changelog topic into views: a consumer loop and Spark foreachBatch.
 
 **Consumer loop** (:func:`run_views`): a confluent-kafka consumer (works against any
-Kafka cluster).  On assignment each partition starts at the *lowest* position any of the
-views needs -- ``min(high-water offset) + 1`` over the views, or the beginning when a
-view has none -- so the views themselves, not the consumer group, say where to resume;
-each view skips what it already holds (the offset rule, :mod:`riverbed.views.change`).
-A batch is applied to every view (one local transaction per view), then the consumer's
-offsets are committed for monitoring (lag) only.  A crash anywhere in that sequence is
-harmless: on restart the changes past the lowest high-water offset are read again and
-the views that already hold them skip them.  A rebuild is a run on an empty store: it
-starts at offset 0 (docs/views.md).
+Kafka cluster), assigned every partition of the topics -- one process per set of
+views, no group rebalance to wait for after a crash.  Each partition starts at the
+*lowest* position any of the views needs -- ``min(high-water offset) + 1`` over the
+views, or the beginning when a view has none -- so the views themselves, not the
+consumer group, say where to resume; each view skips what it already holds (the offset
+rule, :mod:`riverbed.views.change`).  A batch is applied to every view (one local
+transaction per view), then the consumer's offsets are committed for monitoring (lag)
+only.  A crash anywhere in that sequence is harmless: on restart the changes past the
+lowest high-water offset are read again and the views that already hold them skip
+them.  A rebuild is a run on an empty store: it starts at offset 0 (docs/views.md).
 
 **Spark** (:func:`foreach_batch`): a ``foreachBatch`` function for a streaming query on
 ``format("riverbed")`` (columns ``topic``, ``partition``, ``offset``, ``key``,
@@ -61,9 +62,11 @@ def run_views(
     on_batch: Callable[[int], None] | None = None,
 ) -> int:
     """Keep ``views`` up to date from ``topics`` until ``stop`` is set (or, with
-    ``stop_at_end``, until every assigned partition has been read to the end it had
-    when assigned).  Returns the number of changes read.  Blocks the calling thread."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
+    ``stop_at_end``, until every partition has been read to the end it had at start).
+    Every partition of ``topics`` is assigned to this consumer (partitions added later
+    are not picked up: restart); the group is used for offset commits (lag) only.
+    Returns the number of changes read.  Blocks the calling thread."""
+    from confluent_kafka import Consumer, KafkaException
 
     stop = stop or threading.Event()
     config: dict[str, Any] = {
@@ -76,25 +79,16 @@ def run_views(
     }
     consumer = Consumer(config)
     ends: dict[tuple[str, int], int] = {}
-    assigned: set[tuple[str, int]] = set()
     read: dict[tuple[str, int], int] = {}  # next offset per partition, as consumed
-
-    def on_assign(c: Any, partitions: list[Any]) -> None:
-        positions = view_positions(views)
-        for tp in partitions:
-            tp.offset = positions.get((tp.topic, tp.partition), OFFSET_BEGINNING)
-            read[(tp.topic, tp.partition)] = positions.get((tp.topic, tp.partition), 0)
-            assigned.add((tp.topic, tp.partition))
-            if stop_at_end:
-                _low, high = c.get_watermark_offsets(tp, timeout=30)
-                ends[(tp.topic, tp.partition)] = high
-        c.assign(partitions)
-
     total = 0
     try:
-        consumer.subscribe(list(topics), on_assign=on_assign)
+        partitions = _assign_all(consumer, views, topics, read)
+        if stop_at_end:
+            for tp in partitions:
+                _low, high = consumer.get_watermark_offsets(tp, timeout=30)
+                ends[(tp.topic, tp.partition)] = high
         while not stop.is_set():
-            if stop_at_end and assigned and _caught_up(consumer, read, ends):
+            if stop_at_end and _caught_up(consumer, read, ends):
                 break
             messages = consumer.consume(batch_size, timeout=0.5)
             records = []
@@ -116,6 +110,30 @@ def run_views(
     finally:
         consumer.close()
     return total
+
+
+def _assign_all(
+    consumer: Any, views: Sequence[View], topics: Sequence[str], read: dict[tuple[str, int], int]
+) -> list[Any]:
+    """Assign every partition of ``topics`` (no group rebalance: a restarted process
+    need not wait out its dead predecessor's session), each at the views' position."""
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    positions = view_positions(views)
+    partitions = []
+    for topic in topics:
+        metadata = consumer.list_topics(topic, timeout=30).topics.get(topic)
+        if metadata is None or metadata.error is not None or not metadata.partitions:
+            reason = "no metadata" if metadata is None else (metadata.error or "no partitions")
+            raise ViewError(f"topic {topic!r}: {reason}")
+        for partition in sorted(metadata.partitions):
+            start = positions.get((topic, partition))
+            read[(topic, partition)] = start or 0
+            partitions.append(
+                TopicPartition(topic, partition, OFFSET_BEGINNING if start is None else start)
+            )
+    consumer.assign(partitions)
+    return partitions
 
 
 def _caught_up(
