@@ -1,0 +1,213 @@
+"""Broker start-up: fsyncs and wall time to "answers Metadata", beside Apache Kafka's.
+
+Figures printed (one line each, plus the machine's load average):
+
+* **fresh start**: a new data dir, ``riverbed broker`` as a child process; wall time from
+  ``Popen`` until a Metadata request is answered (confluent-kafka ``list_topics``), and
+  the ``fsync``/``fdatasync`` calls it made until then (a second start under
+  ``strace -f -c``, killed with SIGKILL once ready, so the stop's fsyncs do not count).
+  ``--load`` repeats it while ``dd oflag=direct`` writes in parallel on the same disk.
+* **clean restart over N GB**: ``--gb`` GiB produced (64 KiB records, 4 partitions),
+  SIGTERM (clean stop), then the time to Metadata again.
+* **recovery after kill -9**: the same volume, SIGKILL right after the last produce,
+  restart time to Metadata, and that time per GiB written since the last clean stop.
+* **Apache Kafka**: the reference broker's start (:mod:`riverbed.testing.kafka_reference`)
+  to its first served request, when its jars are available (else ``n/a``).
+
+Run: ``.venv/bin/python bench/bench_startup.py [--gb 1] [--load] [--no-kafka]``.  Uses a
+temporary directory under ``--dir`` (default ``/tmp``) and removes it.  No assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+CLI = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "broker"]
+RECORD = b"x" * 65536
+PARTITIONS = 4
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def load_line() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f}/{five:.1f} (1/5 min), {os.cpu_count()} CPUs"
+
+
+def wait_metadata(bootstrap: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Poll until a Metadata request is answered (the broker may not listen yet)."""
+    deadline = time.monotonic() + timeout_s
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {proc.returncode}")
+        try:
+            admin.list_topics(timeout=0.5)
+            return
+        except Exception:
+            time.sleep(0.01)
+    raise RuntimeError(f"no Metadata answer within {timeout_s} s")
+
+
+def start(
+    data_dir: Path, port: int, log: Path, prefix: list[str] | None = None
+) -> tuple[subprocess.Popen[bytes], float]:
+    """Start a broker; return it and the seconds until it answered Metadata."""
+    args = [*(prefix or []), *CLI, "--data-dir", str(data_dir), "--listen", f"127.0.0.1:{port}"]
+    args += ["--log-level", "WARNING"]
+    began = time.perf_counter()
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+    wait_metadata(f"127.0.0.1:{port}", proc, 300)
+    return proc, time.perf_counter() - began
+
+
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    proc.send_signal(sig)
+    proc.wait(timeout=120)
+
+
+def children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found += [int(c) for c in text]
+    return found
+
+
+def fresh_start_fsyncs(work: Path) -> int | None:
+    """fsync+fdatasync calls of a fresh start until Metadata is answered (strace -c)."""
+    if shutil.which("strace") is None:
+        return None
+    out = work / "strace.txt"
+    port = free_port()
+    prefix = ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", str(out), "--"]
+    proc, _ = start(work / "traced", port, work / "broker.log", prefix)
+    for child in children(proc.pid):  # the broker itself: SIGKILL, no stop path
+        os.kill(child, signal.SIGKILL)
+    proc.wait(timeout=60)
+    total = 0
+    for line in out.read_text().splitlines():
+        m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(fsync|fdatasync)$", line)
+        if m:
+            total += int(m.group(1))
+    return total
+
+
+def produce(bootstrap: str, gib: float) -> int:
+    """Write ``gib`` GiB of 64 KiB records to topic ``bulk``; returns the bytes written."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "acks": 1,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.kbytes": 262144,
+        }
+    )
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if "bulk" not in admin.list_topics(timeout=30).topics:
+        admin.create_topics([NewTopic("bulk", PARTITIONS)])["bulk"].result(60)
+    target = int(gib * (1 << 30))
+    written = 0
+    while written < target:
+        try:
+            producer.produce("bulk", RECORD, partition=(written // len(RECORD)) % PARTITIONS)
+            written += len(RECORD)
+        except BufferError:
+            producer.poll(0.05)
+    if producer.flush(300) != 0:
+        raise RuntimeError("produce did not finish")
+    return written
+
+
+def disk_load(work: Path) -> subprocess.Popen[bytes]:
+    """``dd oflag=direct`` writing 64 GiB-ish in a loop on the same disk (killed later)."""
+    target = work / "dd.load"
+    return subprocess.Popen(
+        [
+            "sh",
+            "-c",
+            f"while :; do dd if=/dev/zero of={target} bs=1M count=512 oflag=direct "
+            "conv=fsync status=none; done",
+        ]
+    )
+
+
+def kafka_start() -> str:
+    try:
+        from riverbed.testing.kafka_reference import KafkaReference
+
+        began = time.perf_counter()
+        with KafkaReference():
+            took = time.perf_counter() - began
+        return f"{took:.2f} s"
+    except Exception as exc:  # no jars, no JVM
+        return f"n/a ({type(exc).__name__})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gb", type=float, default=1.0, help="GiB for the restart figures")
+    parser.add_argument("--load", action="store_true", help="also start under dd load")
+    parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka's start")
+    parser.add_argument("--dir", default="/tmp", help="where the temporary data dirs go")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-startup-", dir=args.dir))
+    try:
+        print(load_line())
+        fsyncs = fresh_start_fsyncs(work)
+        proc, took = start(work / "fresh", free_port(), work / "broker.log")
+        stop(proc)
+        print(f"fresh start: {took:.2f} s to Metadata, {fsyncs} fsync+fdatasync (strace -f -c)")
+        if args.load:
+            dd = disk_load(work)
+            try:
+                time.sleep(1.0)  # let dd reach the disk
+                proc, took = start(work / "loaded", free_port(), work / "broker.log")
+                stop(proc)
+            finally:
+                dd.kill()
+                dd.wait()
+            print(f"fresh start while dd oflag=direct writes: {took:.2f} s  [{load_line()}]")
+        port = free_port()
+        proc, _ = start(work / "big", port, work / "broker.log")
+        written = produce(f"127.0.0.1:{port}", args.gb)
+        stop(proc)
+        proc, took = start(work / "big", port, work / "broker.log")
+        print(f"clean restart over {written / (1 << 30):.2f} GiB: {took:.2f} s to Metadata")
+        written = produce(f"127.0.0.1:{port}", args.gb) if args.gb > 0 else 0
+        stop(proc, signal.SIGKILL)
+        proc, took = start(work / "big", port, work / "broker.log")
+        stop(proc)
+        gib = written / (1 << 30)
+        print(
+            f"restart after kill -9 with {gib:.2f} GiB written since the last clean stop: "
+            f"{took:.2f} s ({took / max(gib, 1e-9):.2f} s/GiB)"
+        )
+        if not args.no_kafka:
+            print(f"Apache Kafka (kafka_reference) start to first served request: {kafka_start()}")
+        print(load_line())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
