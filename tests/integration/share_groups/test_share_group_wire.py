@@ -542,3 +542,93 @@ def test_share_fetch_waits_for_min_bytes_then_takes_what_there_is(bootstrap: str
         assert time.monotonic() - started < 5.0  # at once, not at the 10 s max_wait_ms
     finally:
         wire.close()
+
+
+def coordinated(wire: Wire, api_key: int, version: int, request: Any) -> Any:
+    """A DescribeShareGroupOffsets call, again while its group's coordinator is loading
+    (Kafka answers NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for a while)."""
+    retriable = {E.NOT_COORDINATOR, E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE}
+    deadline = time.monotonic() + 60
+    while True:
+        answer = wire.call(api_key, version, request)
+        if answer.groups[0].error_code not in retriable:
+            return answer
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.2)
+
+
+def test_share_group_offsets_admin_errors(bootstrap: str) -> None:
+    """DescribeShareGroupOffsets of an unknown group, AlterShareGroupOffsets of a group
+    with a member and of an unknown topic: the same errors as Kafka 4.4."""
+    from riverbed.protocol.messages.generated.alter_share_group_offsets_request import (
+        AlterShareGroupOffsetsRequest as Alter,
+    )
+    from riverbed.protocol.messages.generated.describe_share_group_offsets_request import (
+        DescribeShareGroupOffsetsRequest as Describe,
+    )
+
+    bs = bootstrap
+    create_topic(bs, "oa", 1)
+    wire = Wire(bs)
+    try:
+        find_coordinator(wire, "oag")
+        find_coordinator(wire, "no-such")  # Kafka loads its coordinator partition
+        unknown = coordinated(
+            wire,
+            90,
+            1,
+            Describe(
+                groups=[
+                    Describe.DescribeShareGroupOffsetsRequestGroup(group_id="no-such", topics=None)
+                ]
+            ),
+        )
+        assert (unknown.groups[0].error_code, unknown.groups[0].topics) == (E.NONE, [])
+        named = coordinated(
+            wire,
+            90,
+            1,
+            Describe(
+                groups=[
+                    Describe.DescribeShareGroupOffsetsRequestGroup(
+                        group_id="no-such",
+                        topics=[
+                            Describe.DescribeShareGroupOffsetsRequestTopic(
+                                topic_name="oa", partitions=[0]
+                            )
+                        ],
+                    )
+                ]
+            ),
+        )
+        assert named.groups[0].error_code == E.NONE
+        (partition,) = named.groups[0].topics[0].partitions
+        assert (partition.error_code, partition.start_offset) == (E.NONE, -1)
+
+        def alter(topic: str) -> Any:
+            return wire.call(
+                91,
+                0,
+                Alter(
+                    group_id="oag",
+                    topics=[
+                        Alter.AlterShareGroupOffsetsRequestTopic(
+                            topic_name=topic,
+                            partitions=[
+                                Alter.AlterShareGroupOffsetsRequestPartition(
+                                    partition_index=0, start_offset=0
+                                )
+                            ],
+                        )
+                    ],
+                ),
+            )
+
+        missing = alter("oa-missing")
+        assert missing.error_code == E.NONE
+        assert missing.responses[0].partitions[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
+        assigned_member(wire, "oag", "oa")
+        busy = alter("oa")
+        assert busy.error_code == E.NON_EMPTY_GROUP
+    finally:
+        wire.close()

@@ -5,8 +5,9 @@ versions.
 * **Describe** answers each share partition's start offset (SPSO) and, from v1, its lag
   (high watermark - start offset - records already delivered past it; -1 where the group
   has no state for the partition, whose start offset is then -1 too).  Null topics mean
-  every share partition the group has state for.  An unknown group id, or one of a
-  consumer/classic group, answers GROUP_ID_NOT_FOUND for that group.
+  every share partition the group has state for.  An unknown group id has no state (no
+  error, as Kafka 4.4 answers on the wire); the id of a consumer/classic group answers
+  GROUP_ID_NOT_FOUND for that group.
 * **Alter** sets start offsets.  The group must have no members (NON_EMPTY_GROUP, top
   level, as Kafka 4.4 answers); an unknown group id is created (empty), as Kafka does.
   The new state is appended to ``__share_group_state`` as a snapshot and the answer is
@@ -122,6 +123,8 @@ def _describe_group(
 ) -> DescResp.DescribeShareGroupOffsetsResponseGroup:
     shares = deps.share_groups
     code, message = _group_error(shares, group.group_id)
+    if code != ErrorCode.NONE and "not a share group" not in (message or ""):
+        code, message = ErrorCode.NONE, None  # unknown: no state, as Kafka 4.4 answers
     if shares.closed:
         code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "the broker is shutting down"
     if code != ErrorCode.NONE:
