@@ -40,6 +40,8 @@ DescribeProducers          topic READ;  ConsumerGroupDescribe: group DESCRIBE
 DescribeCluster            cluster DESCRIBE;  SCRAM credentials: cluster
                            ALTER / DESCRIBE;  client quotas: cluster DESCRIBE_CONFIGS /
                            ALTER_CONFIGS
+Share group APIs           group READ (DESCRIBE, DELETE), topic READ: the table in
+                           :mod:`~riverbed.broker.handlers.share_authorization`
 =========================  ==========================================================
 
 The ACL APIs check their own (CreateAcls/DeleteAcls cluster ALTER, DescribeAcls cluster
