@@ -186,6 +186,8 @@ class ShareGroupService:
             "share.partition.max.record.locks": str(c.partition_max_record_locks),
             "share.auto.offset.reset": "latest",
             "share.isolation.level": "read_uncommitted",
+            "errors.deadletterqueue.topic.name": "",  # KIP-1191: no dead-letter topic
+            "errors.deadletterqueue.copy.record.enable": "false",
         }
 
     # -- the surface of the share group offsets APIs ---------------------------------
