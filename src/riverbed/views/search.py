@@ -13,7 +13,8 @@ Layout (one SQLite database, WAL mode)::
 One ``BEGIN IMMEDIATE`` ... ``COMMIT`` per :meth:`SearchView.apply`: the docs, the FTS
 rows and the offsets change together, so a SIGKILL leaves either the batch or nothing
 (SQLite's journal).  Readers (:meth:`SearchView.search`, or any ``sqlite3`` on the file)
-see the last committed batch.  A connection belongs to the thread that opened it.
+see the last committed batch.  Not thread-safe: one thread at a time (any thread --
+Spark calls ``foreachBatch`` functions from its own).
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ class SearchView:
 
     def __init__(self, path: str | Path) -> None:
         try:
-            self._db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
+            self._db = sqlite3.connect(
+                str(path), isolation_level=None, timeout=30, check_same_thread=False
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:

@@ -1,5 +1,5 @@
 """Fixtures for the views tests: a private redis-server (own port, own dir, no
-persistence) per module."""
+persistence) and a broker process per module."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from riverbed.testing.broker_process import free_port, wait_until
+from riverbed.testing.broker_process import BrokerProcess, free_port, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -56,3 +56,15 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """A ``riverbed broker`` child process, reached only over the wire."""
+    root = tmp_path_factory.mktemp("views-broker")
+    proc = BrokerProcess(root / "data", free_port(), root / "broker.log")
+    proc.start(timeout_s=180)
+    try:
+        yield proc
+    finally:
+        proc.close()

@@ -8,14 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from riverbed.testing.broker_process import BrokerProcess, free_port, wait_until
+from riverbed.testing.broker_process import BrokerProcess, wait_until
 from riverbed.views.analytics import AnalyticsView
 from riverbed.views.cache import CacheView
 from riverbed.views.search import SearchView
@@ -24,19 +22,6 @@ from .views_changelog import changelog
 
 TOPIC = "cdc.main.users"
 VIEWS_CLI = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "views", "run"]
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    root = tmp_path_factory.mktemp("views-broker")
-    proc = BrokerProcess(root / "data", free_port(), root / "broker.log")
-    proc.start(timeout_s=180)
-    try:
-        admin = AdminClient({"bootstrap.servers": proc.bootstrap_servers})
-        admin.create_topics([NewTopic(TOPIC, num_partitions=2)])[TOPIC].result(timeout=60)
-        yield proc
-    finally:
-        proc.close()
 
 
 def _produce(bootstrap: str, records: list[tuple[bytes, bytes | None]]) -> None:
@@ -89,6 +74,8 @@ def test_sigkill_restart_and_rebuild_converge(
 ) -> None:
     records, expected = changelog(users=60, steps=3000, seed=3)
     bootstrap = broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=2)])[TOPIC].result(timeout=60)
     _produce(bootstrap, records[:1000])
     live = tmp_path / "live"
     live.mkdir()
