@@ -52,6 +52,7 @@ SESSION_SETTINGS = {
     "TimeZone": "UTC",
     "bytea_output": "hex",
     "extra_float_digits": "3",
+    "lc_monetary": "C",
 }
 
 
@@ -190,6 +191,14 @@ def _bytea(text: str) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
+def _money(text: str) -> str:
+    """``money`` under ``lc_monetary=C`` (``-$1,234.56``) as Debezium's exact decimal string
+    (``-1234.56``); parentheses (other locales' negatives) become a minus."""
+    negative = text.startswith("-") or text.startswith("(")
+    digits = "".join(c for c in text if c.isdigit() or c == ".")
+    return "-" + digits if negative else digits
+
+
 def _text(text: str) -> str:
     return text
 
@@ -209,6 +218,7 @@ _SCALAR: dict[int, Callable[[str], Any]] = {
     1266: _timetz,
     1186: _interval,
     17: _bytea,
+    790: _money,
 }
 
 
