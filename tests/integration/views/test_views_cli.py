@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from riverbed.testing.broker_process import BrokerProcess, wait_until
@@ -99,6 +99,16 @@ def test_sigkill_restart_and_rebuild_converge(
     restarted = _views_run(bootstrap, live, redis_url, "live", "--stop-at-end")
     assert restarted.wait(timeout=180) == 0, (live / "views.log").read_text()
     assert _snapshots(live, redis_url, "live") == [expected] * 3
+    # the group's committed offsets are there for lag: at the end after --stop-at-end
+    watcher = Consumer({"bootstrap.servers": bootstrap, "group.id": "views-live"})
+    try:
+        committed = watcher.committed(
+            [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)], timeout=30
+        )
+        ends = [watcher.get_watermark_offsets(tp, timeout=30)[1] for tp in committed]
+        assert [tp.offset for tp in committed] == ends
+    finally:
+        watcher.close()
 
     fresh = tmp_path / "rebuild"
     fresh.mkdir()
