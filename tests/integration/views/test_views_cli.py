@@ -115,3 +115,20 @@ def test_sigkill_restart_and_rebuild_converge(
     rebuild = _views_run(bootstrap, fresh, redis_url, "rebuild", "--stop-at-end")
     assert rebuild.wait(timeout=180) == 0, (fresh / "views.log").read_text()
     assert _snapshots(fresh, redis_url, "rebuild") == [expected] * 3
+
+
+def test_errors_are_one_line(broker: BrokerProcess, tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [*VIEWS_CLI, "--bootstrap-server", broker.bootstrap_servers, *args],
+            capture_output=True,
+            timeout=120,
+        )
+
+    bad_spec = run("--topic", TOPIC, "--view", "elastic:foo")
+    assert bad_spec.returncode == 2
+    assert bad_spec.stderr.decode().count("\n") == 1, bad_spec.stderr
+    no_topic = run("--topic", "no-such-topic", "--view", f"search:{tmp_path / 's.db'}")
+    assert no_topic.returncode == 1
+    assert "no-such-topic" in no_topic.stderr.decode()
+    assert "Traceback" not in no_topic.stderr.decode()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from riverbed.views import Change, View, decode_record
+from riverbed.views import Change, View, ViewError, decode_record
 from riverbed.views.analytics import AnalyticsView
 from riverbed.views.cache import CacheView
 from riverbed.views.search import SearchView
@@ -106,3 +106,16 @@ def test_deletes_and_tombstones_remove_entries(make_view: Callable[[str], View])
     view.apply([decode_record(TOPIC, 0, 3, b'{"id": 2}', None)])  # type: ignore[list-item]
     assert view.snapshot() == {}
     assert view.high_water_offsets() == {(TOPIC, 0): 3}
+
+
+def test_decode_record_formats() -> None:
+    wrapped = b'{"schema": {}, "payload": {"before": null, "after": {"id": 1}, "op": "r"}}'
+    key = b'{"schema": {}, "payload": {"id": 1}}'
+    change = decode_record(TOPIC, 0, 5, key, wrapped)
+    assert change == Change(TOPIC, 0, 5, '{"id":1}', {"id": 1})
+    assert decode_record(TOPIC, 0, 6, None, b'{"op": "t"}') is None  # no key
+    assert decode_record(TOPIC, 0, 7, b"k", b'{"before": null, "after": null, "op": "t"}') is None
+    event = decode_record(TOPIC, 0, 8, b"order-9", b'{"total": 3}')
+    assert event == Change(TOPIC, 0, 8, "order-9", {"total": 3})
+    with pytest.raises(ViewError):
+        decode_record(TOPIC, 0, 9, b"k", b"not json")
