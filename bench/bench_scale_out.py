@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -118,6 +119,13 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     work = Path(tempfile.mkdtemp(prefix="riverbed-bench-scale-out-"))
+    try:
+        return _run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, work: Path) -> int:
     print(f"load average before: {os.getloadavg()[0]:.1f} (2 cores)")
     rows = []
 
