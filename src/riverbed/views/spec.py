@@ -4,6 +4,8 @@
 * ``redis://HOST:PORT[/DB]``  :class:`~riverbed.views.cache.CacheView` (prefix
   ``riverbed:view``; append ``#PREFIX`` to choose another)
 * ``duckdb:PATH``             :class:`~riverbed.views.analytics.AnalyticsView`
+* ``tantivy:DIR``             :class:`~riverbed.views.tantivy_search.TantivySearchView`
+  (optional, the ``tantivy`` extra)
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ def open_view(spec: str) -> View:
     try:
         return _open(spec)
     except ModuleNotFoundError as exc:
+        extra = "tantivy" if exc.name == "tantivy" else "views"
         raise ConfigError(
-            f"view {spec!r} needs the 'views' extra (no module named {exc.name!r}): "
-            "pip install 'riverbed[views]'"
+            f"view {spec!r} needs the {extra!r} extra (no module named {exc.name!r}): "
+            f"pip install 'riverbed[{extra}]'"
         ) from None
 
 
@@ -34,8 +37,14 @@ def _open(spec: str) -> View:
 
         url, _, prefix = spec.partition("#")
         return CacheView(url, prefix or "riverbed:view")
+    if spec.startswith("tantivy:") and len(spec) > 8:
+        from riverbed.views.tantivy_search import TantivySearchView
+
+        return TantivySearchView(spec[8:])
     if spec.startswith("duckdb:") and len(spec) > 7:
         from riverbed.views.analytics import AnalyticsView
 
         return AnalyticsView(spec[7:])
-    raise ConfigError(f"bad view {spec!r}: expected search:PATH, redis://HOST:PORT or duckdb:PATH")
+    raise ConfigError(
+        f"bad view {spec!r}: expected search:PATH, redis://HOST:PORT, duckdb:PATH or tantivy:DIR"
+    )
