@@ -5,10 +5,11 @@
 Builds a Debezium changelog in memory (inserts, updates, deletes with tombstones over
 ``--keys`` ids), decodes it once, then applies it in ``--batch``-sized batches -- one
 local transaction each, offsets included -- to a SQLite FTS5 search view, a Redis cache
-view (a private ``redis-server`` on a free port, no persistence) and a DuckDB analytics
-view, each in a temporary directory.  Prints changes/s per store for the live apply and
-for a replay of the same changes (all skipped by the offset rule).  No broker: this is
-the stores' side of ``riverbed views run``.
+view (a private ``redis-server`` on a free port, no persistence), a DuckDB analytics
+view and, when installed, a tantivy search view, each in a temporary directory.
+Prints changes/s per store for the live apply and for a replay of the same changes
+(all skipped by the offset rule).  No broker: this is the stores' side of
+``riverbed views run``.
 """
 
 from __future__ import annotations
@@ -111,6 +112,12 @@ def main() -> None:
                 "cache (Redis)": CacheView(url),
                 "analytics (DuckDB)": AnalyticsView(root / "analytics.duckdb"),
             }
+            try:
+                from riverbed.views.tantivy_search import TantivySearchView
+
+                views["search (tantivy)"] = TantivySearchView(root / "tantivy")
+            except ModuleNotFoundError:
+                print("tantivy not installed (the 'tantivy' extra): skipped")
             print(
                 f"{len(changes)} changes over {args.keys} keys, batches of {args.batch}, "
                 f"load {os.getloadavg()[0]:.1f}"
