@@ -202,7 +202,17 @@ def engine_properties(
 class DebeziumCapture:
     """One embedded engine (a child JVM) appending events to ``workdir/out.jsonl``."""
 
-    def __init__(self, build: CaptureBuild, properties: Mapping[str, str], workdir: Path) -> None:
+    def __init__(
+        self,
+        build: CaptureBuild,
+        properties: Mapping[str, str],
+        workdir: Path,
+        bootstrap: str | None = None,
+    ) -> None:
+        """``bootstrap``: send the events to that Kafka cluster instead (topic = the event's
+        destination, acks=all, idempotent; each batch acknowledged before the next), as
+        Debezium Server's Kafka sink does; ``out.jsonl`` then stays empty."""
+        self.bootstrap = bootstrap
         self.build = build
         self.properties = dict(properties)
         self.workdir = workdir
@@ -231,6 +241,7 @@ class DebeziumCapture:
                     MAIN_CLASS,
                     str(props_path),
                     str(self.out_path),
+                    *([self.bootstrap] if self.bootstrap else []),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

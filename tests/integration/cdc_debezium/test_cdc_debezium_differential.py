@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 import pytest
 
 from riverbed.testing.debezium_embedded import (
+    CaptureBuild,
     DebeziumCapture,
     DebeziumError,
     engine_properties,
@@ -487,12 +488,45 @@ def _differential(
     except DebeziumError as exc:
         pytest.skip(f"Debezium could not be built: {exc}")
     dbname = f"db_{uuid.uuid4().hex[:10]}"
-    rb_prefix = f"rb_{dbname}"  # the broker is shared by the module's tests
     admin = psycopg2.connect(pg.dsn())
     admin.autocommit = True
     with admin.cursor() as cur:
         cur.execute(f"CREATE DATABASE {dbname}")
-    admin.close()
+    try:
+        _compare(pg, broker, tmp_path, seed, transactions, build, dbname)
+    finally:
+        # the module's cluster has 10 slots: free this test's two (once their walsenders
+        # are gone) and its database
+        def dropped() -> bool:
+            with admin.cursor() as cur:
+                cur.execute(
+                    "SELECT slot_name, active FROM pg_replication_slots WHERE database = %s",
+                    (dbname,),
+                )
+                slots = cur.fetchall()
+                for slot, active in slots:
+                    if not active:
+                        cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+                return all(not active for _slot, active in slots)
+
+        wait_until(dropped, 60, f"the slots of {dbname} to be released")
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE {dbname} WITH (FORCE)")
+        admin.close()
+
+
+def _compare(
+    pg: PostgresCluster,
+    broker: EmbeddedBroker,
+    tmp_path: Path,
+    seed: int,
+    transactions: int,
+    build: CaptureBuild,
+    dbname: str,
+) -> None:
+    import psycopg2
+
+    rb_prefix = f"rb_{dbname}"  # the broker is shared by the module's tests
     conn = psycopg2.connect(pg.dsn(dbname=dbname))
     with conn.cursor() as cur:
         for ddl in DDL:

@@ -13,8 +13,15 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
+import java.util.concurrent.Future;
+
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -26,7 +33,11 @@ import java.util.concurrent.Executors;
  * "value": <value JSON or null>}} (the converter's output spliced verbatim; a tombstone has
  * {@code "value": null}; topic names never need JSON escaping).
  *
- * <p>Usage: {@code Capture <engine.properties> <out.jsonl>}.  Lines are written per batch
+ * <p>Usage: {@code Capture <engine.properties> <out.jsonl> [<bootstrap servers>]}.  With a
+ * bootstrap server, events go instead to a Kafka topic named by the event's destination
+ * (key and value as the converter's strings; an idempotent producer with acks=all, every
+ * batch flushed and acknowledged before it is marked processed), as Debezium Server's Kafka
+ * sink does; the file then stays empty.  Lines are written per batch
  * in the engine's order and flushed before the batch is marked processed.  When the task
  * has started, the file {@code <out.jsonl>.started} is created.  SIGTERM closes the engine
  * (exit 0); an engine failure prints its cause to stderr and exits 1.
@@ -35,8 +46,8 @@ public final class Capture {
     private Capture() {}
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 2) {
-            System.err.println("usage: Capture <engine.properties> <out.jsonl>");
+        if (args.length != 2 && args.length != 3) {
+            System.err.println("usage: Capture <engine.properties> <out.jsonl> [<bootstrap>]");
             System.exit(2);
         }
         Properties props = new Properties();
@@ -47,6 +58,16 @@ public final class Capture {
         Path started = Path.of(args[1] + ".started");
         BufferedWriter writer = Files.newBufferedWriter(
                 out, StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        KafkaProducer<String, String> producer = null;
+        if (args.length == 3) {
+            Properties pp = new Properties();
+            pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, args[2]);
+            pp.put(ProducerConfig.ACKS_CONFIG, "all");
+            pp.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+            pp.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+            producer = new KafkaProducer<>(pp, new StringSerializer(), new StringSerializer());
+        }
+        final KafkaProducer<String, String> kafka = producer;
         CountDownLatch done = new CountDownLatch(1);
         int[] exit = {0};
         DebeziumEngine<ChangeEvent<String, String>> engine = DebeziumEngine.create(Json.class)
@@ -73,7 +94,21 @@ public final class Capture {
                 })
                 .notifying((List<ChangeEvent<String, String>> records,
                             DebeziumEngine.RecordCommitter<ChangeEvent<String, String>> committer) -> {
-                    synchronized (writer) {
+                    if (kafka != null) {
+                        List<Future<?>> sent = new ArrayList<>();
+                        for (ChangeEvent<String, String> record : records) {
+                            sent.add(kafka.send(new ProducerRecord<>(
+                                    record.destination(), record.key(), record.value())));
+                        }
+                        kafka.flush();
+                        for (Future<?> future : sent) {
+                            try {
+                                future.get();
+                            } catch (java.util.concurrent.ExecutionException e) {
+                                throw new RuntimeException(e.getCause());
+                            }
+                        }
+                    } else synchronized (writer) {
                         try {
                             for (ChangeEvent<String, String> record : records) {
                                 writer.write("{\"topic\":\"" + record.destination()
