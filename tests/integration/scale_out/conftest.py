@@ -3,7 +3,7 @@
 The ``cluster`` marker selects these tests: they are skipped unless ``-m cluster`` is
 given.  Two forms:
 
-- reduced (CI, ~3.5 min here under load): ``pytest -m cluster tests/integration/scale_out``
+- reduced (CI, 2-3.5 min here, by load): ``pytest -m cluster tests/integration/scale_out``
   -- the demo on the Kafka cluster with local Spark and one broker killed mid-run;
 - full (~10 min): ``RIVERBED_SCALE_OUT_FULL=1 pytest -m cluster tests/integration/scale_out``
   adds the demo on a Spark standalone cluster (a master and two 1-core workers), the
