@@ -106,3 +106,19 @@ def test_first_group_use_creates_offsets_topic_and_survives_restart(tmp_path: Pa
         assert _commit_and_read(running.bootstrap_servers, "g1", None) == 3
     finally:
         running.stop()
+
+
+def test_clean_restart_fsyncs_each_partition_directory_at_most_once(
+    tmp_path: Path, fsyncs: FsyncCounter
+) -> None:
+    running = EmbeddedBroker(tmp_path / "data").start()
+    try:
+        running.call(lambda b: b.groups.ensure_topic())
+        partitions = len(running.broker.logs.logs())
+        running.stop()
+        before = fsyncs.count
+        running.start()
+        # the clean-shutdown marker's removal, one per partition; load_segments adds none
+        assert fsyncs.count - before <= partitions + MAX_FRESH_START_FSYNCS
+    finally:
+        running.stop()
