@@ -4,9 +4,10 @@
 
 * the **membership** coordinator (:class:`~riverbed.coordinator.share_group.
   ShareGroupManager`) and its session-timeout timer (``loop.call_later`` at the earliest
-  member deadline); a member that rejoins from scratch or times out has its share
-  session closed and the records it holds released (one that leaves keeps its share
-  session until it closes it: its final acknowledgements still apply);
+  member deadline); a member that rejoins from scratch has its share session closed and
+  the records it holds released; one that times out is fenced but keeps its locks until
+  they expire (Kafka 4.4 on the wire); one that leaves keeps its share session until it
+  closes it (its final acknowledgements still apply);
 * the **share sessions** (:mod:`riverbed.broker.share_sessions`): one closed by its
   member (final epoch) or by its connection dropping (:meth:`ShareGroupService.
   connection_closed`) releases the member's records there, delivery counts kept, as
@@ -255,8 +256,12 @@ class ShareGroupService:
         if self.closed:
             return
         for group_id, member_id in self.manager.tick(self._clock.now_ms()):
+            # Fenced, but its records stay locked until their locks expire (then they come
+            # back with their delivery count kept), as Kafka 4.4 does on the wire
+            # (test_share_group_wire.py: the next member sees delivery count 2, after the
+            # lock, not at the session timeout).  Its share session closes with its
+            # connection or stays unused.
             log.info("share group %s: member %s session timed out", group_id, member_id)
-            self._released(group_id, member_id)
         self._rearm()
 
     def close(self) -> None:

@@ -632,3 +632,47 @@ def test_share_group_offsets_admin_errors(bootstrap: str) -> None:
         assert busy.error_code == E.NON_EMPTY_GROUP
     finally:
         wire.close()
+
+
+def test_a_fenced_members_records_come_back_with_their_count(bootstrap: str) -> None:
+    """A member that stops heartbeating (connection open, share session open) is fenced by
+    the share session timeout (6 s on Riverbed here, 10 s on the Kafka reference), well
+    before its 30 s locks expire.  Kafka 4.4 does not release the fenced member's records:
+    they come back when the lock expires, with delivery count 2 (~30 s)."""
+    bs = bootstrap
+    create_topic(bs, "fz", 1)
+    set_group_configs(
+        bs, "fg", share_auto_offset_reset="earliest", share_record_lock_duration_ms="30000"
+    )
+    produce(bs, "fz", [b"a"], 1)
+    wire, held = Wire(bs), Wire(bs)
+    try:
+        meta = wire.call(
+            METADATA,
+            12,
+            MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name="fz")],
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
+        topic_id = meta.topics[0].topic_id
+        find_coordinator(wire, "fg")
+        a, _ = assigned_member(wire, "fg", "fz")
+        b, b_epoch = assigned_member(wire, "fg", "fz")
+        assert share_fetch(held, "fg", a, topic_id, 0, 5000) == [(0, 0, 1)]
+        acquired_at = time.monotonic()
+        got: list[tuple[int, int, int]] = []
+        session = 0
+        while not got:  # A never heartbeats again; B does
+            assert time.monotonic() < acquired_at + 60, "A's record never came back"
+            got = share_fetch(wire, "fg", b, topic_id, session, 500)
+            session += 1
+            beat = heartbeat(wire, "fg", b, b_epoch, None)
+            b_epoch = beat.member_epoch or b_epoch
+        came_back_after = time.monotonic() - acquired_at
+        assert got == [(0, 0, 2)], (got, came_back_after)
+        assert came_back_after >= 25, came_back_after  # at the lock's expiry, not the fence
+    finally:
+        held.close()
+        wire.close()
