@@ -26,18 +26,16 @@ pid is in the log's first line.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from riverbed.testing.java_app import JavaAppBuild, JavaAppError, build_java_app
 
 __all__ = [
     "DEBEZIUM_VERSION",
@@ -53,7 +51,7 @@ DEBEZIUM_VERSION = "3.6.1.Final"
 MAIN_CLASS = "dev.riverbed.debezium.Capture"
 
 
-class DebeziumError(RuntimeError):
+class DebeziumError(JavaAppError):
     """``mvn``/``javac``/``java`` missing, Maven Central unreachable, the build failed, or
     the engine did not start."""
 
@@ -63,98 +61,17 @@ def default_project_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "tests" / "compat" / "debezium"
 
 
-@dataclass(frozen=True, slots=True)
-class CaptureBuild:
-    """A built capture program: its jar and the directory of its dependencies."""
-
-    root: Path
-
-    @property
-    def classpath(self) -> str:
-        return f"{self.root / 'app.jar'}{os.pathsep}{self.root / 'libs'}/*"
-
-
-def _sources(project: Path) -> list[Path]:
-    return [project / "pom.xml", *sorted((project / "src").rglob("*.java"))]
-
-
-def _digest(project: Path) -> str:
-    h = hashlib.sha256()
-    for path in _sources(project):
-        h.update(str(path.relative_to(project)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _run(args: Sequence[str], cwd: Path, timeout_s: float, what: str) -> None:
-    try:
-        done = subprocess.run(
-            list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise DebeziumError(f"{what}: {exc}") from exc
-    if done.returncode != 0:
-        raise DebeziumError(
-            f"{what} failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-        )
+CaptureBuild = JavaAppBuild
 
 
 def ensure_capture(project: Path | None = None, cache: Path | None = None) -> CaptureBuild:
     """The cached build of ``project`` (default :func:`default_project_dir`), built if
-    missing.  Raises :class:`DebeziumError` when a tool is missing or the build fails."""
-    project = project or default_project_dir()
-    for tool in ("mvn", "javac", "jar", "java"):
-        if shutil.which(tool) is None:
-            raise DebeziumError(f"{tool} not found on PATH")
-    base = cache or Path.home() / ".cache" / "riverbed" / "debezium-embedded"
-    root = base / _digest(project)
-    if (root / "complete").exists():
-        return CaptureBuild(root)
-    root.mkdir(parents=True, exist_ok=True)
-    with _flock(root / ".lock"):
-        if (root / "complete").exists():
-            return CaptureBuild(root)
-        for stale in ("libs", "classes", "app.jar"):
-            target = root / stale
-            if target.is_dir():
-                shutil.rmtree(target)
-            else:
-                target.unlink(missing_ok=True)
-        _run(
-            [
-                "mvn",
-                "-q",
-                "-B",
-                "dependency:copy-dependencies",
-                f"-DoutputDirectory={root / 'libs'}",
-                "-DincludeScope=runtime",
-            ],
-            project,
-            900,
-            "mvn dependency:copy-dependencies",
-        )
-        sources = [str(p) for p in _sources(project) if p.suffix == ".java"]
-        classes = str(root / "classes")
-        _run(
-            ["javac", "--release", "17", "-cp", f"{root / 'libs'}/*", "-d", classes, *sources],
-            project,
-            300,
-            "javac",
-        )
-        _run(
-            ["jar", "cf", str(root / "app.jar"), "-C", str(root / "classes"), "."], root, 120, "jar"
-        )
-        (root / "complete").write_text(_digest(project) + "\n")
-    return CaptureBuild(root)
+    missing (:func:`riverbed.testing.java_app.build_java_app`, under
+    ``~/.cache/riverbed/debezium-embedded``).  Raises :class:`DebeziumError`
+    when a tool is missing or the build fails."""
+    return build_java_app(
+        project or default_project_dir(), "debezium-embedded", cache, DebeziumError
+    )
 
 
 def engine_properties(

@@ -26,20 +26,18 @@ Driven by one thread.  A test killed hard leaves the JVM orphaned (its log names
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
 import itertools
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from riverbed.testing.java_app import JavaAppBuild, JavaAppError, build_java_app
 
 __all__ = [
     "AppBuild",
@@ -56,7 +54,7 @@ MAIN_CLASS = "dev.riverbed.streams.WordCountApp"
 WORD = re.compile(r"\W+")
 
 
-class StreamsAppError(RuntimeError):
+class StreamsAppError(JavaAppError):
     """``mvn``/``javac``/``java`` missing, Maven Central unreachable, or the build failed."""
 
 
@@ -65,103 +63,17 @@ def default_project_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "tests" / "compat" / "kafka_streams"
 
 
-@dataclass(frozen=True, slots=True)
-class AppBuild:
-    """A built application: its jar and the directory of its dependencies."""
-
-    root: Path
-
-    @property
-    def classpath(self) -> str:
-        return f"{self.root / 'app.jar'}{os.pathsep}{self.root / 'libs'}/*"
-
-
-def _sources(project: Path) -> list[Path]:
-    return [project / "pom.xml", *sorted((project / "src").rglob("*.java"))]
-
-
-def _digest(project: Path) -> str:
-    h = hashlib.sha256()
-    for path in _sources(project):
-        h.update(str(path.relative_to(project)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _run(args: Sequence[str], cwd: Path, timeout_s: float, what: str) -> None:
-    try:
-        done = subprocess.run(
-            list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise StreamsAppError(f"{what}: {exc}") from exc
-    if done.returncode != 0:
-        raise StreamsAppError(f"{what} failed ({done.returncode}):\n{done.stdout[-3000:]}")
+AppBuild = JavaAppBuild
 
 
 def ensure_app(project: Path | None = None, cache: Path | None = None) -> AppBuild:
     """The cached build of ``project`` (default :func:`default_project_dir`), built if
-    missing.  Raises :class:`StreamsAppError` when a tool is missing or the build fails."""
-    project = project or default_project_dir()
-    for tool in ("mvn", "javac", "jar", "java"):
-        if shutil.which(tool) is None:
-            raise StreamsAppError(f"{tool} not found on PATH")
-    base = cache or Path.home() / ".cache" / "riverbed" / "kafka-streams-app"
-    root = base / _digest(project)
-    if (root / "complete").exists():
-        return AppBuild(root)
-    root.mkdir(parents=True, exist_ok=True)
-    with _flock(root / ".lock"):
-        if (root / "complete").exists():
-            return AppBuild(root)
-        for stale in ("libs", "classes", "app.jar"):
-            target = root / stale
-            if target.is_dir():
-                shutil.rmtree(target)
-            else:
-                target.unlink(missing_ok=True)
-        _run(
-            [
-                "mvn",
-                "-q",
-                "-B",
-                "dependency:copy-dependencies",
-                f"-DoutputDirectory={root / 'libs'}",
-                "-DincludeScope=runtime",
-            ],
-            project,
-            900,
-            "mvn dependency:copy-dependencies",
-        )
-        sources = [str(p) for p in _sources(project) if p.suffix == ".java"]
-        _run(
-            [
-                "javac",
-                "--release",
-                "17",
-                "-cp",
-                f"{root / 'libs'}/*",
-                "-d",
-                str(root / "classes"),
-                *sources,
-            ],
-            project,
-            300,
-            "javac",
-        )
-        jar = ["jar", "cf", str(root / "app.jar"), "-C", str(root / "classes"), "."]
-        _run(jar, root, 120, "jar")
-        (root / "complete").write_text(_digest(project) + "\n")
-    return AppBuild(root)
+    missing (:func:`riverbed.testing.java_app.build_java_app`, under
+    ``~/.cache/riverbed/kafka-streams-app``).  Raises :class:`StreamsAppError`
+    when a tool is missing or the build fails."""
+    return build_java_app(
+        project or default_project_dir(), "kafka-streams-app", cache, StreamsAppError
+    )
 
 
 class StreamsApp:
