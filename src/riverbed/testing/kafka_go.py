@@ -25,18 +25,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from riverbed.testing import go_module
 from riverbed.testing.broker_process import CLI, wait_until
-from riverbed.testing.franz_go import GoUnavailable, Outcome, SuiteResult
+from riverbed.testing.franz_go import Outcome, SuiteResult
 
 __all__ = [
     "KAFKA_GO_VERSION",
@@ -66,57 +65,15 @@ def cache_dir(version: str) -> Path:
     return Path.home() / ".cache" / "riverbed" / "kafka-go" / version
 
 
-def _go_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["GOFLAGS"] = "-mod=mod"
-    return env
-
-
 def module_dir(version: str = KAFKA_GO_VERSION, timeout_s: float = 300.0) -> Path:
     """``go mod download`` the module (a no-op when cached) and return its directory."""
-    go = shutil.which("go")
-    if go is None:
-        raise GoUnavailable("go is not on PATH")
-    with tempfile.TemporaryDirectory() as scratch:  # outside any module
-        done = subprocess.run(
-            [go, "mod", "download", "-json", f"{MODULE}@{version}"],
-            cwd=scratch,
-            env=_go_env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
-    try:
-        info = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        info = {}
-    if done.returncode != 0 or "Dir" not in info:
-        detail = info.get("Error") or done.stderr.strip() or done.stdout.strip()
-        raise GoUnavailable(f"go mod download {MODULE}@{version} failed: {detail}")
-    return Path(info["Dir"])
+    return go_module.module_dir(MODULE, version, timeout_s)
 
 
 def ensure_test_binary(version: str = KAFKA_GO_VERSION, timeout_s: float = 600.0) -> Path:
     """The cached ``kafka-go.test`` for ``version``, built with ``go test -c .`` if missing."""
     binary = cache_dir(version) / "kafka-go.test"
-    if binary.exists():
-        return binary
-    source = module_dir(version)
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    partial = binary.with_name(f"kafka-go.test.{os.getpid()}.partial")
-    done = subprocess.run(
-        ["go", "test", "-c", "-o", str(partial), "."],
-        cwd=source,
-        env=_go_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
-    if done.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise GoUnavailable(f"go test -c {MODULE} failed:\n{done.stderr[-3000:]}")
-    partial.replace(binary)
-    return binary
+    return go_module.test_binary(MODULE, version, ".", binary, timeout_s)
 
 
 @dataclass
