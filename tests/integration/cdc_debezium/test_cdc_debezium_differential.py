@@ -346,9 +346,6 @@ def _column(col: str, value: Any, debezium: bool) -> Any:
         or (isinstance(value, int) and abs(value) >= (2**31 - 20000 if col == "d" else 2**62))
     ):
         return "<infinite>"
-    if col == "tstz3" and isinstance(value, str) and "." in value:
-        # timestamptz(p<6): Debezium pads the fraction to p digits, we always to 6
-        return value.rstrip("Z").rstrip("0").rstrip(".") + "Z"
     # multi-dimensional arrays: Debezium sends one null per row, we nested arrays
     if (
         col == "grid"

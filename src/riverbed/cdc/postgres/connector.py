@@ -100,16 +100,16 @@ class PostgresConfig:
     kafka: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _columns(conn: Any, table: TableInfo) -> list[tuple[str, int]]:
-    """``(name, type oid)`` of the table's live columns, in order."""
+def _columns(conn: Any, table: TableInfo) -> list[tuple[str, int, int]]:
+    """``(name, type oid, typmod)`` of the table's live columns, in order."""
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT a.attname::text, a.atttypid::int8 FROM pg_attribute a "
+            "SELECT a.attname::text, a.atttypid::int8, a.atttypmod::int8 FROM pg_attribute a "
             "WHERE a.attrelid = %s::regclass AND a.attnum > 0 "
             "AND NOT a.attisdropped ORDER BY a.attnum",
             (table.quoted(),),
         )
-        return [(str(name), int(oid)) for name, oid in cur.fetchall()]
+        return [(str(name), int(oid), int(mod)) for name, oid, mod in cur.fetchall()]
 
 
 def _lsn_text(lsn: int) -> str:
@@ -294,7 +294,7 @@ class PostgresConnector:
         topic = topic_name(self.config.topic_prefix, table.schema, table.table)
         columns = _columns(conn, table)
         self._set_schema(table, columns)
-        select_list = ", ".join('"' + name.replace('"', '""') + '"::text' for name, _ in columns)
+        select_list = ", ".join('"' + name.replace('"', '""') + '"::text' for name, _, _ in columns)
         named = conn.cursor(name=f"riverbed_snapshot_{abs(hash(table.qualified))}")
         named.itersize = SNAPSHOT_FETCH_ROWS
         named.execute(f"SELECT {select_list} FROM {table.quoted()}")
@@ -317,7 +317,7 @@ class PostgresConnector:
         self,
         topic: str,
         table: TableInfo,
-        columns: list[tuple[str, int]],
+        columns: list[tuple[str, int, int]],
         row: tuple[Any, ...],
         lsn: int,
         now_ms: int,
@@ -327,8 +327,8 @@ class PostgresConnector:
             self._snapshot_started = True
             snapshot = "first" if snapshot == "true" else snapshot
         after = {
-            name: render(oid, text, self.types)
-            for (name, oid), text in zip(columns, row, strict=True)
+            name: render(oid, text, self.types, typmod)
+            for (name, oid, typmod), text in zip(columns, row, strict=True)
         }
         source = self._source(table, now_ms, snapshot, None, lsn)
         self._send(topic, table, "r", None, after, source, position=0)
@@ -389,7 +389,7 @@ class PostgresConnector:
             self._relations[message.relid] = message
             table = self.tables.get(f"{message.schema}.{message.table}")
             if table is not None:
-                self._set_schema(table, [(c.name, c.type_oid) for c in message.columns])
+                self._set_schema(table, [(c.name, c.type_oid, c.typmod) for c in message.columns])
         elif isinstance(message, pgoutput.Begin):
             self._tx = message
         elif isinstance(message, pgoutput.Commit):
@@ -467,9 +467,10 @@ class PostgresConnector:
         head = self._inc.queue[0]
         columns = _columns(self._sql, head)
 
-        def render_row(cols: list[tuple[str, int]], row: tuple[Any, ...]) -> dict[str, Any]:
+        def render_row(cols: list[tuple[str, int, int]], row: tuple[Any, ...]) -> dict[str, Any]:
             return {
-                n: render(oid, text, self.types) for (n, oid), text in zip(cols, row, strict=True)
+                n: render(oid, text, self.types, mod)
+                for (n, oid, mod), text in zip(cols, row, strict=True)
             }
 
         self._inc.next_chunk(self._sql, columns, render_row)
@@ -490,13 +491,13 @@ class PostgresConnector:
         row: dict[str, Any] = {}
         for index, (column, value) in enumerate(zip(relation.columns, values, strict=False)):
             if value is None or isinstance(value, str):
-                row[column.name] = render(column.type_oid, value, self.types)
+                row[column.name] = render(column.type_oid, value, self.types, column.typmod)
             elif isinstance(value, bytes):  # binary mode is never asked for
                 row[column.name] = value.decode("utf-8", "replace")
             else:  # unchanged TOAST: the old image's value when sent (REPLICA IDENTITY FULL)
                 old = previous[index] if previous is not None else None
                 row[column.name] = (
-                    render(column.type_oid, old, self.types)
+                    render(column.type_oid, old, self.types, column.typmod)
                     if isinstance(old, str)
                     else UNAVAILABLE
                 )
@@ -590,16 +591,21 @@ class PostgresConnector:
             topic, records_for(event, self._schemas.get(table.qualified)), position=position
         )
 
-    def _set_schema(self, table: TableInfo, columns: list[tuple[str, int]]) -> None:
+    def _set_schema(self, table: TableInfo, columns: list[tuple[str, int, int]]) -> None:
         """Record ``table``'s Connect schema (only with ``schemas_enable``)."""
         if not self.config.schemas_enable:
             return
-        oids = dict(columns)
+        types = {name: (oid, mod) for name, oid, mod in columns}
         self._schemas[table.qualified] = TableSchema(
             topic=topic_name(self.config.topic_prefix, table.schema, table.table),
-            key_fields=[connect_field(k, oids.get(k, 25), False, self.types) for k in table.key],
+            key_fields=[
+                connect_field(k, oid, False, self.types, mod)
+                for k in table.key
+                for oid, mod in [types.get(k, (25, -1))]
+            ],
             value_fields=[
-                connect_field(n, oid, n not in table.key, self.types) for n, oid in columns
+                connect_field(n, oid, n not in table.key, self.types, mod)
+                for n, oid, mod in columns
             ],
             source_name="io.debezium.connector.postgresql.Source",
         )

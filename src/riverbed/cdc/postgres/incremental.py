@@ -71,7 +71,7 @@ class IncrementalSnapshot:
         return bool(self.queue) or self.chunk is not None
 
     def next_chunk(
-        self, conn: Any, columns: list[tuple[str, int]], render_row: Any
+        self, conn: Any, columns: list[tuple[str, int, int]], render_row: Any
     ) -> Chunk | None:
         """Write the open watermark, read the next chunk of the head table, write the
         close watermark (three autocommit transactions on ``conn``).  None when the queue
@@ -81,7 +81,7 @@ class IncrementalSnapshot:
             chunk = Chunk(uuid.uuid4().hex, table, self.last_key)
             self._signal(conn, f"{chunk.id}-open", "snapshot-window-open", table)
             key_cols = ", ".join(f"t.{_quote(k)}" for k in table.key)
-            select_list = ", ".join(f"t.{_quote(n)}::text" for n, _ in columns)
+            select_list = ", ".join(f"t.{_quote(n)}::text" for n, *_ in columns)
             where = ""
             args: tuple[Any, ...] = ()
             if self.last_key is not None:

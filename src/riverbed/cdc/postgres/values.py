@@ -16,8 +16,11 @@ numeric/money          string "12.50" (exact)                      decimal.handl
 text/varchar/char/...  string                                      same
 date                   int days since 1970-01-01                   io.debezium.time.Date
 time                   int µs since midnight                       io.debezium.time.MicroTime
+time(0..3)             int ms since midnight                       io.debezium.time.Time
 timestamp              int µs since the epoch                      MicroTimestamp
+timestamp(0..3)        int ms since the epoch                      io.debezium.time.Timestamp
 timestamptz            string ISO-8601 UTC "…T….ffffffZ"           ZonedTimestamp
+timestamptz(p)         the fraction exactly p digits, none for 0   ZonedTimestamp
 timetz                 string "HH:MM:SS[.f]Z" in UTC               ZonedTime
 interval               int µs (a month = 30.4375 days)             MicroDuration
 json/jsonb             string holding the JSON text                io.debezium.data.Json
@@ -28,6 +31,11 @@ enums, others          string (the text form)                      same
 =====================  ==========================================  ========================
 
 ``±infinity`` dates and timestamps are rendered as the strings ``"infinity"``/``"-infinity"``.
+
+A column's declared precision (its ``typmod``: ``atttypmod``, or pgoutput's Relation
+column) changes time, timestamp and timestamptz as in Debezium's default
+``time.precision.mode=adaptive`` (measured against debezium-connector-postgres 3.6.1.Final
+under Kafka Connect 4.4.0): an array column's typmod is its elements'.
 """
 
 from __future__ import annotations
@@ -143,6 +151,39 @@ def _timestamptz(text: str) -> str:
         return text
     moment = dt.datetime.fromisoformat(text).astimezone(dt.UTC)
     return _iso_utc(moment)
+
+
+def _timestamptz_p(text: str, precision: int) -> str:
+    """timestamptz(p): the fraction padded (or cut: PostgreSQL already rounded the value
+    to p digits) to exactly p digits, no fraction for p = 0."""
+    if text in _INFINITE or text.endswith(" BC"):
+        return text
+    moment = dt.datetime.fromisoformat(text).astimezone(dt.UTC)
+    whole = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if precision == 0:
+        return whole + "Z"
+    return whole + f".{moment.microsecond:06d}"[: precision + 1] + "Z"
+
+
+def _timestamp_p(text: str, precision: int) -> int | str:
+    """timestamp(p): milliseconds for p <= 3 (Debezium's Timestamp), else microseconds."""
+    micros = _timestamp(text)
+    if isinstance(micros, str) or precision > 3:
+        return micros
+    return micros // 1000
+
+
+def _time_p(text: str, precision: int) -> int:
+    """time(p): milliseconds for p <= 3 (Debezium's Time), else microseconds."""
+    micros = _time_us(text)
+    return micros if precision > 3 else micros // 1000
+
+
+_PRECISE: dict[int, Callable[[str, int], Any]] = {
+    1184: _timestamptz_p,
+    1114: _timestamp_p,
+    1083: _time_p,
+}
 
 
 def _timetz(text: str) -> str:
@@ -264,24 +305,31 @@ def parse_array(text: str) -> list[Any]:
     return parse()
 
 
-def render(type_oid: int, text: str | None, types: TypeInfo | None = None) -> Any:
-    """The JSON value of one column given its type oid and its text output form."""
+def render(type_oid: int, text: str | None, types: TypeInfo | None = None, typmod: int = -1) -> Any:
+    """The JSON value of one column given its type oid, its text output form and its
+    ``typmod`` (-1: none declared; an array's applies to its elements)."""
     if text is None:
         return None
+    if typmod >= 0:
+        precise = _PRECISE.get(type_oid)
+        if precise is not None:
+            return precise(text, typmod)
     scalar = _SCALAR.get(type_oid)
     if scalar is not None:
         return scalar(text)
     element = (types or _DEFAULT_TYPES).array_element.get(type_oid)
     if element is not None:
-        return _render_nested(element, parse_array(text), types)
+        return _render_nested(element, parse_array(text), types, typmod)
     return text
 
 
-def _render_nested(element: int, items: list[Any], types: TypeInfo | None) -> list[Any]:
+def _render_nested(
+    element: int, items: list[Any], types: TypeInfo | None, typmod: int = -1
+) -> list[Any]:
     return [
-        _render_nested(element, item, types)
+        _render_nested(element, item, types, typmod)
         if isinstance(item, list)
-        else render(element, item, types)
+        else render(element, item, types, typmod)
         for item in items
     ]
 
@@ -311,12 +359,21 @@ _CONNECT: dict[int, tuple[str, str | None]] = {
 }
 
 
-def connect_field(name: str, type_oid: int, optional: bool, types: TypeInfo | None = None) -> Field:
+def connect_field(
+    name: str, type_oid: int, optional: bool, types: TypeInfo | None = None, typmod: int = -1
+) -> Field:
     """Kafka Connect's schema of one column as :func:`render` renders it."""
     element = (types or _DEFAULT_TYPES).array_element.get(type_oid)
     if element is not None:
         return Field(
-            name, "array", optional=optional, items=connect_field("", element, True, types)
+            name,
+            "array",
+            optional=optional,
+            items=connect_field("", element, True, types, typmod),
         )
+    if 0 <= typmod <= 3 and type_oid == 1114:
+        return Field(name, "int64", optional=optional, name="io.debezium.time.Timestamp")
+    if 0 <= typmod <= 3 and type_oid == 1083:
+        return Field(name, "int32", optional=optional, name="io.debezium.time.Time")
     connect_type, logical = _CONNECT.get(type_oid, ("string", None))
     return Field(name, connect_type, optional=optional, name=logical)
