@@ -96,6 +96,9 @@ TRANSACTION_STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
 REPLICATION_FACTOR_KEY = "transaction.state.log.replication.factor"
 REPLAY_READ_BYTES = 1 << 20
 MARKER_RETRY_S = 1.0
+ANSWER_FIRST_YIELDS = 2
+"""Loop turns the marker writer lets pass after the Prepare record is durable, so the
+EndTxn answer waiting on the same fsync goes out first (:meth:`_write_markers`)."""
 
 
 class CoordinatorNotAvailableError(RiverbedError):
@@ -493,7 +496,13 @@ class TransactionService:
     async def _write_markers(
         self, markers: Iterable[MarkerRequest], after: Iterable[concurrent.futures.Future[None]]
     ) -> None:
-        """Wait for the Prepare record, then write and complete every marker request."""
+        """Wait for the Prepare record, then write and complete every marker request.
+
+        The EndTxn answer waits for the same fsync; this task registered on it first, so
+        it would wake first and append every marker before that answer is sent.  It
+        yields to the loop twice (the answer's task finishing, then its done callback
+        writing the answer) so the client hears of its durable PrepareCommit first, as
+        Kafka answers EndTxn before its markers are written."""
         try:
             for fut in after:
                 await asyncio.wrap_future(fut)
@@ -502,6 +511,8 @@ class TransactionService:
                 "%s flush failed; markers wait for a restart: %s", TRANSACTION_STATE_TOPIC_NAME, exc
             )
             return
+        for _ in range(ANSWER_FIRST_YIELDS):
+            await asyncio.sleep(0)
         for marker in markers:
             await self._write_marker(marker)
 

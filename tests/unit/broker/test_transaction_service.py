@@ -188,6 +188,41 @@ def test_commit_writes_markers_then_completes(make_host: Callable[..., Host]) ->
     asyncio.run(scenario())
 
 
+def test_end_txn_is_answered_before_the_markers_are_written(
+    make_host: Callable[..., Host],
+) -> None:
+    """The EndTxn answer and the marker writer wait for the same PrepareCommit fsync; the
+    answer (a task whose done callback writes it, as the connection does) goes first."""
+    host = make_host()
+
+    async def scenario() -> None:
+        service = _service(host)
+        await service.ensure_topic()
+        pid, epoch = _begin(host, service)
+        plog = host.topics.partition_log("t", 0)
+        ended = service.execute(
+            lambda now: service.coordinator.end_txn(
+                EndTxnRequest("tx", pid, epoch, committed=True), now
+            )
+        )
+
+        async def answer() -> None:  # the handler's coroutine (txn_common._after_flush)
+            for fut in ended.flushes:
+                await asyncio.wrap_future(fut)
+
+        end_at_answer: list[int] = []
+        task = asyncio.ensure_future(answer())
+        task.add_done_callback(lambda _t: end_at_answer.append(plog.log_end_offset))
+        meta = service.coordinator.transaction("tx")
+        assert meta is not None
+        await _until(lambda: meta.state is TransactionState.COMPLETE_COMMIT)
+        assert end_at_answer == [1]  # the data batch only: no COMMIT marker yet
+        assert plog.log_end_offset == 2
+        service.close()
+
+    asyncio.run(scenario())
+
+
 def test_restart_after_prepare_commit_completes_the_commit(make_host: Callable[..., Host]) -> None:
     host = make_host()
 
