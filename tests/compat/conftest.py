@@ -7,6 +7,9 @@ Riverbed's own broker (``riverbed``, an :class:`EmbeddedBroker` in a temporary d
 Kafka's default settings, like the reference).  ``-m "not kafka"`` runs Riverbed only.
 ``new_topic`` makes a uniquely named topic on the current server.
 
+``client_suites`` tests (the clients' own suites in full: many minutes each) are skipped
+unless selected: ``pytest -m client_suites tests/compat`` (docs/compatibility.md).
+
 At the end of the session the API versions every client used against the reference broker
 are written to ``$RIVERBED_API_VERSIONS_OUT`` (JSON) when that variable is set.
 """
@@ -34,6 +37,16 @@ SERVERS = [
     pytest.param("kafka_reference", marks=pytest.mark.kafka, id="kafka"),
     pytest.param("riverbed_broker", id="riverbed"),
 ]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``client_suites`` tests run only when selected with ``-m client_suites``."""
+    if "client_suites" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="a client's whole suite: select with -m client_suites")
+    for item in items:
+        if "client_suites" in item.keywords:
+            item.add_marker(skip)
 
 
 def _need(tool: str) -> None:

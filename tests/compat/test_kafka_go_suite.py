@@ -1,39 +1,64 @@
-"""segmentio/kafka-go's own tests against a Riverbed broker, with an allowlist (issue 16).
+"""segmentio/kafka-go's own tests against Riverbed and Apache Kafka, with allowlists (issue 16).
 
 The module comes from the Go module proxy (its zip carries the root package's tests); the
 test binary is built once and cached under ``~/.cache/riverbed/kafka-go/<version>/``.  The
-tests dial the fixed address ``localhost:9092`` (SASL on 9093): the broker is a
-``riverbed broker`` child on those ports, and this test skips when they are taken.
+tests dial the fixed address ``localhost:9092`` (SASL on 9093), so the broker and the test
+binary run in a private network namespace (``unshare --net``,
+:func:`riverbed.testing.kafka_go.run_isolated`): the host's ports do not matter, and two
+runs (Riverbed and Kafka) can go side by side.  Where no namespace can be made (not root,
+no CAP_SYS_ADMIN) the run falls back to the host's 9092/9093 when free, and skips with
+both reasons otherwise.
 
-Every top-level test not allowlisted as failing runs together (about 3 minutes on 2 cores);
-the allowlisted failures then run one by one, each alone under 60 s, so that a panic (which
-ends a Go test binary) or a long wait cannot hide the other outcomes.
-``RIVERBED_KAFKA_GO_RUN`` narrows the run to a ``-test.run`` regexp. A test failing or
-skipping that ``kafka_go_allowlist.toml`` does not list, or passing while listed, fails this
-test. Skips when ``go`` is missing or the proxy is unreachable.
+Forms:
+
+* default suite: :data:`CI_RUN`, a representative subset (admin APIs, produce/fetch,
+  groups, SASL, reader and writer; about a minute), against Riverbed;
+* ``-m client_suites`` (docs/compatibility.md): the same subset against Kafka 4.4, and every
+  test against Riverbed and against Kafka 4.4 (about 4 minutes each on 2 cores).
+
+Every test not allowlisted as failing runs in one binary invocation; each allowlisted
+failure then runs alone under 60 s, so a panic (which ends a Go test binary) or a long
+wait cannot hide the other outcomes.  ``RIVERBED_KAFKA_GO_RUN`` replaces the ``-test.run``
+regexp of every form.  A test failing or skipping that the target's allowlist
+(``kafka_go_allowlist.toml`` for Riverbed, ``kafka_go_kafka_allowlist.toml`` for Kafka)
+does not list, or passing while listed, fails the form.  Skips when ``go`` is missing or
+the proxy is unreachable.
 """
 
 from __future__ import annotations
 
 import os
-from collections import deque
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from riverbed.testing.franz_go import GoUnavailable, compare, load_allowlist
+from riverbed.testing.franz_go import AllowlistEntry, GoUnavailable, compare, load_allowlist
 from riverbed.testing.kafka_go import (
-    KafkaGoBroker,
-    PortsBusy,
     ensure_test_binary,
+    isolation_unavailable,
     list_tests,
-    run_suite,
-    start_broker,
+    ports_busy,
+    run_isolated,
 )
 
-ALLOWLIST = Path(__file__).with_name("kafka_go_allowlist.toml")
+ALLOWLISTS = {
+    "riverbed": Path(__file__).with_name("kafka_go_allowlist.toml"),
+    "kafka": Path(__file__).with_name("kafka_go_kafka_allowlist.toml"),
+}
 SUITE_TIMEOUT_S = 600.0
+ALONE_TIMEOUT_S = 60.0
+CI_RUN = (
+    "^(TestClient(CreateTopics|DeleteTopics|CreatePartitions|Metadata|ApiVersions|Produce"
+    "|ProduceCompressed|Fetch|FetchCompressed|ListOffsets|FindCoordinator|JoinGroup"
+    "|OffsetCommit|DeleteOffset|DescribeGroups|ListGroups|DescribeConfigs"
+    "|IncrementalAlterConfigs|CreateACLs|DescribeACLs|DeleteACLs|AlterClientQuotas)"
+    "|TestAlterUserScramCredentials|TestDescribeUserScramCredentials"
+    "|TestUnsupportedSASLMechanism|TestConsumerGroup|TestCloseLeavesGroup"
+    "|TestReader|TestWriter|TestReaderOnNonZeroPartition|TestConn"
+    "|TestReaderConsumerGroup|TestReaderReadCompactedMessage)$"
+)
+"""The default suite's subset: one or two tests per area the suite covers, plus the
+allowlisted failures that fall in it (each runs alone; they prove the allowlist current)."""
 
 
 def _anchored(tests: list[str]) -> str | None:
@@ -48,68 +73,97 @@ def kafka_go_binary() -> Path:
         pytest.skip(str(exc))
 
 
-@pytest.fixture
-def kafka_go_broker(tmp_path: Path) -> Iterator[KafkaGoBroker]:
-    try:
-        broker = start_broker(tmp_path / "data", tmp_path / "broker.log")
-    except PortsBusy as exc:
-        pytest.skip(str(exc))
-    try:
-        yield broker
-    finally:
-        broker.close()
+def _isolate() -> bool:
+    """Namespace if possible; else the host's ports if free; else skip saying why."""
+    why = isolation_unavailable()
+    if why is None:
+        return True
+    busy = ports_busy()
+    if busy:
+        pytest.skip(f"no network namespace ({why}) and 127.0.0.1:{busy} taken on the host")
+    print(f"no network namespace ({why}): using the host's 9092/9093")
+    return False
 
 
-def test_kafka_go_allowlist_is_well_formed() -> None:
-    entries = load_allowlist(ALLOWLIST)
+def _check(target: str, binary: Path, work_dir: Path, run: str | None) -> dict[str, AllowlistEntry]:
+    allowlist = load_allowlist(ALLOWLISTS[target])
+    run = os.environ.get("RIVERBED_KAFKA_GO_RUN") or run
+    listed = list_tests(binary, run)
+    # the expected failures of either target run alone: a panic in one ends the binary
+    alone = sorted(
+        t
+        for path in ALLOWLISTS.values()
+        for t, e in load_allowlist(path).items()
+        if e.expect == "fail" and t in listed
+    )
+    invocations: dict[str, dict[str, object]] = {
+        "main": {"run": run, "skip": _anchored(alone), "timeout_s": SUITE_TIMEOUT_S}
+    }
+    for test in alone:
+        invocations[test] = {"run": _anchored([test]), "timeout_s": ALONE_TIMEOUT_S}
+    done = run_isolated(
+        target,
+        binary,
+        work_dir,
+        invocations,
+        isolate=_isolate(),
+        timeout_s=SUITE_TIMEOUT_S + len(alone) * (ALONE_TIMEOUT_S + 30) + 300,
+    )
+    assert "main" in done.results, f"the main run did not finish:\n{done.broker_log}"
+    main = done.results["main"]
+    outcomes = dict(main.outcomes)
+    tails = dict(main.tails)
+    for test in alone:
+        single = done.results.get(test)
+        outcomes[test] = single.outcomes.get(test, "fail") if single else "fail"  # none: panic
+        if single is not None and test in single.tails:
+            tails[test] = single.tails[test]
+    missing = sorted(set(listed) - set(outcomes))
+    assert not missing, (
+        f"no outcome for {missing} (rc {main.returncode}: a panic or the suite's timeout)"
+        f":\n{main.tail()}\n--- broker log tail:\n{done.broker_log}"
+    )
+    counts = {o: sum(1 for v in outcomes.values() if v == o) for o in ("pass", "fail", "skip")}
+    where = "namespace" if done.isolated else "host ports"
+    print(f"kafka-go on {target} ({where}): {counts} in {main.elapsed_s:.0f}s (main run)")
+    findings = compare(outcomes, allowlist)
+    if not findings.ok:
+        details = ["\n".join(tails.get(t, ())) for t in findings.unexpected_failures[:5]]
+        pytest.fail(
+            f"kafka-go outcomes on {target} differ from {ALLOWLISTS[target].name} ({counts}):\n"
+            f"  failing, not allowlisted: {findings.unexpected_failures}\n"
+            f"  skipped, not allowlisted: {findings.unexpected_skips}\n"
+            f"  passing, allowlisted (remove them): {findings.now_passing}\n"
+            f"  other outcome than listed: {findings.changed}\n"
+            + "\n\n".join(details)
+            + f"\n--- broker log tail:\n{done.broker_log}"
+        )
+    return allowlist
+
+
+@pytest.mark.parametrize("target", sorted(ALLOWLISTS))
+def test_kafka_go_allowlist_is_well_formed(target: str) -> None:
+    entries = load_allowlist(ALLOWLISTS[target])
     assert entries, "the allowlist is empty: delete it and this check"
     for entry in entries.values():
         assert entry.test.startswith("Test") and entry.reason and entry.issue > 0
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(SUITE_TIMEOUT_S + 600)
-def test_kafka_go_suite(
-    kafka_go_binary: Path, kafka_go_broker: KafkaGoBroker, tmp_path: Path
-) -> None:
-    run = os.environ.get("RIVERBED_KAFKA_GO_RUN") or None
-    allowlist = load_allowlist(ALLOWLIST)
-    failing = sorted(t for t, e in allowlist.items() if e.expect == "fail")
-    result = run_suite(
-        kafka_go_binary,
-        tmp_path / "kafka-go.test2json",
-        run=run,
-        skip=_anchored(failing),
-        timeout_s=SUITE_TIMEOUT_S,
-    )
-    listed = list_tests(kafka_go_binary, run)
-    missing = sorted(set(listed) - set(result.outcomes) - set(failing))
-    assert not missing, (
-        f"no outcome for {missing} (rc {result.returncode}: a panic or the suite's timeout)"
-        f":\n{result.tail()}\n--- broker log tail:\n{kafka_go_broker.tail()}"
-    )
-    for test in set(failing) & set(listed):
-        alone = run_suite(
-            kafka_go_binary,
-            tmp_path / f"{test}.test2json",
-            run=_anchored([test]),
-            timeout_s=60,
-        )
-        result.outcomes[test] = alone.outcomes.get(test, "fail")  # none: panic or timeout
-        result.tails[test] = alone.tails.get(test, deque())
-    counts = {
-        o: sum(1 for v in result.outcomes.values() if v == o) for o in ("pass", "fail", "skip")
-    }
-    print(f"kafka-go on Riverbed: {counts} in {result.elapsed_s:.0f}s")
-    findings = compare(result.outcomes, allowlist)
-    if not findings.ok:
-        details = [result.output_of(t) for t in findings.unexpected_failures[:5]]
-        pytest.fail(
-            f"kafka-go outcomes differ from {ALLOWLIST.name} ({counts}):\n"
-            f"  failing, not allowlisted: {findings.unexpected_failures}\n"
-            f"  skipped, not allowlisted: {findings.unexpected_skips}\n"
-            f"  passing, allowlisted (remove them): {findings.now_passing}\n"
-            f"  other outcome than listed: {findings.changed}\n"
-            + "\n\n".join(details)
-            + f"\n--- broker log tail:\n{kafka_go_broker.tail()}"
-        )
+@pytest.mark.timeout(SUITE_TIMEOUT_S + 900)
+def test_kafka_go_suite_reduced(kafka_go_binary: Path, tmp_path: Path) -> None:
+    _check("riverbed", kafka_go_binary, tmp_path, CI_RUN)
+
+
+@pytest.mark.kafka
+@pytest.mark.client_suites
+@pytest.mark.timeout(SUITE_TIMEOUT_S + 900)
+def test_kafka_go_suite_reduced_on_kafka(kafka_go_binary: Path, tmp_path: Path) -> None:
+    _check("kafka", kafka_go_binary, tmp_path, CI_RUN)
+
+
+@pytest.mark.client_suites
+@pytest.mark.parametrize("target", ["riverbed", pytest.param("kafka", marks=pytest.mark.kafka)])
+@pytest.mark.timeout(SUITE_TIMEOUT_S + 1500)
+def test_kafka_go_suite_full(target: str, kafka_go_binary: Path, tmp_path: Path) -> None:
+    _check(target, kafka_go_binary, tmp_path, None)
