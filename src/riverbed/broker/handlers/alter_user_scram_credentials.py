@@ -5,8 +5,10 @@ store keeps only the derived StoredKey/ServerKey (:mod:`riverbed.broker.security
 Kafka's rules, per user (a user's changes apply all together or not at all; one result
 per user, in request order): an empty name is UNACCEPTABLE_CREDENTIAL; an unknown
 mechanism UNSUPPORTED_SASL_MECHANISM; iterations outside 4096..16384
-UNACCEPTABLE_CREDENTIAL; the same user and mechanism twice in one request
-DUPLICATE_RESOURCE; deleting a credential that does not exist RESOURCE_NOT_FOUND.
+UNACCEPTABLE_CREDENTIAL; one user altered twice in one request, whatever the mechanisms
+(two upsertions, or a deletion and an upsertion), DUPLICATE_RESOURCE for that user and
+none of its changes applied, as Kafka's KRaft controller (``ScramControlManager``) answers;
+deleting a credential that does not exist RESOURCE_NOT_FOUND.
 
 The accepted changes are written to ``scram_credentials.json`` (fsynced) before the
 answer, on the event loop: an administrative call, rare and small.
@@ -14,7 +16,6 @@ answer, on the event loop: an administrative call, rare and small.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Protocol
 
 from riverbed.broker.context import RequestContext
@@ -33,6 +34,7 @@ from riverbed.protocol.messages import (
 
 API_KEY = 51
 _Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
+_ALTERED_TWICE = "A user credential cannot be altered twice in the same request"
 
 
 class ScramCredentialsDeps(Protocol):
@@ -48,41 +50,54 @@ def handle(
     upsertions = request.upsertions or []
     errors: dict[str, tuple[int, str | None]] = {}
     users = list(dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions]))
+    # Kafka's ScramControlManager.alterCredentials: deletions first, then upsertions; a
+    # user's first error sticks, and a second alteration of a user whose first one is
+    # still accepted (whatever the mechanism) turns the user into DUPLICATE_RESOURCE.
+    altered: set[str] = set()
 
-    def refuse(user: str, code: int, message: str) -> None:
-        errors.setdefault(user, (code, message))
+    def duplicate(user: str) -> bool:
+        if user in altered:
+            altered.discard(user)
+            errors[user] = (ErrorCode.DUPLICATE_RESOURCE, _ALTERED_TWICE)
+            return True
+        return False
 
-    items: list[tuple[str, int]] = [(d.name, d.mechanism) for d in deletions]
-    items += [(u.name, u.mechanism) for u in upsertions]
-    pairs = Counter(items)
-    for name, mechanism_id in items:
-        mechanism = ScramMechanism(mechanism_id) if mechanism_id in (1, 2) else None
+    def name_and_mechanism_error(name: str, mechanism_id: int) -> tuple[int, str] | None:
         if not name:
-            refuse(name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
-        elif mechanism is None:
-            refuse(name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
-        elif pairs[(name, mechanism_id)] > 1:
-            refuse(
-                name,
-                ErrorCode.DUPLICATE_RESOURCE,
-                "A user credential cannot be altered twice in the same request",
-            )
+            return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+        if mechanism_id not in (1, 2):
+            return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+        return None
+
     for d in deletions:
-        if d.name not in errors and store.get(d.name, ScramMechanism(d.mechanism)) is None:
-            refuse(
-                d.name,
+        if d.name in errors or duplicate(d.name):
+            continue
+        error = name_and_mechanism_error(d.name, d.mechanism)
+        if error is None and store.get(d.name, ScramMechanism(d.mechanism)) is None:
+            error = (
                 ErrorCode.RESOURCE_NOT_FOUND,
                 "Attempt to delete a user credential that does not exist",
             )
+        if error is not None:
+            errors[d.name] = error
+        else:
+            altered.add(d.name)
     for u in upsertions:
-        if u.name in errors:
+        if u.name in errors or duplicate(u.name):
             continue
-        if u.iterations < MIN_ITERATIONS:
-            refuse(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
+        error = name_and_mechanism_error(u.name, u.mechanism)
+        if error is not None:
+            pass
+        elif u.iterations < MIN_ITERATIONS:
+            error = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
         elif u.iterations > MAX_ITERATIONS:
-            refuse(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
+            error = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
         elif not u.salt or not u.salted_password:
-            refuse(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password required")
+            error = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password required")
+        if error is not None:
+            errors[u.name] = error
+        else:
+            altered.add(u.name)
     accepted_deletions = [
         (d.name, ScramMechanism(d.mechanism)) for d in deletions if d.name not in errors
     ]

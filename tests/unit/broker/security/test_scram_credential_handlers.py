@@ -63,13 +63,17 @@ def test_alter_then_describe(tmp_path: Path) -> None:
         ),
     )
     assert codes(out) == {
-        "alice": 0,
+        # Kafka's KRaft controller: one user altered twice in a request, even for two
+        # mechanisms, is DUPLICATE_RESOURCE and neither change applies.
+        "alice": ErrorCode.DUPLICATE_RESOURCE,
         "bob": 0,
         "": ErrorCode.UNACCEPTABLE_CREDENTIAL,
         "carol": ErrorCode.UNSUPPORTED_SASL_MECHANISM,
         "dave": ErrorCode.UNACCEPTABLE_CREDENTIAL,
         "erin": ErrorCode.UNACCEPTABLE_CREDENTIAL,
     }
+    alter.handle(deps, CTX, Alter(deletions=[], upsertions=[upsert("alice")]))
+    alter.handle(deps, CTX, Alter(deletions=[], upsertions=[upsert("alice", 2, 8192)]))
     described = describe.handle(deps, CTX, Describe(users=None))
     assert [r.user for r in described.results] == ["alice", "bob"]
     infos = described.results[0].credential_infos
@@ -116,3 +120,20 @@ def test_delete_rules(tmp_path: Path) -> None:
         "nobody": ErrorCode.RESOURCE_NOT_FOUND,
     }
     assert deps.scram_credentials.users() == ["bob"]
+
+
+def test_a_third_alteration_keeps_the_duplicate_and_a_first_error_sticks(tmp_path: Path) -> None:
+    deps = Deps(ScramCredentialStore(tmp_path))
+    out = alter.handle(
+        deps,
+        CTX,
+        Alter(
+            deletions=[Alter.ScramCredentialDeletion(name="nobody", mechanism=1)],
+            upsertions=[upsert("ann"), upsert("ann", 2), upsert("ann"), upsert("nobody")],
+        ),
+    )
+    assert codes(out) == {
+        "nobody": ErrorCode.RESOURCE_NOT_FOUND,
+        "ann": ErrorCode.DUPLICATE_RESOURCE,
+    }
+    assert deps.scram_credentials.users() == []
