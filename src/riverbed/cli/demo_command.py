@@ -2,7 +2,9 @@
 
 Registered by :func:`riverbed.cli.main.main`.  Exit codes: 0 done; 1 the demo failed (the
 last lines of its log, then a one-line message on stderr, no traceback -- the traceback is
-in the log); 2 a usage mistake; 130 Ctrl-C, after everything stopped cleanly.
+in the log); 2 a usage mistake or a missing extra; 130 Ctrl-C, after everything stopped
+cleanly.  ``--chapter`` (:mod:`riverbed.demo.chapter`) exits 0 after Ctrl-C or SIGTERM
+too, once everything stopped.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from riverbed.cli.extras import require_extra
 
@@ -107,7 +110,30 @@ from riverbed.cli.extras import require_extra
     help="Replication factor of the topics the demo creates on --bootstrap-server "
     "[default: the cluster's default.replication.factor].",
 )
+@click.option(
+    "--chapter",
+    is_flag=True,
+    help="Run the whole of DDIA chapter 11 instead: SQLite CDC, enrichment (stream-table "
+    "join), windows, sessions, a fraud pattern, derived views and the web console, live "
+    "(docs/chapter-demo.md).",
+)
+@click.option(
+    "--console-listen",
+    metavar="HOST:PORT",
+    default="127.0.0.1:0",
+    show_default=True,
+    help="With --chapter: where the web console listens (port 0: a free one; its URL is printed).",
+)
+@click.option(
+    "--redis",
+    "redis_url",
+    metavar="URL",
+    help="With --chapter: the cache view in this Redis (redis://HOST:PORT[/DB]) "
+    "[default: an in-process cache].",
+)
+@click.pass_context
 def demo_command(
+    ctx: click.Context,
     duration: float,
     data_dir: Path | None,
     users: int,
@@ -121,6 +147,9 @@ def demo_command(
     bootstrap_servers: str | None,
     master: str | None,
     replication_factor: int | None,
+    chapter: bool,
+    console_listen: str,
+    redis_url: str | None,
 ) -> None:
     """Run a broker, a synthetic clickstream and the page-views-per-user-per-hour pipeline.
 
@@ -131,6 +160,21 @@ def demo_command(
     a Spark cluster instead (nothing embedded is started).
     """
     require_extra("spark", "the demo")  # pyspark, pandas, pyarrow: one line, exit 2
+    if chapter:
+        for name in ("master", "replication_factor", "late_fraction", "top_rows"):
+            if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+                option = "--" + name.replace("_", "-").replace("top-rows", "top")
+                raise click.UsageError(f"{option} does not apply to --chapter")
+        explicit = {
+            name: ctx.params[name]
+            for name in ("users", "rate", "speedup", "seed", "partitions")
+            if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+        }
+        _chapter(duration, data_dir, bootstrap_servers, console_listen, redis_url, explicit)
+        return
+    for name, option in (("console_listen", "--console-listen"), ("redis_url", "--redis")):
+        if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+            raise click.UsageError(f"{option} needs --chapter")
     if replication_factor is not None and bootstrap_servers is None:
         raise click.UsageError("--replication-factor needs --bootstrap-server")
     from riverbed.demo.logs import log_path, tail
@@ -168,6 +212,58 @@ def demo_command(
             for line in lines:
                 click.echo(f"  {line[:200]}", err=True)
         click.echo(f"riverbed demo: error: {_one_line(exc)}", err=True)
+        sys.exit(1)
+
+
+def _chapter(
+    duration: float,
+    data_dir: Path | None,
+    bootstrap_servers: str | None,
+    console_listen: str,
+    redis_url: str | None,
+    explicit: dict[str, object],
+) -> None:
+    """``riverbed demo --chapter``: exit 0 when done or stopped by Ctrl-C/SIGTERM, 1 when it
+    failed (one line, the log's tail), 2 for a bad option."""
+    from riverbed.console.server import parse_listen
+    from riverbed.demo.chapter import ChapterOptions, run_chapter
+    from riverbed.demo.logs import log_path, tail
+    from riverbed.errors import ConfigError
+
+    try:
+        host, port = parse_listen(console_listen, "--console-listen")
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    options = ChapterOptions(
+        duration_s=duration,
+        console_host=host,
+        console_port=port,
+        bootstrap_servers=bootstrap_servers,
+        redis_url=redis_url,
+        **explicit,  # type: ignore[arg-type]
+    )
+    if data_dir is None:
+        data_dir = Path(tempfile.mkdtemp(prefix="riverbed-chapter-"))
+    log = log_path(data_dir)
+    try:
+        run_chapter(options, data_dir)
+    except KeyboardInterrupt:
+        click.echo(
+            "riverbed demo --chapter: interrupted; generators, CDC, Spark, views, console "
+            f"and broker stopped (log: {log})",
+            err=True,
+        )
+        sys.exit(0)
+    except ConfigError as exc:  # a port in use, a Redis that does not answer...
+        click.echo(f"riverbed demo --chapter: error: {_one_line(exc)}", err=True)
+        sys.exit(2)
+    except Exception as exc:
+        lines = tail(log) if log.exists() else []
+        if lines:
+            click.echo(f"last lines of {log}:", err=True)
+            for line in lines:
+                click.echo(f"  {line[:200]}", err=True)
+        click.echo(f"riverbed demo --chapter: error: {_one_line(exc)}", err=True)
         sys.exit(1)
 
 

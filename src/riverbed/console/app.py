@@ -33,7 +33,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -76,9 +76,11 @@ class Console:
         timeout_s: float = 15.0,
         sample_interval_s: float = 2.0,
         properties: Sequence[str] = (),
+        query_names: Mapping[str, str] | None = None,
     ) -> None:
         self.cluster = Cluster(bootstrap, max(timeout_s - 2.0, 1.0), properties)
         self.pipeline_urls = tuple(pipeline_urls)
+        self.query_names: Mapping[str, str] = query_names if query_names is not None else {}
         self.timeout_s = timeout_s
         self.sample_interval_s = sample_interval_s
         self.sampler = ThroughputSampler()
@@ -304,6 +306,7 @@ async def connectors_page(request: Request) -> Response:
         positions=positions,
         scrapes=scrapes,
         shown=SHOWN,
+        query_names=c.query_names,
     )
 
 
@@ -336,15 +339,20 @@ def create_app(
     timeout_s: float = 15.0,
     sample_interval_s: float = 2.0,
     properties: Sequence[str] = (),
+    query_names: Mapping[str, str] | None = None,
 ) -> Starlette:
     """The console for the cluster at ``bootstrap`` (see module doc); ``properties`` are
-    librdkafka ``KEY=VALUE`` client settings (:class:`~riverbed.console.cluster.Cluster`)."""
+    librdkafka ``KEY=VALUE`` client settings (:class:`~riverbed.console.cluster.Cluster`);
+    ``query_names`` maps a pipeline endpoint's ``query`` label (a query id when the query
+    has no name) to the name the connectors page shows (read at each request: the caller
+    may fill it after the queries started)."""
     console = Console(
         bootstrap,
         pipeline_urls,
         timeout_s=timeout_s,
         sample_interval_s=sample_interval_s,
         properties=properties,
+        query_names=query_names,
     )
 
     @contextlib.asynccontextmanager

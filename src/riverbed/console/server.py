@@ -16,7 +16,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 import uvicorn
@@ -60,6 +60,7 @@ def _config(
     sample_interval_s: float,
     timeout_s: float = 15.0,
     properties: Sequence[str] = (),
+    query_names: Mapping[str, str] | None = None,
 ) -> uvicorn.Config:
     app = create_app(
         bootstrap,
@@ -67,6 +68,7 @@ def _config(
         sample_interval_s=sample_interval_s,
         timeout_s=timeout_s,
         properties=properties,
+        query_names=query_names,
     )
     return uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="on"
@@ -123,13 +125,23 @@ class ConsoleServer:
         option: str = "--listen",
         timeout_s: float = 15.0,
         properties: Sequence[str] = (),
+        query_names: Mapping[str, str] | None = None,
     ) -> None:
         self.bootstrap, self.host = bootstrap, host
         self._option = option
         self._sock: socket.socket | None = None
         self.port = port
         self._server = uvicorn.Server(
-            _config(bootstrap, host, port, pipeline_urls, sample_interval_s, timeout_s, properties)
+            _config(
+                bootstrap,
+                host,
+                port,
+                pipeline_urls,
+                sample_interval_s,
+                timeout_s,
+                properties,
+                query_names,
+            )
         )
         self._thread = threading.Thread(target=self._run, name="riverbed-console", daemon=True)
 
@@ -144,6 +156,7 @@ class ConsoleServer:
     def start(self, timeout_s: float = 30.0) -> None:
         """Start serving; return once listening.  :class:`ConfigError` if it cannot bind."""
         self._sock = bind(self.host, self.port, self._option)
+        self.port = int(self._sock.getsockname()[1])  # port 0: the one the system picked
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self._server.started:

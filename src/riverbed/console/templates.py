@@ -126,7 +126,7 @@ CONNECTORS = """{% extends "base" %}{% block body %}
 {% if not scrapes %}<p class="note">No pipeline endpoints: start the console with <code>--pipeline-metrics URL</code>.</p>{% endif %}
 {% for s in scrapes %}<h3>{{ s.url }}</h3>{% if s.error %}<div class="banner">{{ s.error }}</div>{% endif %}
 <table class="pipeline"><tr><th>Query</th>{% for name in shown %}<th>{{ name }}</th>{% endfor %}</tr>
-{% for q in s.queries %}<tr><td>{{ q.query }}</td>{% for name in shown %}
+{% for q in s.queries %}<tr><td>{{ query_names.get(q.query, q.query) }}</td>{% for name in shown %}
 <td class="num">{{ "%g"|format(q.values[name]) if name in q.values else "-" }}</td>{% endfor %}</tr>{% endfor %}
 </table>{% endfor %}{% endblock %}"""
 
