@@ -20,7 +20,9 @@ aggregation (watermark + append mode: one final row per window) as well as on a 
   every item's kept count is within ``n / (capacity + 1)`` below its true count, and every
   item more frequent than that is kept.  Spark has no streaming top-k aggregate (a pandas
   UDAF is refused in streaming aggregations), so :func:`top_k` runs it over a batch or a
-  ``foreachBatch`` micro-batch.
+  ``foreachBatch`` micro-batch, and :func:`windowed_top_k` keeps one summary per
+  event-time window as the state of a stateful operator (a stream, one final row per
+  window).
 
 Error bounds are tested in tests/integration/pipelines_ops/test_approx.py against exact
 answers (within 3 standard errors on seeded data).  Stateless helpers, driver-side only.
@@ -28,12 +30,15 @@ answers (within 3 standard errors on seeded data).  Stateless helpers, driver-si
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import pandas as pd  # type: ignore[import-untyped]
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from riverbed.errors import ConfigError
 
@@ -184,3 +189,80 @@ def top_k(
     for state in events.select(item_col).rdd.mapPartitions(summarize).collect():
         total.merge(MisraGries(size, state))
     return total.top(k)
+
+
+TOP_K_SCHEMA = "window_start long, window_end long, views long, top string, max_undercount long"
+
+
+class WindowTopKFunction:
+    """The ``applyInPandasWithState`` function of :func:`windowed_top_k` (pickled to
+    Spark's Python workers).  Key: the window start (epoch ms); state: the window's
+    :class:`MisraGries` state as JSON; event-time timer at ``window end - 1``."""
+
+    def __init__(self, window_ms: int, k: int, capacity: int) -> None:
+        if window_ms <= 0 or k < 1 or capacity < k:
+            raise ConfigError("window_ms and k must be positive and capacity at least k")
+        self.window_ms, self.k, self.capacity = window_ms, k, capacity
+
+    def __call__(
+        self, key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: GroupState
+    ) -> Iterator[pd.DataFrame]:
+        start = int(key[0])
+        summary = MisraGries(self.capacity, json.loads(state.get[0]) if state.exists else None)
+        if state.hasTimedOut:
+            state.remove()
+            top = [{"item": item, "count": count} for item, count in summary.top(self.k)]
+            yield pd.DataFrame(
+                {
+                    "window_start": [start],
+                    "window_end": [start + self.window_ms],
+                    "views": [summary.n],
+                    "top": [json.dumps(top, separators=(",", ":"))],
+                    "max_undercount": [int(summary.error_bound)],
+                }
+            )
+            return
+        for frame in frames:
+            for item in sorted(str(i) for i in frame["item"] if i is not None and i == i):
+                summary.add(item)
+        state.update((json.dumps(summary.state()),))
+        # fires in the first micro-batch whose watermark is >= the window's end
+        state.setTimeoutTimestamp(start + self.window_ms - 1)
+
+
+def windowed_top_k(
+    events: DataFrame,
+    time_col: str,
+    item_col: str,
+    window_ms: int,
+    k: int,
+    capacity: int | None = None,
+) -> DataFrame:
+    """The approximate top ``k`` values of ``item_col`` per tumbling window ``[start,
+    start + window_ms)`` (epoch ms) of ``time_col`` on a *stream*.
+
+    ``time_col`` is a timestamp column carrying the stream's watermark
+    (``withWatermark``): rows at or behind it are dropped by Spark, as in a window
+    aggregation.  State:
+    one :class:`MisraGries` summary (``capacity`` counters, default ``10 * k``) per open
+    window, spread over the windows' keys; removed when the window is emitted.  Output
+    (:data:`TOP_K_SCHEMA`, append mode): one final row per window, once the watermark
+    reaches its end: ``views`` (exact count), ``top`` (JSON ``[{"item", "count"}, ...]``,
+    largest first, ties by item), ``max_undercount`` = ``floor(views / (capacity + 1))``:
+    every ``count`` is at most that much below the true count, and every item more
+    frequent than that is among the kept counters.  With no more distinct items in a
+    window than ``capacity`` the counts are exact.  Rows with a null item or ts are
+    skipped.  Works per micro-batch whatever the batching: the counts are
+    order-independent as long as no summary trims (at most ``capacity`` distinct items).
+    """
+    size = capacity or 10 * k
+    function = WindowTopKFunction(window_ms, k, size)
+    ts = F.unix_millis(F.col(time_col))
+    keyed = events.filter(ts.isNotNull() & F.col(item_col).isNotNull()).select(
+        (ts - F.pmod(ts, F.lit(window_ms))).alias("window_start"),
+        F.col(item_col).cast("string").alias("item"),
+        F.col(time_col),
+    )
+    return keyed.groupBy("window_start").applyInPandasWithState(
+        function, TOP_K_SCHEMA, "state string", "append", GroupStateTimeout.EventTimeTimeout
+    )

@@ -144,14 +144,18 @@ def run_example(spark: SparkSession, tmp_path: Path) -> RunExample:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """This folder's ``pipeline_cli`` tests (a JVM per child run, minutes) run only when
-    selected with ``-m pipeline_cli``."""
-    if "pipeline_cli" in (config.getoption("markexpr") or ""):
-        return
-    skip = pytest.mark.skip(
-        reason="riverbed pipeline run subprocesses: select with -m pipeline_cli"
-    )
+    """This folder's ``pipeline_cli`` tests (a JVM per child run, minutes) and
+    ``time_examples`` tests (the operator examples on Spark, 1-2 min each) run only when
+    selected with ``-m pipeline_cli`` / ``-m time_examples``."""
+    selected = config.getoption("markexpr") or ""
     here = Path(__file__).parent
-    for item in items:
-        if "pipeline_cli" in item.keywords and here in Path(str(item.fspath)).parents:
-            item.add_marker(skip)
+    for marker, why in (
+        ("pipeline_cli", "riverbed pipeline run subprocesses: select with -m pipeline_cli"),
+        ("time_examples", "operator examples on Spark (minutes): select with -m time_examples"),
+    ):
+        if marker in selected:
+            continue
+        skip = pytest.mark.skip(reason=why)
+        for item in items:
+            if marker in item.keywords and here in Path(str(item.fspath)).parents:
+                item.add_marker(skip)
