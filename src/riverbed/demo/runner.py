@@ -120,13 +120,24 @@ class DemoResult:
 class _Lag:
     """High watermarks of the input topic (consumer lag = these minus committed offsets)."""
 
-    def __init__(self, kafka: Mapping[str, object]) -> None:
+    def __init__(self, kafka: Mapping[str, object], timeout_s: float = 30.0) -> None:
         self._consumer = Consumer({**kafka, "group.id": "riverbed-demo-lag"})
-        metadata = self._consumer.list_topics(INPUT_TOPIC, timeout=10)
-        self._partitions = sorted(metadata.topics[INPUT_TOPIC].partitions)
+        # On a cluster, the broker this consumer asks may learn of the just-created topic
+        # after the one that answered the creator: an empty partition list is "not yet".
+        deadline = time.monotonic() + timeout_s
+        self._partitions: list[int] = []
+        while not self._partitions and time.monotonic() < deadline:
+            topic = self._consumer.list_topics(INPUT_TOPIC, timeout=10).topics.get(INPUT_TOPIC)
+            if topic is not None and topic.error is None:
+                self._partitions = sorted(topic.partitions)
+            if not self._partitions:
+                time.sleep(0.2)
 
     def high_watermarks(self) -> int | None:
-        """Sum of the high watermarks; None while a partition has no reachable leader."""
+        """Sum of the high watermarks; None while a partition has no reachable leader
+        (or the topic's partitions are not known yet)."""
+        if not self._partitions:
+            return None
         try:
             return sum(
                 self._consumer.get_watermark_offsets(TopicPartition(INPUT_TOPIC, p), timeout=5)[1]
