@@ -114,7 +114,7 @@ class KafkaCluster:
                 node.workdir.mkdir(parents=True, exist_ok=True)
                 (node.workdir / "server.properties").write_text(self._properties(node))
                 (node.workdir / "log4j2.properties").write_text(_LOG4J2.format(dir=node.workdir))
-                self._format(node)
+            self._format_all()
             for node in self._nodes:  # all at once: a KRaft quorum needs a majority up
                 self._launch(node)
             deadline = time.monotonic() + self.startup_timeout_s
@@ -225,22 +225,34 @@ class KafkaCluster:
             raise KafkaClusterError("java not found on PATH (Debian: openjdk-17-jre-headless)")
         return java
 
-    def _format(self, node: _Node) -> None:
-        props = node.workdir / "server.properties"
-        fmt = subprocess.run(
-            [
+    def _format_all(self) -> None:
+        """Format every node's storage, the JVMs side by side (each is a JVM start)."""
+        procs = []
+        for node in self._nodes:
+            props = node.workdir / "server.properties"
+            command = [
                 *(self._java(), "-cp", self._classpath, "-Xmx192m", "-XX:+UseSerialGC"),
+                "-XX:TieredStopAtLevel=1",
                 *("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(props)),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-        if fmt.returncode != 0:
-            raise KafkaClusterError(
-                f"storage format of node {node.node_id} failed:\n{fmt.stdout}{fmt.stderr}"
-            )
+            ]
+            out = open(node.workdir / "format.out", "w+b")  # noqa: SIM115 -- closed below
+            procs.append((node, out, subprocess.Popen(command, stdout=out, stderr=out)))
+        failed = []
+        try:
+            for node, out, proc in procs:
+                try:
+                    code = proc.wait(180)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    code = proc.wait()
+                if code != 0:
+                    out.seek(0)
+                    failed.append(f"node {node.node_id}:\n{out.read().decode(errors='replace')}")
+        finally:
+            for _, out, _ in procs:
+                out.close()
+        if failed:
+            raise KafkaClusterError("storage format failed on " + "\n".join(failed))
 
     def _launch(self, node: _Node) -> None:
         log = node.workdir / "server.log"
