@@ -6,16 +6,25 @@ runner (the contract of issues 12 and 13; the examples are in
 
 1. resolves ``NAME`` (unknown: one line, exit 2) and checks the ``spark`` extra;
 2. checks that a bootstrap server accepts a connection (unreachable: one line, exit 1);
-3. creates the example's missing output topics with their configs (``OUTPUT_TOPICS``) and
+3. with ``--master spark://HOST:PORT``, checks that the master accepts a connection
+   (unreachable: one line, exit 1, before Spark's minute of registration retries);
+4. creates the example's missing output topics with their configs (``OUTPUT_TOPICS``) and
    its missing input topics, so a query can subscribe before the first record is
    produced: CDC topics (``<topic prefix>.*``) compacted as ``riverbed cdc`` creates them
    (a table's changelog must not lose old rows to time retention), others with the
-   broker's defaults;
-4. builds a ``local[2]`` session with :func:`riverbed.spark.local_session` (Spark's Python
+   broker's defaults; the replication factor is ``--replication-factor`` or the
+   cluster's ``default.replication.factor``;
+5. builds a ``local[2]`` session with :func:`riverbed.spark.local_session` (Spark's Python
    workers run this interpreter, so it works from a plain shell) with the RocksDB state
    store provider (``transformWithStateInPandas`` needs it; every example's state lives in
-   RocksDB, a checkpoint must keep one provider for life);
-5. calls the example's ``start`` and waits: with ``--available-now`` until every query
+   RocksDB, a checkpoint must keep one provider for life).  With ``--master`` the same
+   session is pointed at that cluster with the demo's settings
+   (:func:`riverbed.demo.runner.cluster_spark_options`): executors start their Python
+   workers with this interpreter, so they must import the same ``riverbed`` (on another
+   machine: installed at the same path), and the checkpoint directory must be reachable
+   at the same path from the driver and every executor (state stores are written by the
+   executors) -- shared storage on a real cluster;
+6. calls the example's ``start`` and waits: with ``--available-now`` until every query
    has terminated, otherwise until SIGTERM or SIGINT (in either mode a signal lets a
    micro-batch in flight finish, up to :data:`GRACE_S`, then stops the queries), and
    exits 0.
@@ -80,9 +89,12 @@ def _parse_options(items: Iterable[str], flag: str) -> tuple[tuple[str, str], ..
     return tuple(parsed)
 
 
-def ensure_topics(bootstrap: str, wanted: dict[str, dict[str, str]]) -> list[str]:
+def ensure_topics(
+    bootstrap: str, wanted: dict[str, dict[str, str]], replication_factor: int | None = None
+) -> list[str]:
     """Create the topics of ``wanted`` (name -> configs) that do not exist, with the
-    broker's default partition count and replication factor; the names created.
+    broker's default partition count and ``replication_factor`` (None: the broker's
+    default); the names created.
 
     A topic created meanwhile by someone else counts as existing.
     """
@@ -95,7 +107,10 @@ def ensure_topics(bootstrap: str, wanted: dict[str, dict[str, str]]) -> list[str
     if not missing:
         return []
     futures = admin.create_topics(
-        [NewTopic(name, -1, -1, config=dict(wanted[name])) for name in missing],
+        [
+            NewTopic(name, -1, replication_factor or -1, config=dict(wanted[name]))
+            for name in missing
+        ],
         request_timeout=TOPIC_TIMEOUT_S,
     )
     created = []
@@ -163,19 +178,32 @@ def wait_for_queries(queries: list[StreamingQuery]) -> None:
             signal.signal(sig, handler)
 
 
-def run_example(module: ModuleType, options: ExampleOptions, name: str) -> None:
-    """Create the topics, start the example on a local session and wait (see module doc)."""
+def run_example(
+    module: ModuleType,
+    options: ExampleOptions,
+    name: str,
+    master: str | None = None,
+    replication_factor: int | None = None,
+) -> None:
+    """Create the topics, start the example on a local session (or on ``master``) and
+    wait (see module doc)."""
+    from riverbed.demo.runner import check_master_reachable, cluster_spark_options
     from riverbed.spark.session import local_session
 
+    config = dict(SPARK_CONFIG)
+    if master is not None:
+        check_master_reachable(master)
+        config |= cluster_spark_options(master)
     inputs = {topic: input_topic_config(topic, options) for topic in module.INPUT_TOPICS(options)}
     outputs: dict[str, dict[str, str]] = dict(module.OUTPUT_TOPICS(options))
-    ensure_topics(options.bootstrap_server, {**inputs, **outputs})
+    ensure_topics(options.bootstrap_server, {**inputs, **outputs}, replication_factor)
     options.checkpoint.mkdir(parents=True, exist_ok=True)
-    spark = local_session(f"riverbed-pipeline-{name}", config=SPARK_CONFIG)
+    spark = local_session(f"riverbed-pipeline-{name}", config=config)
     try:
         queries: list[StreamingQuery] = list(module.start(spark, options))
         click.echo(
-            f"pipeline {name}: {len(queries)} queries running, checkpoint {options.checkpoint}",
+            f"pipeline {name}: {len(queries)} queries running on {master or 'local[2]'}, "
+            f"checkpoint {options.checkpoint}",
             err=True,
         )
         wait_for_queries(queries)
@@ -239,6 +267,20 @@ def list_command() -> None:
     metavar="KEY=VALUE",
     help="Added to every riverbed sink of the example.",
 )
+@click.option(
+    "--master",
+    default=None,
+    metavar="SPARK_URL",
+    help="Run on this Spark master (e.g. spark://host:7077) instead of local[2]; the "
+    "checkpoint must be at the same path on every executor.",
+)
+@click.option(
+    "--replication-factor",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Replication factor of the topics the run creates "
+    "[default: the cluster's default.replication.factor].",
+)
 def run_command(
     name: str,
     bootstrap: str,
@@ -247,9 +289,11 @@ def run_command(
     topic_prefix: str,
     source_options: tuple[str, ...],
     sink_options: tuple[str, ...],
+    master: str | None,
+    replication_factor: int | None,
 ) -> None:
     """Run example pipeline NAME until SIGTERM (or, with --available-now, until its
-    inputs are processed)."""
+    inputs are processed), on local[2] or on the Spark cluster --master names."""
     from riverbed.cli.extras import require_extra
     from riverbed.pipelines.examples import ExampleOptions, example_module
 
@@ -268,7 +312,7 @@ def run_command(
         extra_source_options=_parse_options(source_options, "--source-option"),
         extra_sink_options=_parse_options(sink_options, "--sink-option"),
     )
-    run_example(module, options, name)
+    run_example(module, options, name, master, replication_factor)
     sys.stdout.flush()
 
 

@@ -53,3 +53,20 @@ def test_replication_factor_needs_a_bootstrap_server() -> None:
         check=False,
     )
     assert done.returncode == 2 and "--replication-factor needs --bootstrap-server" in done.stderr
+
+
+def test_pipeline_run_with_an_unreachable_spark_master_is_one_line_and_exit_1(
+    tmp_path: Path,
+) -> None:
+    url = f"spark://127.0.0.1:{free_port()}"
+    command = [sys.executable, "-c", "from riverbed.cli.main import main; main()"]
+    command += ["pipeline", "run", "enrich", "--bootstrap-server", f"127.0.0.1:{free_port()}"]
+    command += ["--checkpoint", str(tmp_path / "checkpoint"), "--master", url]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"riverbed: error: cannot reach Spark master {url} "
+        f"(127.0.0.1:{url.rsplit(':', 1)[1]}: Connection refused)"
+    ]
+    assert not (tmp_path / "checkpoint").exists()
