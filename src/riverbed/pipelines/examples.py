@@ -42,6 +42,12 @@ EXAMPLES: dict[str, str] = {
     "timeline": "riverbed.pipelines.timeline",
     "sessions": "riverbed.pipelines.sessions",
     "fraud": "riverbed.pipelines.fraud",
+    "approx-pageviews": "riverbed.pipelines.approx_pageviews",
+    "late-policies": "riverbed.pipelines.late_policies_example",
+    "stored-queries": "riverbed.pipelines.stored_queries_example",
+    "clock-skew": "riverbed.pipelines.clock_skew_example",
+    "repartition-sessions": "riverbed.pipelines.repartition_sessions",
+    "sliding-failures": "riverbed.pipelines.sliding_failures",
 }
 
 

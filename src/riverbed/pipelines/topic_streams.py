@@ -19,14 +19,27 @@ from pyspark.sql.streaming.query import StreamingQuery
 from riverbed.pipelines.examples import ExampleOptions
 
 
-def read_topics(spark: SparkSession, options: ExampleOptions, topics: list[str]) -> DataFrame:
-    """A stream of the Kafka rows of ``topics`` from their earliest offsets."""
+def read_topics(
+    spark: SparkSession,
+    options: ExampleOptions,
+    topics: list[str],
+    *,
+    read_committed: bool = False,
+) -> DataFrame:
+    """A stream of the Kafka rows of ``topics`` from their earliest offsets.
+
+    ``read_committed``: read only committed transactional records (for a topic another
+    example writes exactly-once, e.g. an intermediate topic); the default reads
+    uncommitted, as Spark does.
+    """
     reader = (
         spark.readStream.format("riverbed")
         .option("kafka.bootstrap.servers", options.bootstrap_server)
         .option("subscribe", ",".join(topics))
         .option("startingOffsets", "earliest")
     )
+    if read_committed:
+        reader = reader.option("kafka.isolation.level", "read_committed")
     for key, value in options.extra_source_options:
         reader = reader.option(key, value)
     return reader.load()
@@ -39,10 +52,15 @@ def write_topic(
     query_name: str,
     *,
     output_mode: str = "append",
+    topic_column: bool = False,
 ) -> StreamingQuery:
     """Start writing ``records`` (``key``, ``value``) to ``topic`` as query ``query_name``,
     checkpointed under ``options.query_checkpoint(query_name)``; ``availableNow`` when
     ``options.available_now``.
+
+    ``topic_column``: ``records`` carry a ``topic`` column naming each row's topic (e.g.
+    an output and its side topic written in one transaction per micro-batch); ``topic``
+    then only keys the exactly-once batch markers (``markerTopic``).
 
     The query is not given Spark's ``queryName``: Spark hands it to a Python sink as the
     option ``queryName``, which the riverbed sink refuses as unknown.
@@ -51,7 +69,7 @@ def write_topic(
         records.writeStream.format("riverbed")
         .outputMode(output_mode)
         .option("kafka.bootstrap.servers", options.bootstrap_server)
-        .option("topic", topic)
+        .option("markerTopic" if topic_column else "topic", topic)
         .option("checkpointLocation", options.query_checkpoint(query_name))
         .option("deliveryGuarantee", "exactly_once")
     )
