@@ -196,38 +196,62 @@ TOP_K_SCHEMA = "window_start long, window_end long, views long, top string, max_
 
 class WindowTopKFunction:
     """The ``applyInPandasWithState`` function of :func:`windowed_top_k` (pickled to
-    Spark's Python workers).  Key: the window start (epoch ms); state: the window's
-    :class:`MisraGries` state as JSON; event-time timer at ``window end - 1``."""
+    Spark's Python workers).  Key: the window start (epoch ms); input columns ``item``,
+    ``ts`` (epoch ms); state: the window's :class:`MisraGries` state as JSON; event-time
+    timer at ``window end - 1``.
+
+    Spark hands a Python stateful function every row, also those at or behind the
+    watermark, so the function drops them itself (``ts <= watermark``, as Spark's window
+    aggregation does).  A window is emitted when its timer fires or, should rows reach
+    it after its end passed the watermark while it is still in state, right then.
+    """
 
     def __init__(self, window_ms: int, k: int, capacity: int) -> None:
         if window_ms <= 0 or k < 1 or capacity < k:
             raise ConfigError("window_ms and k must be positive and capacity at least k")
         self.window_ms, self.k, self.capacity = window_ms, k, capacity
 
+    def _emit(self, start: int, summary: MisraGries) -> pd.DataFrame:
+        top = [{"item": item, "count": count} for item, count in summary.top(self.k)]
+        return pd.DataFrame(
+            {
+                "window_start": [start],
+                "window_end": [start + self.window_ms],
+                "views": [summary.n],
+                "top": [json.dumps(top, separators=(",", ":"))],
+                "max_undercount": [int(summary.error_bound)],
+            }
+        )
+
     def __call__(
         self, key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: GroupState
     ) -> Iterator[pd.DataFrame]:
         start = int(key[0])
+        end = start + self.window_ms
         summary = MisraGries(self.capacity, json.loads(state.get[0]) if state.exists else None)
         if state.hasTimedOut:
             state.remove()
-            top = [{"item": item, "count": count} for item, count in summary.top(self.k)]
-            yield pd.DataFrame(
-                {
-                    "window_start": [start],
-                    "window_end": [start + self.window_ms],
-                    "views": [summary.n],
-                    "top": [json.dumps(top, separators=(",", ":"))],
-                    "max_undercount": [int(summary.error_bound)],
-                }
-            )
+            yield self._emit(start, summary)
             return
-        for frame in frames:
-            for item in sorted(str(i) for i in frame["item"] if i is not None and i == i):
-                summary.add(item)
+        watermark = int(state.getCurrentWatermarkMs())
+        items = sorted(
+            str(item)
+            for frame in frames
+            for item, ts in zip(frame["item"], frame["ts"], strict=True)
+            if item is not None and item == item and int(ts) > watermark
+        )
+        if end <= watermark:  # closed: its rows are all behind the watermark
+            if state.exists:
+                state.remove()
+                yield self._emit(start, summary)
+            return
+        if not items and not state.exists:
+            return
+        for item in items:
+            summary.add(item)
         state.update((json.dumps(summary.state()),))
         # fires in the first micro-batch whose watermark is >= the window's end
-        state.setTimeoutTimestamp(start + self.window_ms - 1)
+        state.setTimeoutTimestamp(end - 1)
 
 
 def windowed_top_k(
@@ -242,8 +266,8 @@ def windowed_top_k(
     start + window_ms)`` (epoch ms) of ``time_col`` on a *stream*.
 
     ``time_col`` is a timestamp column carrying the stream's watermark
-    (``withWatermark``): rows at or behind it are dropped by Spark, as in a window
-    aggregation.  State:
+    (``withWatermark``): rows at or behind it when they arrive are dropped, as Spark's
+    window aggregation drops them.  State:
     one :class:`MisraGries` summary (``capacity`` counters, default ``10 * k``) per open
     window, spread over the windows' keys; removed when the window is emitted.  Output
     (:data:`TOP_K_SCHEMA`, append mode): one final row per window, once the watermark
@@ -261,6 +285,7 @@ def windowed_top_k(
     keyed = events.filter(ts.isNotNull() & F.col(item_col).isNotNull()).select(
         (ts - F.pmod(ts, F.lit(window_ms))).alias("window_start"),
         F.col(item_col).cast("string").alias("item"),
+        ts.alias("ts"),
         F.col(time_col),
     )
     return keyed.groupBy("window_start").applyInPandasWithState(

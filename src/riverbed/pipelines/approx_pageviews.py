@@ -22,7 +22,8 @@ Contract (``riverbed pipeline run approx-pageviews``; docs/time-and-patterns.md)
 
 Both outputs are final, one record per window, emitted when the watermark (max ``ts`` of
 earlier micro-batches - 10 min) reaches the window's end; a view at or behind the
-watermark when it arrives is dropped by Spark (not counted).  Two queries on the input,
+watermark when it arrives is counted in neither (Spark's aggregation and
+``windowed_top_k`` both drop it).  Two queries on the input,
 state under ``<checkpoint>/pageview-stats`` and ``<checkpoint>/top-urls``.  Records
 that are not a JSON object with a string ``user_id`` and an integer ``ts`` are skipped
 (and a view with a null ``url`` in ``top-urls``).

@@ -12,7 +12,9 @@ dominant item first, one final row per closed window.
 from __future__ import annotations
 
 import json
+import os
 import random
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,12 +31,17 @@ WINDOW = 5 * MINUTE
 T0 = 1_700_000_100_000 - 1_700_000_100_000 % WINDOW
 
 
-def _rows(rng: random.Random, count: int) -> list[dict[str, Any]]:
+def _rows(rng: random.Random, count: int, late: int = 0) -> list[dict[str, Any]]:
+    """Arrival order: disorder under 1 min, plus ``late`` rows 10 min behind (dropped)."""
     rows = []
     for _ in range(count):
         item = "hot" if rng.random() < 0.6 else f"i{min(int(rng.paretovariate(1.0)), 40)}"
         rows.append({"item": item, "ts": T0 + rng.randrange(30 * MINUTE)})
     rows.sort(key=lambda r: r["ts"] + rng.randrange(MINUTE))  # disorder < 1 min
+    for _ in range(late):
+        at = rng.randrange(len(rows) // 2, len(rows))
+        behind = max(r["ts"] for r in rows[:at]) - 10 * MINUTE
+        rows.insert(at, {"item": "late", "ts": behind, "late": True})
     return rows
 
 
@@ -43,6 +50,8 @@ def _check(rows: list[dict[str, Any]], got: list[dict[str, Any]], delay: int) ->
     watermark = max(r["ts"] for r in rows) - delay
     exact: dict[int, Counter[str]] = {}
     for r in rows:
+        if r.get("late"):
+            continue
         exact.setdefault(r["ts"] - r["ts"] % WINDOW, Counter())[r["item"]] += 1
     closed = sorted(s for s in exact if s + WINDOW <= watermark)
     assert sorted(r["window_start"] for r in got) == closed  # each once
@@ -64,8 +73,12 @@ def _check(rows: list[dict[str, Any]], got: list[dict[str, Any]], delay: int) ->
 class FakeState:
     """The part of GroupState the function uses."""
 
-    def __init__(self, saved: tuple[str] | None, timed_out: bool) -> None:
+    def __init__(self, saved: tuple[str] | None, timed_out: bool, watermark: int | None) -> None:
         self.saved, self.hasTimedOut, self.timeout = saved, timed_out, None
+        self.watermark = 0 if watermark is None else watermark
+
+    def getCurrentWatermarkMs(self) -> int:
+        return self.watermark
 
     @property
     def exists(self) -> bool:
@@ -89,7 +102,7 @@ class FakeState:
 @pytest.mark.parametrize("seed", range(20))
 def test_operator_bounds_over_simulated_micro_batches(seed: int) -> None:
     rng = random.Random(seed)
-    rows = _rows(rng, 600)
+    rows = _rows(rng, 600, late=5)
     delay = 2 * MINUTE
     function = WindowTopKFunction(WINDOW, k=3, capacity=4)
     states: dict[int, tuple[str]] = {}
@@ -99,22 +112,27 @@ def test_operator_bounds_over_simulated_micro_batches(seed: int) -> None:
     step = rng.randrange(20, 120)
     batches = [rows[i : i + step] for i in range(0, len(rows), step)] + [[]]  # + no-data
     for batch in batches:
-        by_window: dict[int, list[str]] = {}
-        for r in batch:
-            if watermark is None or r["ts"] > watermark:  # Spark drops rows behind it
-                by_window.setdefault(r["ts"] - r["ts"] % WINDOW, []).append(r["item"])
-        for start, items in by_window.items():
-            state = FakeState(states.get(start), False)
-            frames = iter([pd.DataFrame({"item": items})])
-            assert list(function((start,), frames, state)) == []
-            assert state.saved is not None and state.timeout == start + WINDOW - 1
+        by_window: dict[int, list[dict[str, Any]]] = {}
+        for r in batch:  # Spark hands the function late rows too
+            by_window.setdefault(r["ts"] - r["ts"] % WINDOW, []).append(r)
+        for start, window_rows in by_window.items():
+            state = FakeState(states.get(start), False, watermark)
+            frames = iter([pd.DataFrame(window_rows)])
+            got.extend(
+                f for frame in function((start,), frames, state) for f in frame.to_dict("records")
+            )
+            if state.saved is None:
+                states.pop(start, None)
+                timers.pop(start, None)
+                continue
+            assert state.timeout == start + WINDOW - 1
             states[start], timers[start] = state.saved, state.timeout
         for start in sorted(
             s for s, t in timers.items() if watermark is not None and t < watermark
         ):
             if start in by_window:
                 continue
-            state = FakeState(states.pop(start), True)
+            state = FakeState(states.pop(start), True, watermark)
             del timers[start]
             for frame in function((start,), iter([]), state):
                 got.extend(frame.to_dict("records"))
@@ -124,23 +142,26 @@ def test_operator_bounds_over_simulated_micro_batches(seed: int) -> None:
             watermark = top if watermark is None else max(watermark, top)
     # the last no-data batch fires the timers the final watermark passed
     for start in sorted(s for s, t in timers.items() if watermark is not None and t < watermark):
-        for frame in function((start,), iter([]), FakeState(states.pop(start), True)):
+        for frame in function((start,), iter([]), FakeState(states.pop(start), True, watermark)):
             got.extend(frame.to_dict("records"))
     assert _check(rows, got, delay) > 0
 
 
 @pytest.mark.time_examples
 def test_bounds_against_exact_counts_with_restart(spark: SparkSession, tmp_path: Path) -> None:
-    rows = _rows(random.Random(11), 900)
+    rows = _rows(random.Random(11), 900, late=3)
     (tmp_path / "in").mkdir()
     got: list[Any] = []
 
     def run(chunks: list[list[dict[str, Any]]], first: int) -> None:
         for n, chunk in enumerate(chunks, first):
             text = "".join(json.dumps(r) + "\n" for r in chunk)
-            (tmp_path / "in" / f"{n:04d}.json").write_text(text)
+            path = tmp_path / "in" / f"{n:04d}.json"
+            path.write_text(text)
+            stamp = time.time() + n  # the file source reads files in mtime order
+            os.utime(path, (stamp, stamp))
         events = (
-            spark.readStream.schema("item string, ts long")
+            spark.readStream.schema("item string, ts long, late boolean")
             .option("maxFilesPerTrigger", 1)
             .json(str(tmp_path / "in"))
             .withColumn("event_time", F.timestamp_millis("ts"))
