@@ -18,6 +18,12 @@ Isolation: ``kafka.isolation.level`` (``read_uncommitted``, the default, or
 ``read_committed``) is sent with every ListOffsets.  Under ``read_committed`` "latest" is
 the partition's *last stable offset* (LSO), not its high watermark, so a micro-batch never
 plans past an open transaction and its tasks never wait on records they may not read.
+
+A leader that dies (a Kafka cluster losing a broker): librdkafka keeps a ListOffsets for
+it queued past its timeout while it reconnects (confluentinc/librdkafka#1869), so each
+attempt waits at most :data:`LIST_OFFSETS_ATTEMPT_S`; a stalled attempt, or one answered
+with a retriable error, is retried with a fresh client (fresh metadata: the new leader)
+until ``kafkaConsumer.pollTimeoutMs`` has passed, then :class:`ConfigError`.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ from riverbed.errors import ConfigError, UnknownTopicOrPartitionError
 from riverbed.protocol.topic_partition import TopicPartition
 from riverbed.spark.offsets import PartitionOffsets
 
+LIST_OFFSETS_ATTEMPT_S = 10.0
+"""Longest one ListOffsets attempt waits before its client is replaced and it is retried."""
+
 REACHABILITY_TIMEOUT_S = 10.0
 """Longest the ``load()`` probe waits for a cluster that neither answers nor refuses."""
 _UNREACHABLE = (KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE, KafkaError._AUTHENTICATION)
@@ -50,6 +59,7 @@ class OffsetLookup:
         self._isolation = isolation_level(kafka_config)
         config: dict[str, Any] = {k: v for k, v in kafka_config.items() if not _consumer_only(k)}
         config["error_cb"] = self._on_client_error
+        self._config = config
         try:
             self._admin = AdminClient(config)
         except (KafkaException, ValueError, TypeError) as exc:
@@ -127,14 +137,31 @@ class OffsetLookup:
         if not specs:
             return {}
         request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp, spec in specs.items()}
-        futures = self._admin.list_offsets(
-            request, isolation_level=self._isolation, request_timeout=self._timeout_s
-        )
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            attempt_s = max(0.5, min(LIST_OFFSETS_ATTEMPT_S, deadline - time.monotonic()))
+            futures = self._admin.list_offsets(
+                request, isolation_level=self._isolation, request_timeout=attempt_s
+            )
+            try:
+                return self._collect(futures, time.monotonic() + attempt_s)
+            except _Retry as retry:
+                if time.monotonic() >= deadline:
+                    raise ConfigError(
+                        f"ListOffsets for {retry.partition} failed on {self._servers!r} "
+                        f"for {self._timeout_s:g} s: {retry.reason}"
+                    ) from None
+            # A fresh client asks for metadata again: a dead leader's successor.
+            self._admin = AdminClient(self._config)
+
+    def _collect(self, futures: Mapping[Any, Any], until: float) -> PartitionOffsets:
         out: PartitionOffsets = {}
         for ktp, future in futures.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
             try:
-                out[tp] = int(future.result().offset)
+                out[tp] = int(future.result(timeout=max(0.1, until - time.monotonic())).offset)
+            except TimeoutError:
+                raise _Retry(f"{tp.topic}-{tp.partition}", "no answer (leader down?)") from None
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else exc
                 code = error.code() if isinstance(error, KafkaError) else None
@@ -142,11 +169,30 @@ class OffsetLookup:
                     raise UnknownTopicOrPartitionError(
                         f"{tp.topic}-{tp.partition} does not exist"
                     ) from None
+                if isinstance(error, KafkaError) and (error.retriable() or code in _RETRIED_CODES):
+                    raise _Retry(f"{tp.topic}-{tp.partition}", str(error)) from None
                 raise ConfigError(
                     f"ListOffsets for {tp.topic}-{tp.partition} failed on "
                     f"{self._servers!r}: {error}"
                 ) from None
         return out
+
+
+_RETRIED_CODES = (
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+)
+
+
+class _Retry(Exception):
+    """One ListOffsets attempt stalled or failed in a way a fresh client may not."""
+
+    def __init__(self, partition: str, reason: str) -> None:
+        super().__init__(partition, reason)
+        self.partition = partition
+        self.reason = reason
 
 
 def isolation_level(kafka_config: Mapping[str, str]) -> IsolationLevel:
