@@ -294,6 +294,9 @@ class _Chapter:
 
         spark_options = spark_log_options()
         spark_options["spark.sql.streaming.pollingDelay"] = "1s"
+        # A Python worker (the riverbed source's planner) that starts slowly on a loaded
+        # 2-core machine must not fail the query: Spark waits this long for it to connect.
+        spark_options["spark.python.authenticate.socketTimeout"] = "120s"
         with stdout_to(log):  # the JVM and its Python workers inherit descriptor 1
             spark = local_spark("riverbed-chapter", spark_options)
         self.cleanups.append(("Spark", spark.stop))
@@ -318,9 +321,12 @@ class _Chapter:
             read_topics(spark, example, [enrich.users_topic(example)]),
             emit_on_arrival=True,
         )
+        _initialized(windows, "windows")
         queries["enrich"] = write_topic(joined, example, enrich.OUTPUT, enrich.QUERY_NAME)
+        _initialized(queries["enrich"], "enrich")
         for name, module in (("sessions", sessions), ("fraud", fraud)):
             (queries[name],) = module.start(spark, example)
+            _initialized(queries[name], name)
         for name, query in queries.items():
             self.cleanups.append((f"query {name}", _stopper(query)))
         query_names = {str(q.id): name for name, q in queries.items()}
@@ -547,6 +553,19 @@ def _stopper(query: Any) -> Callable[[], None]:
             query.stop()
 
     return stop
+
+
+def _initialized(query: Any, name: str, timeout_s: float = 180.0) -> None:
+    """Wait until ``query`` has planned its sources (one query at a time: each start
+    spawns Python workers, and four at once overload two cores)."""
+    deadline = time.monotonic() + timeout_s
+    while str(query.status.get("message", "")).startswith("Initializing"):
+        error = query.exception()
+        if error is not None:
+            raise RiverbedError(f"the {name} query failed: {_first_line(str(error))}")
+        if time.monotonic() > deadline:
+            raise RiverbedError(f"the {name} query did not start within {timeout_s:g} s")
+        time.sleep(0.2)
 
 
 def _batch_id(progress: Any) -> int:
