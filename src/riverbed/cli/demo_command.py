@@ -115,7 +115,7 @@ from riverbed.cli.extras import require_extra
     is_flag=True,
     help="Run the whole of DDIA chapter 11 instead: SQLite CDC, enrichment (stream-table "
     "join), windows, sessions, a fraud pattern, derived views and the web console, live "
-    "(docs/chapter-demo.md).",
+    "(docs/chapter-demo.md).  Its defaults: --users 12, --rate 40.",
 )
 @click.option(
     "--console-listen",
