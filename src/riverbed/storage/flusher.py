@@ -1,4 +1,4 @@
-"""Group commit: one background thread fsyncs logs on behalf of every waiting appender.
+"""Group commit: background threads fsync logs on behalf of every waiting appender.
 
 Appenders never fsync themselves.  A log that needs an fsync (an append under the
 per-append policy, a ``flush_future(force=True)``, or an interval threshold) calls
@@ -7,13 +7,15 @@ it once up to its log end offset at that moment, and resolves all the futures th
 covers.  Appends arriving while an fsync runs are covered by the next one, so N
 concurrent appenders share about one fsync per round instead of paying N.
 
-The logs of one round are fsynced in parallel (up to :data:`PARALLEL_FLUSHES` at a time,
-the flusher thread doing one itself): fsync releases the GIL, and concurrent fsyncs of
-files on one file system share the journal commit (ext4: 4 concurrent fdatasyncs took
-~0.39 ms here, 4 in a row ~1.6 ms).  A transaction touching 4 partitions, or a produce
-request naming several, waits for about one fsync rather than for 4 in a row.  Each log
-is still flushed by one thread at a time (:meth:`PartitionLog.flush` holds its own flush
-lock), and a round ends only when all of its flushes have, as before.
+Logs are fsynced in parallel, by up to :data:`PARALLEL_FLUSHES` helper threads: the
+flusher thread hands every requested log that is not being flushed already to a helper
+at once (a "round" is one such hand-out), without waiting for the flushes under way.
+fsync releases the GIL, and concurrent fsyncs of files on one file system share the
+journal commit (ext4: 4 concurrent fdatasyncs took ~0.39 ms here, 4 in a row ~1.6 ms), so
+a transaction's markers on 4 partitions, or 4 produce requests arriving 0.1 ms apart,
+wait for about one fsync rather than 4 in a row.  A log is flushed by one thread at a
+time: one requested while its flush runs is handed out again when that flush ends (the
+running fsync may not cover the newest append).
 
 The same thread also runs the interval policy (``flush.ms``) and writes each log's
 recovery-point checkpoint at most every ``checkpoint_interval_ms``.
@@ -37,8 +39,8 @@ from typing import Protocol
 log = logging.getLogger(__name__)
 
 PARALLEL_FLUSHES = 8
-"""At most this many logs of one round are flushed at once (the flusher thread and its
-helper threads, started with the flusher)."""
+"""At most this many logs are flushed at once (helper threads, started with the flusher);
+more wait for a free helper."""
 
 
 class Flushable(Protocol):
@@ -61,7 +63,7 @@ class FlushObserver(Protocol):
 
 
 class GroupCommitFlusher:
-    """The background fsync thread shared by the logs of one LogManager."""
+    """The background fsync threads shared by the logs of one LogManager."""
 
     def __init__(self, *, checkpoint_interval_ms: int = 1000) -> None:
         self._cond = threading.Condition()
@@ -72,12 +74,13 @@ class GroupCommitFlusher:
         self._thread: threading.Thread | None = None
         self.fsync_rounds = 0
         self._requests = 0  # request() calls since the last round took its batch
+        self._in_flight: set[int] = set()  # ids of the logs a helper is flushing
         self.observer: FlushObserver | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     def start(self) -> None:
         self._pool = concurrent.futures.ThreadPoolExecutor(
-            PARALLEL_FLUSHES - 1, thread_name_prefix="riverbed-flusher"
+            PARALLEL_FLUSHES, thread_name_prefix="riverbed-flusher"
         )
         self._thread = threading.Thread(target=self._run, name="riverbed-flusher", daemon=True)
         self._thread.start()
@@ -118,15 +121,17 @@ class GroupCommitFlusher:
         wait_s = 0.1
         while True:
             with self._cond:
-                if not self._requested and not self._stopping:
+                if not self._stopping and not self._ready_locked():
                     self._cond.wait(wait_s)
                 if self._stopping:
                     return
-                batch = list(self._requested.values())
-                self._requested.clear()
+                batch = [t for k, t in self._requested.items() if k not in self._in_flight]
+                for target in batch:
+                    del self._requested[id(target)]
+                    self._in_flight.add(id(target))
                 requests, self._requests = self._requests, 0
                 registered = list(self._registered.values())
-            self._flush_all(batch)
+            self._hand_out(batch)
             if batch and self.observer is not None:
                 self.observer.round_done(len(batch), requests)
             now_ms = time.monotonic_ns() // 1_000_000
@@ -149,16 +154,28 @@ class GroupCommitFlusher:
                     except Exception:
                         log.exception("writing a checkpoint failed")
 
-    def _flush_all(self, batch: list[Flushable]) -> None:
-        """Flush every log of one round, in parallel; returns when all are done."""
+    def _ready_locked(self) -> bool:
+        """A requested log no helper is flushing (holding ``_cond``)."""
+        return any(k not in self._in_flight for k in self._requested)
+
+    def _hand_out(self, batch: list[Flushable]) -> None:
+        """Start a helper's flush of every log of ``batch`` (marked in flight)."""
         pool = self._pool
-        if len(batch) < 2 or pool is None:
-            for target in batch:
-                self._flush(target)
-            return
-        helped = [pool.submit(self._flush, target) for target in batch[1:]]
-        self._flush(batch[0])
-        concurrent.futures.wait(helped)
+        for target in batch:
+            if pool is None:
+                self._flush_owned(target)
+            else:
+                pool.submit(self._flush_owned, target)
+
+    def _flush_owned(self, target: Flushable) -> None:
+        """Flush ``target`` (in flight), then let a request that came meanwhile go."""
+        try:
+            self._flush(target)
+        finally:
+            with self._cond:
+                self._in_flight.discard(id(target))
+                if id(target) in self._requested:
+                    self._cond.notify()
 
     def _flush(self, target: Flushable) -> None:
         try:
@@ -166,6 +183,7 @@ class GroupCommitFlusher:
             target.flush()
             if self.observer is not None:
                 self.observer.fsync_done(time.perf_counter() - started)
-            self.fsync_rounds += 1
+            with self._cond:
+                self.fsync_rounds += 1
         except Exception:
             log.exception("flush failed")

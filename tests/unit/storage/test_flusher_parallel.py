@@ -1,10 +1,11 @@
-"""GroupCommitFlusher: the logs of one round are flushed in parallel (their fsyncs share
-the file system's journal commit), each log by one thread, and one failing flush does not
-hold back the others."""
+"""GroupCommitFlusher: logs are flushed in parallel (their fsyncs share the file system's
+journal commit) without one waiting for another's flush to end, each log by one thread at
+a time, and one failing flush does not hold back the others."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 from riverbed.storage.flusher import PARALLEL_FLUSHES, GroupCommitFlusher
 
@@ -66,4 +67,68 @@ def test_a_failing_flush_does_not_hold_back_the_rest_of_its_round() -> None:
         flusher.request(later)
         assert later.flushed.wait(WAIT_S)
     finally:
+        flusher.stop()
+
+
+class Gated(Target):
+    """A Flushable whose flushes wait for ``gate``; counts flushes and overlaps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.started = threading.Semaphore(0)
+        self.lock = threading.Lock()
+        self.running = 0
+        self.overlapped = False
+        self.count = 0
+
+    def flush(self) -> int:
+        with self.lock:
+            self.running += 1
+            self.overlapped = self.overlapped or self.running > 1
+        self.started.release()
+        try:
+            assert self.gate.wait(WAIT_S)
+            self.count += 1
+            self.flushed.set()
+            return 0
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def test_a_log_requested_during_anothers_flush_does_not_wait_for_it() -> None:
+    slow, quick = Gated(), Target()
+    flusher = GroupCommitFlusher()
+    flusher.start()
+    try:
+        flusher.request(slow)
+        assert slow.started.acquire(timeout=WAIT_S)  # slow's fsync is under way
+        flusher.request(quick)
+        assert quick.flushed.wait(WAIT_S)  # while slow's is still blocked
+        assert slow.count == 0
+        slow.gate.set()
+        assert slow.flushed.wait(WAIT_S)
+    finally:
+        slow.gate.set()
+        flusher.stop()
+
+
+def test_a_log_requested_during_its_own_flush_is_flushed_again_after_it() -> None:
+    target = Gated()
+    flusher = GroupCommitFlusher()
+    flusher.start()
+    try:
+        flusher.request(target)
+        assert target.started.acquire(timeout=WAIT_S)
+        flusher.request(target)  # an append the running fsync may not cover
+        target.gate.set()
+        assert target.started.acquire(timeout=WAIT_S)  # a second flush starts...
+        deadline = time.monotonic() + WAIT_S  # ...and ends
+        while target.count < 2:
+            assert time.monotonic() < deadline, "the second flush did not end"
+            time.sleep(0.01)
+        assert not target.overlapped
+    finally:
+        target.gate.set()
         flusher.stop()
