@@ -185,7 +185,9 @@ class GroupService:
         self._broker = broker
         self.config = config or coordinator_config_from_props(broker.config.source)
         self._clock = broker.clock
-        self.coordinator = GroupCoordinator(self.config, BrokerTopics(broker.topics))
+        self.coordinator = GroupCoordinator(
+            self.config, BrokerTopics(broker.topics), group_overrides=self._group_overrides
+        )
         self._waiting: dict[int, asyncio.Future[Deferred]] = {}
         self._early: dict[int, Deferred] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -240,11 +242,18 @@ class GroupService:
         finally:
             self._creating = None
 
+    def _group_overrides(self, group_id: str) -> Mapping[str, str]:
+        """The group's own GROUP configs (kept with the share ones; none before start)."""
+        share_groups = getattr(self._broker, "_share_groups", None)
+        return share_groups.group_config(group_id) if share_groups is not None else {}
+
     # -- start-up ---------------------------------------------------------------------
     def load(self) -> int:
         """Replay ``__consumer_offsets`` (if it exists) into a fresh coordinator; returns
         the records read."""
-        self.coordinator = GroupCoordinator(self.config, BrokerTopics(self._broker.topics))
+        self.coordinator = GroupCoordinator(
+            self.config, BrokerTopics(self._broker.topics), group_overrides=self._group_overrides
+        )
         self.replayed_txn_offsets = {}
         count = 0
         for p in range(self.num_partitions if self.ready else 0):

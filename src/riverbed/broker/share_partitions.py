@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol, cast
 
+from riverbed.broker.group_configs import GROUP_CONFIG_KEYS as OTHER_GROUP_CONFIG_KEYS
 from riverbed.broker.share_state_pruning import (
     COLD_SNAPSHOT_INTERVAL_MS,
     COLD_SNAPSHOT_KEY,
@@ -224,7 +225,7 @@ class SharePartitions:
         created from now on, and the lock duration / limits of existing ones."""
         current = dict(self._group_configs.get(group_id, {}))
         for key, value in configs.items():
-            if key not in GROUP_CONFIG_KEYS:
+            if key not in GROUP_CONFIG_KEYS and key not in OTHER_GROUP_CONFIG_KEYS:
                 raise ValueError(f"unknown share group config {key!r}")
             if value is None:
                 current.pop(key, None)

@@ -128,7 +128,7 @@ class ConsumerGroupManager:
         member, changed = self._member(group, req, now)
         before = dict(member.assigned)
         changed |= self._update_subscription(group, member, req)
-        member.session_deadline_ms = now + self.ctx.config.consumer_group_session_timeout_ms
+        member.session_deadline_ms = now + self.ctx.session_timeout_ms(group.group_id)
         metadata = self._subscription_metadata(group)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
@@ -150,7 +150,7 @@ class ConsumerGroupManager:
             E.NONE,
             member_id=member.member_id,
             member_epoch=member.member_epoch,
-            heartbeat_interval_ms=self.ctx.config.consumer_group_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.ctx.heartbeat_interval_ms(group.group_id),
             assignment=dict(member.assigned) if send_assignment else None,
         )
 

@@ -274,10 +274,10 @@ class ConsumerGroupPersistence:
 
     def on_loaded(self, now_ms: int) -> None:
         """After the last replay: owner index, assignor, sessions and revocation timers."""
-        session = self.ctx.config.consumer_group_session_timeout_ms
         for group in self.ctx.groups.values():
             if not isinstance(group, ConsumerGroup):
                 continue
+            session = self.ctx.session_timeout_ms(group.group_id)
             group.partition_owner = {}
             for m in group.members.values():
                 held: dict[str, set[int]] = {t: set(ps) for t, ps in m.assigned.items()}

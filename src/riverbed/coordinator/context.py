@@ -20,7 +20,7 @@ partial state worth keeping).  Not thread-safe: one caller (the broker's event l
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -58,6 +58,10 @@ def default_member_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
 
+def _no_overrides(group_id: str) -> Mapping[str, str]:
+    return {}
+
+
 class CoordinatorContext:
     """Shared mutable state of one coordinator.  Not thread-safe."""
 
@@ -68,9 +72,24 @@ class CoordinatorContext:
     ) -> None:
         self.config = config
         self.new_member_id = new_member_id
+        self.group_overrides: Callable[[str], Mapping[str, str]] = _no_overrides
+        """A group's own GROUP configs (IncrementalAlterConfigs; riverbed.broker.group_configs)."""
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
         self.outbox: list[Completion] = []
         self._next_token = 0
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """KIP-848 session timeout of ``group_id``: its ``consumer.session.timeout.ms``,
+        else the broker's ``group.consumer.session.timeout.ms``."""
+        value = self.group_overrides(group_id).get("consumer.session.timeout.ms")
+        return int(value) if value is not None else self.config.consumer_group_session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """KIP-848 heartbeat interval of ``group_id`` (``consumer.heartbeat.interval.ms``)."""
+        value = self.group_overrides(group_id).get("consumer.heartbeat.interval.ms")
+        if value is not None:
+            return int(value)
+        return self.config.consumer_group_heartbeat_interval_ms
 
     def pending(self) -> Pending:
         self._next_token += 1

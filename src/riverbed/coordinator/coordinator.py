@@ -25,7 +25,7 @@ thread or event loop.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from riverbed.coordinator.api import (
@@ -104,9 +104,12 @@ class GroupCoordinator:
         config: GroupCoordinatorConfig | None = None,
         topics: TopicMetadata | None = None,
         new_member_id: Callable[[str], str] = default_member_id,
+        group_overrides: Callable[[str], Mapping[str, str]] | None = None,
     ) -> None:
         self.config = config or GroupCoordinatorConfig()
         self._ctx = CoordinatorContext(self.config, new_member_id)
+        if group_overrides is not None:
+            self._ctx.group_overrides = group_overrides
         self._classic = ClassicGroupManager(self._ctx)
         self._topics: TopicMetadata = topics or _NoTopics()
         self._consumer = ConsumerGroupManager(self._ctx, self._topics)

@@ -6,11 +6,13 @@ route wrapper (:func:`incremental_alter_configs`), so the topic-config adapter
 (:mod:`.alter_configs`) stays as it is: SET and DELETE of the share settings
 (:data:`~riverbed.broker.share_partitions.GROUP_CONFIG_KEYS`, e.g.
 ``share.auto.offset.reset=earliest``, ``share.record.lock.duration.ms``) go to the share
-group service; an unknown name or a bad value is INVALID_CONFIG, APPEND / SUBTRACT
-INVALID_REQUEST, as Kafka answers.  Other resource types go to the wrapped route and the
-answers are merged in request order.  DescribeConfigs (key 32) of a GROUP resource
-lists those settings: the group's own value (source GROUP_CONFIG, 8) or the broker's
-default (DEFAULT_CONFIG, 5).
+group service, and so do the KIP-848 consumer and streams settings of
+:mod:`riverbed.broker.group_configs` (validated there, with Kafka's ranges and words); an
+unknown name ("Unknown group config name: N") or a bad value is INVALID_CONFIG, and so is
+APPEND / SUBTRACT (no GROUP config is a list), as Kafka 4.4 answers.  Other resource
+types go to the wrapped route and the answers are merged in request order.
+DescribeConfigs (key 32) of a GROUP resource lists those settings: the group's own
+value (source GROUP_CONFIG, 8) or the broker's default (DEFAULT_CONFIG, 5).
 
 Group configs are saved in the data dir (``share_group_configs.json``) before the answer
 is sent, and read back at start.  Event-loop only.
@@ -22,9 +24,11 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from riverbed.broker import group_configs
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
 from riverbed.broker.share_partitions import GROUP_CONFIG_KEYS
+from riverbed.coordinator.config import GroupCoordinatorConfig
 from riverbed.errors import ConfigError
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
@@ -90,13 +94,23 @@ def _alter_group(
     code, message = ErrorCode.NONE, None
     change: dict[str, str | None] = {}
     for op in res.configs:
+        if op.name not in GROUP_CONFIG_KEYS and op.name not in group_configs.GROUP_CONFIG_KEYS:
+            code, message = ErrorCode.INVALID_CONFIG, f"Unknown group config name: {op.name}"
+            break
         if op.config_operation not in (SET, DELETE):
-            code, message = ErrorCode.INVALID_REQUEST, f"{op.name}: only SET and DELETE apply"
+            # Kafka: no GROUP config is a LIST, so APPEND / SUBTRACT never apply
+            verb = "APPEND" if op.config_operation == 2 else "SUBTRACT"
+            code = ErrorCode.INVALID_CONFIG
+            message = f"Can't {verb} to key {op.name} because its type is not LIST."
             break
-        if op.name not in GROUP_CONFIG_KEYS:
-            code, message = ErrorCode.INVALID_CONFIG, f"unknown group config {op.name!r}"
-            break
-        change[op.name] = op.value if op.config_operation == SET else None
+        value = op.value if op.config_operation == SET else None
+        if value is not None and op.name in group_configs.GROUP_CONFIG_KEYS:
+            try:
+                value = group_configs.validate(op.name, value)
+            except ConfigError as exc:
+                code, message = ErrorCode.INVALID_CONFIG, str(exc)
+                break
+        change[op.name] = value
     if code == ErrorCode.NONE and not validate_only:
         try:
             configs.set_group_config(res.resource_name, change)
@@ -124,7 +138,7 @@ def describe_configs(host: ShareConfigHost, route: Route) -> Route:
             return route(ctx, request)
         order = list(request.resources)
         mine = {
-            id(r): _describe_group(host.share_groups, r)
+            id(r): _describe_group(host.share_groups, r, _group_defaults(host))
             for r in order
             if r.resource_type == GROUP_RESOURCE
         }
@@ -139,11 +153,20 @@ def describe_configs(host: ShareConfigHost, route: Route) -> Route:
     return handle
 
 
+def _group_defaults(host: ShareConfigHost) -> Mapping[str, str]:
+    """Defaults of the consumer/streams keys: the broker's coordinator settings."""
+    groups = getattr(host, "_groups", None)  # the broker's GroupService, once started
+    config = getattr(groups, "config", None)
+    if not isinstance(config, GroupCoordinatorConfig):
+        config = GroupCoordinatorConfig()
+    return group_configs.defaults(config)
+
+
 def _describe_group(
-    configs: GroupConfigs, res: Any
+    configs: GroupConfigs, res: Any, group_defaults: Mapping[str, str]
 ) -> DescribeConfigsResponse.DescribeConfigsResult:
     own = configs.group_config(res.resource_name)
-    defaults = configs.default_group_config()
+    defaults = {**configs.default_group_config(), **group_defaults}
     keys = res.configuration_keys
     entries = []
     for name in sorted(defaults):
