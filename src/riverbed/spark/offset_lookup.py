@@ -22,7 +22,8 @@ plans past an open transaction and its tasks never wait on records they may not 
 A leader that dies (a Kafka cluster losing a broker): librdkafka keeps a ListOffsets for
 it queued past its timeout while it reconnects (confluentinc/librdkafka#1869), so each
 attempt waits at most :data:`LIST_OFFSETS_ATTEMPT_S`; a stalled attempt, or one answered
-with a retriable error, is retried with a fresh client (fresh metadata: the new leader)
+with a retriable error or without an offset (``OFFSET_INVALID``, seen just after a
+leader died), is retried with a fresh client (fresh metadata: the new leader)
 until ``kafkaConsumer.pollTimeoutMs`` has passed, then :class:`ConfigError`.
 """
 
@@ -32,7 +33,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException
+from confluent_kafka import OFFSET_INVALID, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin import OffsetSpec as KafkaOffsetSpec  # type: ignore[attr-defined]
@@ -159,7 +160,10 @@ class OffsetLookup:
         for ktp, future in futures.items():
             tp = TopicPartition(ktp.topic, ktp.partition)
             try:
-                out[tp] = int(future.result(timeout=max(0.1, until - time.monotonic())).offset)
+                offset = int(future.result(timeout=max(0.1, until - time.monotonic())).offset)
+                if offset == OFFSET_INVALID:  # answered without an offset: a leader change
+                    raise _Retry(f"{tp.topic}-{tp.partition}", "no offset in the answer")
+                out[tp] = offset
             except TimeoutError:
                 raise _Retry(f"{tp.topic}-{tp.partition}", "no answer (leader down?)") from None
             except KafkaException as exc:

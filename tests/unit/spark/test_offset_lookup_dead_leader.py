@@ -23,7 +23,8 @@ class _Offset:
 
 def _fake_admin(behaviours: list[str]) -> tuple[type, list[Any]]:
     """An AdminClient class whose n-th instance answers as ``behaviours[n]``: ``stall``
-    (futures never done), ``retriable`` (a retriable error) or ``ok`` (offset 42)."""
+    (futures never done), ``retriable`` (a retriable error), ``invalid`` (offset -1001,
+    OFFSET_INVALID) or ``ok`` (offset 42)."""
     created: list[Any] = []
 
     class FakeAdmin:
@@ -37,6 +38,8 @@ def _fake_admin(behaviours: list[str]) -> tuple[type, list[Any]]:
                 future: Future[Any] = Future()
                 if self.behaviour == "ok":
                     future.set_result(_Offset(42))
+                elif self.behaviour == "invalid":
+                    future.set_result(_Offset(-1001))
                 elif self.behaviour == "retriable":
                     error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE, "no leader", retriable=True)
                     future.set_exception(KafkaException(error))
@@ -46,8 +49,8 @@ def _fake_admin(behaviours: list[str]) -> tuple[type, list[Any]]:
     return FakeAdmin, created
 
 
-@pytest.mark.parametrize("first", ["stall", "retriable"])
-def test_a_stalled_or_retriable_attempt_is_retried_with_a_fresh_client(
+@pytest.mark.parametrize("first", ["stall", "retriable", "invalid"])
+def test_a_stalled_retriable_or_offsetless_attempt_is_retried_with_a_fresh_client(
     monkeypatch: pytest.MonkeyPatch, first: str
 ) -> None:
     admin, created = _fake_admin([first, "ok"])
