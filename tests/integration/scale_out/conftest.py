@@ -6,14 +6,14 @@ Three forms:
   quick demo on the Kafka cluster (256 MB heaps) with local Spark, the leader of
   ``pageviews-0`` SIGKILLed mid-run, its table checked against the batch job computed in
   plain Python.  Every other ``cluster`` test is skipped;
-- reduced (``pytest -m cluster tests/integration/scale_out``): the same, plus the
-  ``pipeline run`` checks that need no Spark cluster;
-- full (~15 min): ``RIVERBED_SCALE_OUT_FULL=1 pytest -m cluster tests/integration/scale_out``
-  adds a Spark standalone cluster (a master and two 1-core workers) running the demo and
-  the ``enrich`` (fed by ``riverbed cdc sqlite``), ``timeline`` and ``search-clicks``
-  examples with ``--master``, each with a broker killed, the demo's table checked against
-  a Spark batch job too, and the MirrorMaker 2 migration of a consumer group from a
-  Riverbed broker to the cluster.
+- ``pytest -m cluster tests/integration/scale_out``: the same test, selected by marker;
+- full (~20 min on a loaded box): ``RIVERBED_SCALE_OUT_FULL=1 pytest -m cluster
+  tests/integration/scale_out`` adds a Spark standalone cluster (a master and two 1-core
+  workers) running the demo and the ``enrich`` (fed by ``riverbed cdc sqlite``) and
+  ``timeline`` examples with ``--master``, ``search-clicks`` on local Spark, each with a
+  broker killed mid-run; the smoke test's demo runs 40 s and its table is also checked
+  against a Spark batch job; and the MirrorMaker 2 migration of a consumer group from a
+  Riverbed broker to the cluster.  Each test gets 900 s (pytest-timeout).
 
 Each cluster starts once per session and is SIGKILLed at the end, whatever the outcome
 (fixture finalizers, plus the harnesses' own ``atexit`` hooks).  A test may kill brokers
@@ -45,6 +45,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="three Kafka JVMs: select with -m cluster"))
         elif item.get_closest_marker("full_only") is not None and not FULL:
             item.add_marker(pytest.mark.skip(reason="full form: set RIVERBED_SCALE_OUT_FULL=1"))
+        if item.get_closest_marker("timeout") is None:
+            # a standalone-cluster run takes 3-4 min on a loaded box (the default is 300 s)
+            item.add_marker(pytest.mark.timeout(900))
 
 
 def pytest_configure(config: pytest.Config) -> None:
