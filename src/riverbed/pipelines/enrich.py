@@ -167,12 +167,15 @@ class EnrichFunction:
             else:
                 table.pending.extend(events)
         ready.extend(table.release(watermark if not self.emit_on_arrival else 2**62))
+        # enrich before pruning: a released activity may need a version the new
+        # watermark makes prunable (the watermark can pass the activity and the next
+        # version's start in one step)
+        out = [(key[0], enriched_value(e, table.row_at(e["ts"]))) for e in ready]
         table.prune(watermark)
         state.update((table.to_json(),))
         timeout = table.next_timeout_ms()
         if timeout is not None:
             state.setTimeoutTimestamp(max(timeout, watermark + 1))
-        out = [(key[0], enriched_value(e, table.row_at(e["ts"]))) for e in ready]
         yield pd.DataFrame(out, columns=["key", "value"])
 
 
