@@ -24,7 +24,7 @@ from riverbed.testing.broker_process import BrokerProcess
 from .conftest import RunExample, create_topics, drain
 from .contract import DELAY_MS, MINUTE_MS, T0
 
-pytestmark = pytest.mark.time_examples
+pytestmark = [pytest.mark.time_examples, pytest.mark.timeout(900)]  # two Spark runs
 
 WINDOW_MS = 5 * MINUTE_MS
 SKEW_MS = {"d0": 0, "d1": -3 * MINUTE_MS, "d2": 7 * MINUTE_MS + 123, "d3": 2 * 60 * MINUTE_MS}

@@ -24,7 +24,7 @@ from .conftest import drain
 from .contract import MINUTE_MS, T0
 from .test_time_examples_cli import run_available_now
 
-pytestmark = pytest.mark.pipeline_cli
+pytestmark = [pytest.mark.pipeline_cli, pytest.mark.timeout(900)]  # two JVM runs each
 
 W0 = T0 - T0 % (5 * MINUTE_MS)  # a 5 min window start
 END = W0 + 5 * MINUTE_MS

@@ -22,7 +22,7 @@ from riverbed.testing.broker_process import BrokerProcess
 from .conftest import RunExample, create_topics, drain
 from .contract import DELAY_MS, T0, final_sessions, generate_pageviews, shuffle_within
 
-pytestmark = pytest.mark.time_examples
+pytestmark = [pytest.mark.time_examples, pytest.mark.timeout(900)]  # two Spark runs
 
 
 def _produce_by_url(bootstrap: str, views: list[dict[str, Any]]) -> None:

@@ -112,6 +112,7 @@ def test_pattern_equals_rule(seed: int) -> None:
 
 
 @pytest.mark.time_examples
+@pytest.mark.timeout(900)
 def test_stream_equals_batch_with_restart(broker: BrokerProcess, run_example: RunExample) -> None:
     bootstrap = broker.bootstrap_servers
     create_topics(bootstrap, [example.INPUT_TOPIC, example.OUTPUT_TOPIC])

@@ -21,7 +21,7 @@ from riverbed.testing.broker_process import BrokerProcess
 
 from .conftest import RunExample, create_topics, drain
 
-pytestmark = pytest.mark.time_examples
+pytestmark = [pytest.mark.time_examples, pytest.mark.timeout(900)]  # two Spark runs
 
 WORDS = ["disk", "full", "cpu", "hot", "fan", "ok", "net", "down"]
 LEVELS = ["info", "warn", "error"]

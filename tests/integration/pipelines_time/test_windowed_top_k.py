@@ -148,6 +148,7 @@ def test_operator_bounds_over_simulated_micro_batches(seed: int) -> None:
 
 
 @pytest.mark.time_examples
+@pytest.mark.timeout(900)
 def test_bounds_against_exact_counts_with_restart(spark: SparkSession, tmp_path: Path) -> None:
     rows = _rows(random.Random(11), 900, late=3)
     (tmp_path / "in").mkdir()
