@@ -15,8 +15,9 @@ How (one Spark query, checkpoint ``<checkpoint>/enrich``): activities and row ch
 unioned and grouped by the user id (as text), then ``applyInPandasWithState`` keeps per
 user a :class:`~riverbed.pipelines.temporal_table.TemporalKeyState` (the row's versions
 and the activities not yet emitted) as one JSON string, in the RocksDB state store.  The
-watermark comes from the activity stream only (``ts`` - 10 min): a users table that
-rarely changes must not hold it back, so change rows are never late.
+watermark ``W`` comes from the activity stream only (max ``ts`` read - 10 min - 1 ms,
+``JOIN_WATERMARK_DELAY``): a users table that rarely changes must not hold it back, so
+change rows are never late.
 
 When an activity is emitted:
 
@@ -24,17 +25,26 @@ When an activity is emitted:
   timeout), when every change at or before ``ts`` has arrived, inputs being at most
   10 minutes out of order -- the output is final, never retracted;
 * ``--available-now``: in the micro-batch that reads it, after that batch's changes are
-  applied.  Everything present is read in one batch (unless ``maxOffsetsPerTrigger`` is
-  set), so the run emits every activity, each with the version its event time selects
-  among all changes read so far.  A change read by a *later* run with an earlier
-  ``source.ts_ms`` than an activity already emitted does not correct it (docs/joins.md).
+  applied.  The first batch of a run reads the whole users changelog present (a
+  ``maxOffsetsPerTrigger`` limits only ``activity``: :func:`table_read_options`), so the
+  run emits every activity, each with the version its event time selects among all
+  changes present when the run started -- what the running query emits for it when
+  those changes are complete up to its ``ts``.  A change read by a *later* run with an
+  earlier ``source.ts_ms`` than an activity already emitted does not correct it.  It
+  cannot hold the last 10 minutes and emit them at the end instead: Spark gives the
+  function no end-of-input signal, and releasing them needs the watermark past them,
+  which would make every later activity late for good (docs/joins.md).
 
-Activities more than 10 minutes late (``ts`` <= watermark when read) are dropped by Spark.
-Output is at-least-once (:mod:`riverbed.pipelines.example_io`).
+Late activities: Spark drops those with ``ts <= W`` when read, i.e. more than 10 minutes
+behind the latest activity read before (one exactly 10 minutes behind is kept and
+enriched; 10 minutes and 1 ms behind is dropped).  Output goes through the exactly-once
+sink (:mod:`riverbed.pipelines.example_io`): a run killed mid-batch and restarted on its
+checkpoint writes each record once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,7 +63,7 @@ from riverbed.pipelines.example_io import (
     text_field,
     write_topic,
 )
-from riverbed.pipelines.examples import WATERMARK_DELAY, ExampleOptions
+from riverbed.pipelines.examples import JOIN_WATERMARK_DELAY, ExampleOptions
 from riverbed.pipelines.temporal_table import TemporalKeyState
 
 DESCRIPTION = "activity enriched with the users row valid at its event time (CDC table join)"
@@ -96,7 +106,7 @@ def activity_rows(records: DataFrame) -> DataFrame:
         F.col("partition"),
         F.col("offset"),
     ).where(F.col("key").isNotNull() & F.col("ts").isNotNull())
-    return rows.withWatermark("event_time", WATERMARK_DELAY) if rows.isStreaming else rows
+    return rows.withWatermark("event_time", JOIN_WATERMARK_DELAY) if rows.isStreaming else rows
 
 
 def change_rows(records: DataFrame) -> DataFrame:
@@ -198,9 +208,22 @@ def enrich(activity: DataFrame, users: DataFrame, emit_on_arrival: bool) -> Data
     )
 
 
+def table_read_options(options: ExampleOptions) -> ExampleOptions:
+    """The options of the users changelog's source: with ``available_now``, without a
+    ``maxOffsetsPerTrigger`` (it still limits ``activity``), so that the first micro-batch
+    of a run reads the whole changelog present and an activity emitted in any batch of
+    the run sees every change present when the run started."""
+    if not options.available_now:
+        return options
+    kept = tuple(
+        (k, v) for k, v in options.extra_source_options if k.lower() != "maxoffsetspertrigger"
+    )
+    return dataclasses.replace(options, extra_source_options=kept)
+
+
 def start(spark: SparkSession, options: ExampleOptions) -> list[StreamingQuery]:
     """Start the one query (checkpoint ``<checkpoint>/enrich``)."""
     activity = read_topics(spark, options, [ACTIVITY])
-    users = read_topics(spark, options, [users_topic(options)])
+    users = read_topics(spark, table_read_options(options), [users_topic(options)])
     joined = enrich(activity, users, emit_on_arrival=options.available_now)
     return [write_topic(joined, options, OUTPUT, QUERY_NAME)]

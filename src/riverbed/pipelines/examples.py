@@ -34,6 +34,12 @@ from riverbed.errors import ConfigError
 
 WATERMARK_DELAY = "10 minutes"
 WATERMARK_DELAY_MS = 10 * 60 * 1000
+#: The join examples' delay (search-clicks, enrich): 10 minutes and 1 ms.  Spark drops an
+#: input row whose event time is at or behind the watermark (``ts <= max ts - delay``),
+#: so with exactly 10 minutes a row exactly 10 minutes late would be dropped; the extra
+#: millisecond keeps "up to 10 minutes late" inclusive (docs/joins.md, late rows).
+JOIN_WATERMARK_DELAY = "10 minutes 1 millisecond"
+JOIN_WATERMARK_DELAY_MS = WATERMARK_DELAY_MS + 1
 
 #: Example name -> module implementing it (imported lazily: Spark is an extra).
 EXAMPLES: dict[str, str] = {

@@ -16,13 +16,18 @@ that matches can still arrive, because inputs are at most 10 minutes out of orde
 docs/joins.md for the exact moment and the timeline).  ``search_id``, ``user_id``,
 ``query`` and ``url`` keep their JSON types (through VARIANT); ``ts`` must be an integer.
 
-Records that are not JSON objects, or lack ``search_id`` or ``ts``, are dropped.  Spark
-drops input rows behind the watermark (more than 10 minutes late): a late click is not
-joined and a late search produces nothing.
+Records that are not JSON objects, or lack ``search_id`` or ``ts``, are dropped.
+
+Late rows: the watermark delay is 10 minutes and 1 ms (``JOIN_WATERMARK_DELAY``), so the
+watermark ``W`` is min over the inputs of (max ``ts`` read) - 10 min - 1 ms and Spark drops
+input rows with ``ts <= W``: a row up to exactly 10 minutes behind the slower input's
+maximum is joined, one 10 minutes and 1 ms behind is dropped (a late click is not joined,
+a late search produces nothing).
 
 State (Spark's join state, in RocksDB): the searches and clicks of the last ~40 minutes of
-event time behind the watermark.  Output is at-least-once (see
-:mod:`riverbed.pipelines.example_io`).
+event time behind the watermark.  Output goes through the exactly-once sink (see
+:mod:`riverbed.pipelines.example_io`): a run killed mid-batch and restarted on its
+checkpoint writes each record once (read with ``isolation.level=read_committed``).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from riverbed.pipelines.example_io import (
     text_field,
     write_topic,
 )
-from riverbed.pipelines.examples import WATERMARK_DELAY, ExampleOptions
+from riverbed.pipelines.examples import JOIN_WATERMARK_DELAY, ExampleOptions
 
 DESCRIPTION = "searches left-outer-joined with clicks within 30 min (stream-stream join)"
 SEARCHES = "searches"
@@ -89,8 +94,8 @@ def join(searches: DataFrame, clicks: DataFrame) -> DataFrame:
     searches = searches.withColumn("search_time", F.timestamp_millis("search_ts"))
     clicks = clicks.withColumn("click_time", F.timestamp_millis("click_ts"))
     if searches.isStreaming:
-        searches = searches.withWatermark("search_time", WATERMARK_DELAY)
-        clicks = clicks.withWatermark("click_time", WATERMARK_DELAY)
+        searches = searches.withWatermark("search_time", JOIN_WATERMARK_DELAY)
+        clicks = clicks.withWatermark("click_time", JOIN_WATERMARK_DELAY)
     condition = (
         (F.col("c_key") == F.col("s_key"))
         & (F.col("click_time") >= F.col("search_time"))

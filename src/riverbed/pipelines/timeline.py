@@ -22,8 +22,10 @@ old row's ``user_id`` (``riverbed cdc sqlite`` always sends it; PostgreSQL needs
 ``REPLICA IDENTITY FULL``).  An update that changes a tweet's author is a removal from
 the old author and an insert at the new one, written by two Spark tasks: a follower of
 both authors may see the two records for that key in either order within that batch.
-Output is at-least-once (:mod:`riverbed.pipelines.example_io`): replays re-send the same
-upserts and tombstones, harmless for a compacted view.
+Output goes through the exactly-once sink (:mod:`riverbed.pipelines.example_io`): a run
+killed mid-batch and restarted on its checkpoint writes each record once, so a key's
+consecutive records always differ (with ``--sink-option deliveryGuarantee=at_least_once``
+a replay re-sends the same upserts and tombstones, harmless for a compacted view).
 """
 
 from __future__ import annotations

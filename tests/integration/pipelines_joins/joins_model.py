@@ -10,15 +10,39 @@ from collections.abc import Sequence
 from typing import Any
 
 MIN = 60_000
-WATERMARK_DELAY_MS = 10 * MIN
+WATERMARK_DELAY_MS = 10 * MIN + 1
+"""The join examples' delay (``JOIN_WATERMARK_DELAY_MS``): a row up to exactly 10 min late
+is kept, Spark dropping rows with ts <= max ts - delay."""
 WINDOW_MS = 30 * MIN
+T0 = 1_700_000_000_000
 
 
-def arrival_order(events: Sequence[tuple[int, Any]], rng: random.Random) -> list[Any]:
-    """Events ``(event time, payload)`` in an arrival order where each arrives less than
-    10 minutes of event time after any later event (shuffled within the watermark)."""
-    keyed = [(ts + rng.randrange(WATERMARK_DELAY_MS - 1), i, p) for i, (ts, p) in enumerate(events)]
+def arrival_order(
+    events: Sequence[tuple[int, Any]], rng: random.Random, max_delay_ms: int = 10 * MIN - 2
+) -> list[Any]:
+    """Events ``(event time, payload)`` in an arrival order where each arrives at most
+    ``max_delay_ms`` of event time after any later event (shuffled within the watermark).
+
+    Spark's rate limit (``maxOffsetsPerTrigger``) reads partitions in proportion to their
+    backlog, not in this order, so a run with a small limit wants some margin below the
+    10 minutes the examples tolerate."""
+    keyed = [(ts + rng.randrange(max_delay_ms + 1), i, p) for i, (ts, p) in enumerate(events)]
     return [p for _, _, p in sorted(keyed)]
+
+
+def cdc_records(
+    changes: Sequence[dict[str, Any]], key_columns: Sequence[str] = ("id",)
+) -> list[tuple[Any, Any]]:
+    """The topic records of Debezium ``changes`` as ``riverbed cdc`` writes them: key
+    ``{column: value}`` of the row image, a tombstone after each delete."""
+    out: list[tuple[Any, Any]] = []
+    for c in changes:
+        image = c["before"] if c["op"] == "d" else c["after"]
+        key = {k: image[k] for k in key_columns}
+        out.append((key, c))
+        if c["op"] == "d":
+            out.append((key, None))
+    return out
 
 
 def canonical(records: Sequence[tuple[Any, Any]]) -> list[str]:
@@ -81,7 +105,8 @@ def search_clicks_input(
 
 
 def final_watermark(*streams: Sequence[dict[str, Any]]) -> int:
-    """Spark's global watermark after everything was read: min over inputs of max - 10 min."""
+    """Spark's global watermark after everything was read: min over inputs of max - 10 min
+    - 1 ms."""
     return min(max(e["ts"] for e in events) for events in streams) - WATERMARK_DELAY_MS
 
 
@@ -94,6 +119,42 @@ def envelope(op: str, before: Any, after: Any, ts_ms: int, table: str = "users")
     source |= {"snapshot": "false", "db": "t.db", "sequence": None, "schema": "main"}
     source |= {"table": table}
     return {"before": before, "after": after, "source": source, "op": op, "ts_ms": ts_ms + 3}
+
+
+def change(op: str, uid: int, ts: int, name: Any = None, country: Any = None) -> dict[str, Any]:
+    """A change of ``users(id, name, country)`` with ``source.ts_ms = ts``."""
+    row = {"id": uid, "name": name, "country": country}
+    if op == "d":
+        return envelope("d", row, None, ts)
+    return envelope(op, None if op == "c" else {"id": uid}, row, ts)
+
+
+def act(uid: Any, ts: int, action: str = "view") -> dict[str, Any]:
+    return {"user_id": uid, "action": action, "ts": ts}
+
+
+def enrich_events(
+    rng: random.Random, t0: int, users: int = 8, activities: int = 250
+) -> list[tuple[int, tuple[str, dict[str, Any]]]]:
+    """Seeded users changes (1-5 per user: inserts, updates, deletes, re-inserts, equal
+    ``source.ts_ms`` at times) and activities over 3 hours (of users 1 to ``users`` + 2:
+    two never exist), as ``(event time, ("c" | "a", value))``."""
+    events: list[tuple[int, tuple[str, dict[str, Any]]]] = []
+    for uid in range(1, users + 1):
+        ts, exists = t0 + rng.randrange(30 * MIN), False
+        for _ in range(rng.randrange(1, 6)):
+            if exists and rng.random() < 0.25:
+                c, exists = change("d", uid, ts, "x", "y"), False
+            else:
+                name, country = f"n{uid}-{rng.randrange(99)}", rng.choice(["uk", "fr", None])
+                c, exists = change("u" if exists else "c", uid, ts, name, country), True
+            events.append((ts, ("c", c)))
+            ts += rng.choice([0, MIN, 7 * MIN, 20 * MIN, 45 * MIN])
+    for _ in range(activities):
+        ts = t0 + rng.randrange(180 * MIN)
+        uid = rng.randrange(1, users + 3)
+        events.append((ts, ("a", act(uid, ts, rng.choice(["view", "buy"])))))
+    return events
 
 
 def enrich(
@@ -121,6 +182,51 @@ def enrich(
 
 
 # -- timeline ----------------------------------------------------------------------------
+
+
+def tweet(op: str, tid: int, author: int, text: Any = "hi", ts: int = T0) -> dict[str, Any]:
+    row = {"id": tid, "user_id": author, "text": text, "ts": ts}
+    if op == "d":
+        return envelope("d", row, None, ts, "tweets")
+    return envelope(op, row if op == "u" else None, row, ts, "tweets")
+
+
+def follow(op: str, follower: int, followee: int) -> dict[str, Any]:
+    row = {"follower": follower, "followee": followee}
+    return envelope(op, row if op == "d" else None, None if op == "d" else row, T0, "follows")
+
+
+def timeline_changes(
+    rng: random.Random, t0: int, steps: int = 400
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Seeded tweets changes (posts of authors 1-7, text edits, deletes) and follows
+    changes (followers 100-109 following and unfollowing), in commit order."""
+    tweets: list[dict[str, Any]] = []
+    follows: list[dict[str, Any]] = []
+    live_tweets: dict[int, int] = {}
+    edges: set[tuple[int, int]] = set()
+    for step in range(steps):
+        ts = t0 + step * 1000
+        if rng.random() < 0.55:
+            if live_tweets and rng.random() < 0.3:
+                tid = rng.choice(sorted(live_tweets))
+                if rng.random() < 0.5:
+                    tweets.append(tweet("d", tid, live_tweets.pop(tid), ts=ts))
+                else:
+                    tweets.append(tweet("u", tid, live_tweets[tid], f"edit {step}", ts))
+            else:
+                tid, author = 1000 + step, rng.randrange(1, 8)
+                live_tweets[tid] = author
+                tweets.append(tweet("c", tid, author, rng.choice([f"t{step}", None]), ts))
+        else:
+            pair = (rng.randrange(100, 110), rng.randrange(1, 8))
+            if pair in edges:
+                edges.discard(pair)
+                follows.append(follow("d", *pair))
+            else:
+                edges.add(pair)
+                follows.append(follow("c", *pair))
+    return tweets, follows
 
 
 def timeline_view(
@@ -164,3 +270,16 @@ def fold_compacted(records: Sequence[tuple[Any, Any]]) -> dict[tuple[int, int], 
             assert (value["follower"], value["tweet_id"]) == k, (key, value)
             view[k] = value
     return view
+
+
+def repeated_records(records: Sequence[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """The records equal to the previous record of their key (in drain order, which is
+    offset order within a partition, and a key has one partition).  The timeline writes
+    a key only when its pair changed, so any is a duplicate (a batch written twice)."""
+    last: dict[Any, Any] = {}
+    repeats: list[tuple[Any, Any]] = []
+    for key, value in records:
+        if key in last and last[key] == value:
+            repeats.append((key, value))
+        last[key] = value
+    return repeats

@@ -11,33 +11,20 @@ from typing import Any
 from riverbed.pipelines.live_state import read_state
 
 from .conftest import drain, produce
-from .joins_model import MIN, arrival_order, canonical, envelope
+from .joins_model import (
+    MIN,
+    T0,
+    act,
+    arrival_order,
+    canonical,
+    cdc_records,
+    change,
+    enrich_events,
+)
 from .joins_model import enrich as enrich_model
+from .pipeline_process import committed_batches
 
-T0 = 1_700_000_000_000
 USERS = "riverbed.main.users"
-
-
-def change(op: str, uid: int, ts: int, name: Any = None, country: Any = None) -> Any:
-    row = {"id": uid, "name": name, "country": country}
-    if op == "d":
-        return envelope("d", row, None, ts)
-    return envelope(op, None if op == "c" else {"id": uid}, row, ts)
-
-
-def cdc_records(changes: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
-    """The topic records of ``changes``: key {"id": N}, a tombstone after each delete."""
-    records: list[tuple[Any, Any]] = []
-    for c in changes:
-        image = c["before"] if c["op"] == "d" else c["after"]
-        records.append(({"id": image["id"]}, c))
-        if c["op"] == "d":
-            records.append(({"id": image["id"]}, None))
-    return records
-
-
-def act(uid: Any, ts: int, action: str = "view") -> dict[str, Any]:
-    return {"user_id": uid, "action": action, "ts": ts}
 
 
 def out(a: dict[str, Any], name: Any, country: Any) -> tuple[str, dict[str, Any]]:
@@ -76,20 +63,26 @@ def test_known_answers_versions_ties_deletes_and_restart(
     expected = [out(a, name, country) for a, name, country in activities]
     assert canonical(drain(bs, "activity-enriched")) == canonical(expected)
 
-    # Restart on the same checkpoint: the table state carries over.
+    # Restart on the same checkpoint: the table state carries over.  The late boundary:
+    # the watermark is the latest activity read (T0 + 30 min + 5) - 10 min - 1 ms; an
+    # activity exactly 10 min behind it is kept, one 10 min + 1 ms behind is dropped.
     produce(bs, USERS, cdc_records([change("u", 1, T0 + 35 * MIN, "eve", "de")]))
-    later = [(act(1, T0 + 33 * MIN), "bob", "de"), (act(1, T0 + 40 * MIN), "eve", "de")]
-    produce(bs, "activity", [(str(a["user_id"]), a) for a, _, _ in later])
+    later = [
+        (act(1, T0 + 33 * MIN), "bob", "de"),
+        (act(1, T0 + 40 * MIN), "eve", "de"),
+        (act(2, T0 + 20 * MIN + 5, "10-min-late"), "cy2", None),
+    ]
+    dropped = act(2, T0 + 20 * MIN + 4, "10-min-1-ms-late")
+    produce(bs, "activity", [(str(a["user_id"]), a) for a in [dropped] + [a for a, _, _ in later]])
     run_example("enrich", bs)
     expected += [out(a, name, country) for a, name, country in later]
     assert canonical(drain(bs, "activity-enriched")) == canonical(expected)
 
     # Interactive query: the table side, as of the last committed micro-batch.
     state = {e["key"]: e for e in read_state(spark, "enrich", tmp_path / "checkpoint")}
-    assert [v["row"] for v in state["2"]["versions"]] == [
-        {"name": "cy", "country": "us"},
-        {"name": "cy2", "country": None},
-    ]
+    # user 2 saw input in the second run, with the watermark past both of its versions
+    # (same source.ts_ms): the one the later change replaced is pruned
+    assert [v["row"] for v in state["2"]["versions"]] == [{"name": "cy2", "country": None}]
     assert state["1"]["versions"][-1]["row"] == {"name": "eve", "country": "de"}
     assert state["3"]["versions"] == [] and state["3"]["pending"] == []
     assert read_state(spark, "enrich", tmp_path / "checkpoint", key="4")[0]["versions"][0][
@@ -100,20 +93,7 @@ def test_known_answers_versions_ties_deletes_and_restart(
 def test_differential_seeded_with_restart(broker: Any, run_example: Any) -> None:
     rng = random.Random(1212)
     bs = broker.bootstrap_servers
-    events: list[tuple[int, tuple[str, Any]]] = []
-    for uid in range(1, 9):
-        ts, exists = T0 + rng.randrange(30 * MIN), False
-        for _ in range(rng.randrange(1, 6)):
-            if exists and rng.random() < 0.25:
-                c, exists = change("d", uid, ts, "x", "y"), False
-            else:
-                name, country = f"n{uid}-{rng.randrange(99)}", rng.choice(["uk", "fr", None])
-                c, exists = change("u" if exists else "c", uid, ts, name, country), True
-            events.append((ts, ("c", c)))
-            ts += rng.choice([0, MIN, 7 * MIN, 20 * MIN, 45 * MIN])
-    for _ in range(250):
-        ts = T0 + rng.randrange(180 * MIN)
-        events.append((ts, ("a", act(rng.randrange(1, 11), ts, rng.choice(["view", "buy"])))))
+    events = enrich_events(rng, T0)
     arrivals = arrival_order(events, rng)
     half = len(arrivals) // 2
     changes_read: list[dict[str, Any]] = []
@@ -130,3 +110,19 @@ def test_differential_seeded_with_restart(broker: Any, run_example: Any) -> None
     actual = drain(bs, "activity-enriched")
     assert canonical(actual) == canonical(expected)
     assert sum(v["name"] is not None for _, v in actual) > 50
+
+
+def test_available_now_reads_the_whole_table_first(
+    broker: Any, run_example: Any, tmp_path: Path
+) -> None:
+    """With a rate limit an ``--available-now`` run spans several micro-batches; the users
+    changelog is not limited, so activities read in the first batch already see changes
+    produced after them (each activity: the version valid at its ts, as when running)."""
+    bs = broker.bootstrap_servers
+    users = range(1, 13)
+    produce(bs, "activity", [(str(u), act(u, T0 + MIN)) for u in users])
+    produce(bs, USERS, cdc_records([change("c", u, T0, f"n{u}", "uk") for u in users]))
+    run_example("enrich", bs, extra_source_options=(("maxOffsetsPerTrigger", "4"),))
+    assert len(committed_batches(tmp_path / "checkpoint" / "enrich")) >= 3
+    expected = [out(act(u, T0 + MIN), f"n{u}", "uk") for u in users]
+    assert canonical(drain(bs, "activity-enriched")) == canonical(expected)

@@ -11,43 +11,26 @@ whose output (exactly-once sink) equals the batch model: no record lost or doubl
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from riverbed.pipelines.examples import EXAMPLES
 from riverbed.testing.broker_process import free_port, wait_until
 
 from .conftest import drain, produce
 from .joins_model import (
     MIN,
+    T0,
     canonical,
     envelope,
     final_watermark,
     search_clicks,
     search_clicks_input,
 )
-
-CLI = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "pipeline"]
-T0 = 1_700_000_000_000
-
-
-def plain_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
-    env.pop("SPARK_LOCAL_IP", None)
-    return env
-
-
-def cli(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args], env=plain_env(), capture_output=True, text=True, timeout=timeout_s
-    )
+from .pipeline_process import cli, pipeline_run
 
 
 def test_list_unknown_name_and_unreachable_broker(tmp_path: Path) -> None:
@@ -58,9 +41,9 @@ def test_list_unknown_name_and_unreachable_broker(tmp_path: Path) -> None:
 
     unknown = cli("run", "nope", "--checkpoint", str(tmp_path / "c"), timeout_s=120)
     assert unknown.returncode == 2
+    known = ", ".join(sorted(EXAMPLES))
     assert unknown.stderr.strip().splitlines() == [
-        "riverbed: error: no example pipeline 'nope' (known: enrich, fraud, search-clicks, "
-        "sessions, timeline)"
+        f"riverbed: error: no example pipeline 'nope' (known: {known})"
     ]
 
     server = f"127.0.0.1:{free_port()}"
@@ -94,26 +77,19 @@ def test_runs_until_sigterm_and_holds_activity_until_the_watermark(
     bs = broker.bootstrap_servers
     user = {"id": 1, "name": "ann", "country": "uk"}
     produce(bs, "riverbed.main.users", [({"id": 1}, envelope("c", None, user, T0))])
-    log = (tmp_path / "run.log").open("w")
-    args = ("enrich", "--bootstrap-server", bs, "--checkpoint", str(tmp_path / "chk"))
-    proc = subprocess.Popen(
-        [*CLI, "run", *args],
-        env=plain_env(),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
+    args = ["enrich", "--bootstrap-server", bs, "--checkpoint", str(tmp_path / "chk")]
+    with pipeline_run(args, tmp_path / "run.log") as run:
         first = {"user_id": 1, "action": "a", "ts": T0 + MIN}
         later = {"user_id": 1, "action": "b", "ts": T0 + 15 * MIN}
         produce(bs, "activity", [("1", first), ("1", later)])
-        # first is emitted once the watermark (15 min - 10 min) passes it; later is held
+        # first is emitted once the watermark (15 min - 10 min - 1 ms) passes it; later is
+        # held
         expected = [("1", {**first, "name": "ann", "country": "uk"})]
         wait_until(
             lambda: canonical(drain(bs, "activity-enriched")) == canonical(expected),
             300,
             "the first activity enriched",
-            lambda: still_running(proc, tmp_path),
+            run.still_running,
         )
         # The state while the query runs: the version, and the activity still held.
         shown = cli("state", "enrich", "--checkpoint", str(tmp_path / "chk"), "--key", "1")
@@ -121,22 +97,8 @@ def test_runs_until_sigterm_and_holds_activity_until_the_watermark(
         (entry,) = [json.loads(line) for line in shown.stdout.splitlines()]
         assert [v["row"] for v in entry["versions"]] == [{"name": "ann", "country": "uk"}]
         assert entry["pending"] == [later]
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=120) == 0, (tmp_path / "run.log").read_text()[-3000:]
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+        assert run.terminate() == 0, run.log.read_text()[-3000:]
     assert canonical(drain(bs, "activity-enriched")) == canonical(expected)
-
-
-def still_running(proc: subprocess.Popen[bytes], tmp_path: Path) -> None:
-    """Between polls: fail at once if the pipeline died; otherwise wait a little."""
-    if proc.poll() is not None:
-        log = (tmp_path / "run.log").read_text()[-3000:]
-        raise AssertionError(f"pipeline exited with {proc.returncode}:\n{log}")
-    time.sleep(1)
 
 
 @pytest.mark.pipeline_cli
@@ -146,27 +108,16 @@ def test_sigkill_mid_run_then_restart_writes_each_record_once(broker: Any, tmp_p
     for topic in ("searches", "clicks"):
         produce(bs, topic, [(str(v["search_id"]), v) for t, v in arrivals if t == topic])
     expected = search_clicks(searches, clicks, final_watermark(searches, clicks))
-    args = ("search-clicks", "--bootstrap-server", bs, "--checkpoint", str(tmp_path / "chk"))
-    small = ("--source-option", "maxOffsetsPerTrigger=30")
-    log = (tmp_path / "run.log").open("w")
-    proc = subprocess.Popen(
-        [*CLI, "run", *args, *small],
-        env=plain_env(),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
+    args = ["search-clicks", "--bootstrap-server", bs, "--checkpoint", str(tmp_path / "chk")]
+    small = ["--source-option", "maxOffsetsPerTrigger=30"]
+    with pipeline_run([*args, *small], tmp_path / "run.log") as run:
         wait_until(
             lambda: len(drain(bs, "search-clicks")) >= 20,
             300,
             "some output before the kill",
-            lambda: still_running(proc, tmp_path),
+            run.still_running,
         )
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and Python workers
-        proc.wait()
-        log.close()
+        run.kill()  # the driver, its JVM and Python workers
     partial = drain(bs, "search-clicks")
     assert len(partial) >= 20
     done = cli("run", *args, *small, "--available-now")

@@ -12,13 +12,12 @@ from riverbed.pipelines.live_state import read_state
 from .conftest import drain, produce
 from .joins_model import (
     MIN,
+    T0,
     canonical,
     final_watermark,
     search_clicks,
     search_clicks_input,
 )
-
-T0 = 1_700_000_000_000
 
 
 def search(sid: Any, ts: int, user: Any = 1, query: Any = "q") -> tuple[str, dict[str, Any]]:
@@ -47,7 +46,7 @@ def test_known_answers_bounds_watermark_and_restart(
     bs = broker.bootstrap_servers
     a, b = search("A", T0, user=7, query="cats"), search(42, T0, user="u-9", query=None)
     c, d = search("C", T0 + 10 * MIN), search("D", T0 + 30 * MIN + 1)
-    e, z = search("E", T0 + 30 * MIN - 1), search("Z", T0 + 70 * MIN)
+    e, z = search("E", T0 + 30 * MIN - 2), search("Z", T0 + 70 * MIN)
     produce(bs, "searches", [a, b, c, d, e, z])
     produce(
         bs,
@@ -62,8 +61,8 @@ def test_known_answers_bounds_watermark_and_restart(
         ],
     )
     run_example("search-clicks", bs)
-    # watermark = min(max search ts, max click ts) - 10 min = T0 + 60 min: E's window
-    # ends at T0 + 60 min - 1 < watermark (emitted), D's at T0 + 60 min + 1 (not yet).
+    # watermark = min(max search ts, max click ts) - 10 min - 1 ms = T0 + 60 min - 1: E's
+    # window ends at T0 + 60 min - 2 < watermark (emitted), D's at T0 + 60 min + 1 (not yet).
     first = [
         hit(a[1], "at-start", T0),
         hit(a[1], "at-end", T0 + 30 * MIN),
@@ -79,12 +78,13 @@ def test_known_answers_bounds_watermark_and_restart(
         ("searches", [T0 + 30 * MIN + 1])
     ]
 
-    # Restart: a click 10 min - 1 ms behind the latest click still joins D; one exactly
-    # 10 min behind (ts = watermark) is late: Spark drops input rows with ts <= watermark.
-    produce(bs, "clicks", [click("D", T0 + 60 * MIN, "on-watermark")])
-    produce(bs, "clicks", [click("D", T0 + 60 * MIN + 1, "after-watermark")])
+    # Restart, the late boundary: a click exactly 10 min behind the latest click (and
+    # search) is kept and joins D; one 10 min + 1 ms behind (ts = watermark) is late:
+    # Spark drops input rows with ts <= watermark.  Both are inside D's window.
+    produce(bs, "clicks", [click("D", T0 + 60 * MIN - 1, "10-min-1-ms-late")])
+    produce(bs, "clicks", [click("D", T0 + 60 * MIN, "10-min-late")])
     run_example("search-clicks", bs)
-    second = [*first, hit(d[1], "after-watermark", T0 + 60 * MIN + 1)]
+    second = [*first, hit(d[1], "10-min-late", T0 + 60 * MIN)]
     assert canonical(drain(bs, "search-clicks")) == canonical(second)
 
 

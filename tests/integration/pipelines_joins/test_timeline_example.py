@@ -11,38 +11,23 @@ from typing import Any
 from riverbed.pipelines.live_state import read_state
 
 from .conftest import drain, produce
-from .joins_model import envelope, fold_compacted, timeline_view
+from .joins_model import (
+    T0,
+    cdc_records,
+    envelope,
+    fold_compacted,
+    follow,
+    timeline_changes,
+    timeline_view,
+    tweet,
+)
 
 TWEETS, FOLLOWS = "riverbed.main.tweets", "riverbed.main.follows"
-T0 = 1_700_000_000_000
-
-
-def tweet(op: str, tid: int, author: int, text: Any = "hi", ts: int = T0) -> dict[str, Any]:
-    row = {"id": tid, "user_id": author, "text": text, "ts": ts}
-    if op == "d":
-        return envelope("d", row, None, ts, "tweets")
-    return envelope(op, row if op == "u" else None, row, ts, "tweets")
-
-
-def follow(op: str, follower: int, followee: int) -> dict[str, Any]:
-    row = {"follower": follower, "followee": followee}
-    return envelope(op, row if op == "d" else None, None if op == "d" else row, T0, "follows")
-
-
-def records(changes: list[dict[str, Any]], key_columns: tuple[str, ...]) -> list[Any]:
-    out: list[Any] = []
-    for c in changes:
-        image = c["before"] if c["op"] == "d" else c["after"]
-        key = {k: image[k] for k in key_columns}
-        out.append((key, c))
-        if c["op"] == "d":
-            out.append((key, None))
-    return out
 
 
 def publish(bs: str, tweets: list[Any], follows: list[Any]) -> None:
-    produce(bs, TWEETS, records(tweets, ("id",)))
-    produce(bs, FOLLOWS, records(follows, ("follower", "followee")))
+    produce(bs, TWEETS, cdc_records(tweets, ("id",)))
+    produce(bs, FOLLOWS, cdc_records(follows, ("follower", "followee")))
 
 
 def value(follower: int, tid: int, author: int, text: Any, ts: int = T0) -> dict[str, Any]:
@@ -106,31 +91,7 @@ def test_known_answers_and_restart(
 def test_differential_seeded_with_restart(broker: Any, run_example: Any) -> None:
     rng = random.Random(1213)
     bs = broker.bootstrap_servers
-    tweets: list[dict[str, Any]] = []
-    follows: list[dict[str, Any]] = []
-    live_tweets: dict[int, int] = {}
-    edges: set[tuple[int, int]] = set()
-    for step in range(400):
-        ts = T0 + step * 1000
-        if rng.random() < 0.55:
-            if live_tweets and rng.random() < 0.3:
-                tid = rng.choice(sorted(live_tweets))
-                if rng.random() < 0.5:
-                    tweets.append(tweet("d", tid, live_tweets.pop(tid), ts=ts))
-                else:
-                    tweets.append(tweet("u", tid, live_tweets[tid], f"edit {step}", ts))
-            else:
-                tid, author = 1000 + step, rng.randrange(1, 8)
-                live_tweets[tid] = author
-                tweets.append(tweet("c", tid, author, rng.choice([f"t{step}", None]), ts))
-        else:
-            pair = (rng.randrange(100, 110), rng.randrange(1, 8))
-            if pair in edges:
-                edges.discard(pair)
-                follows.append(follow("d", *pair))
-            else:
-                edges.add(pair)
-                follows.append(follow("c", *pair))
+    tweets, follows = timeline_changes(rng, T0)
     cut_t, cut_f = len(tweets) // 2, len(follows) // 3
     publish(bs, tweets[:cut_t], follows[:cut_f])
     run_example("timeline", bs, extra_source_options=(("maxOffsetsPerTrigger", "150"),))
