@@ -18,6 +18,10 @@ from riverbed.testing.scenarios.records import (
     make_records,
 )
 
+# Kafka runs of these roundtrips are duplicates of test_differential.py (which diffs the same
+# clients' results on both brokers): gated, run them with -m kafka (tests/conftest.py).
+pytestmark = pytest.mark.kafka_variant
+
 COUNT = 30
 
 
