@@ -131,6 +131,9 @@ def worker_properties(
         "offset.flush.interval.ms": "1000",
         "scheduled.rebalance.max.delay.ms": "0",
         "topic.creation.enable": "true",
+        # every plugin on the class path has a ServiceLoader manifest: skip the ~5 s
+        # reflective scan of every jar
+        "plugin.discovery": "service_load",
     }
     if exactly_once:
         props["exactly.once.source.support"] = "enabled"
@@ -294,7 +297,9 @@ class ConnectWorker:
         return answer
 
     def running(self, name: str) -> bool:
-        """The connector and all its tasks (at least one) are RUNNING.  Raises
+        """The connector and all its tasks (at least one) are RUNNING on this worker (a
+        one-worker cluster: a new worker process first reads its predecessor's last
+        statuses back from the status topic).  Raises
         :class:`ConnectError` with the task's trace when a task FAILED, or when the JVM
         exited."""
         self.check_alive()
@@ -303,10 +308,17 @@ class ConnectWorker:
         for task in tasks:
             if task.get("state") == "FAILED":
                 raise ConnectError(f"task of {name} failed: {task.get('trace', '')[:3000]}")
+        # the status topic still holds a killed predecessor's RUNNING: only this worker's
+        # own reports count
+        me = f"127.0.0.1:{self.rest_port}"
+        connector = status.get("connector", {})
         return (
-            status.get("connector", {}).get("state") == "RUNNING"
+            connector.get("state") == "RUNNING"
+            and connector.get("worker_id") == me
             and bool(tasks)
-            and all(task.get("state") == "RUNNING" for task in tasks)
+            and all(
+                task.get("state") == "RUNNING" and task.get("worker_id") == me for task in tasks
+            )
         )
 
     def check_alive(self) -> None:

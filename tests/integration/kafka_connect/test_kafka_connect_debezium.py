@@ -221,6 +221,30 @@ def per_key(records: list[tuple[Any, Any]]) -> dict[str, list[Any]]:
     return dict(out)
 
 
+def without_redeliveries(records: list[tuple[Any, Any]]) -> tuple[list[tuple[Any, Any]], int]:
+    """``records`` without the events seen before under the same key (same op, LSN and
+    images: a re-delivery), nor the tombstones that follow a dropped ``d``; and how many
+    records were dropped."""
+    seen: set[str] = set()
+    kept: list[tuple[Any, Any]] = []
+    last_dropped: dict[str, bool] = {}
+    for key, value in records:
+        k = json.dumps(key, sort_keys=True)
+        if value is None:
+            if not last_dropped.get(k, False):
+                kept.append((key, value))
+            continue
+        ident = json.dumps(
+            [k, value["op"], value["source"].get("lsn"), value["before"], value["after"]],
+            sort_keys=True,
+        )
+        last_dropped[k] = ident in seen
+        if not last_dropped[k]:
+            seen.add(ident)
+            kept.append((key, value))
+    return kept, len(records) - len(kept)
+
+
 def diff_report(table: str, ours: dict[str, list[Any]], theirs: dict[str, list[Any]]) -> list[str]:
     lines = []
     for key in sorted(set(ours) | set(theirs)):
@@ -277,7 +301,9 @@ def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresCluster]:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker(tmp_path / "broker") as running:
+    # a lone worker need not wait Kafka's 3 s for more members before its first rebalance
+    config = {"group.initial.rebalance.delay.ms": "0"}
+    with EmbeddedBroker(tmp_path / "broker", config) as running:
         yield running
 
 
@@ -355,26 +381,40 @@ class Scenario:
         finally:
             consumer.close()
 
-    def wait_and_compare(self, committed: bool = False, timeout_s: float = 180) -> None:
-        """Both sides have every expected event, and the same ones per key."""
+    def wait_and_compare(
+        self, committed: bool = False, timeout_s: float = 180, redelivered: bool = False
+    ) -> int:
+        """Both sides have every expected event, and the same ones per key.  With
+        ``redelivered``, Debezium's events re-delivered after a crash (at least once: the
+        same LSN, op and images again, with its tombstone) are dropped before comparing;
+        returns how many were dropped."""
         expected = dict(self.workload.expected)
         got: dict[str, Any] = {}
+        dropped = {t: 0 for t in self.tables}
 
         def complete() -> bool:
             got["ours"], got["theirs"] = self.topics(committed)
+            if redelivered:
+                for t in self.tables:
+                    got["theirs"][t], dropped[t] = without_redeliveries(got["theirs"][t])
             return all(
                 len(side[t]) >= expected[t]
                 for side in (got["ours"], got["theirs"])
                 for t in self.tables
             )
 
-        wait_until(complete, timeout_s, f"both connectors' events {expected}")
+        try:
+            wait_until(complete, timeout_s, f"both connectors' events {expected}")
+        except AssertionError as exc:
+            counts = {side: {t: len(v) for t, v in got[side].items()} for side in got}
+            raise AssertionError(f"{exc}; got {counts}") from None
         problems = []
         for t in self.tables:
             assert len(got["ours"][t]) == expected[t], (t, len(got["ours"][t]), expected[t])
             assert len(got["theirs"][t]) == expected[t], (t, len(got["theirs"][t]), expected[t])
             problems += diff_report(t, per_key(got["ours"][t]), per_key(got["theirs"][t]))
         assert not problems, "\n".join(problems[:10])
+        return sum(dropped.values())
 
     def close(self) -> None:
         import psycopg2
@@ -445,34 +485,77 @@ def test_connect_snapshot_stream_restart(
         scenario.close()
 
 
+def snapshot_offset_committed(bootstrap: str, group: str) -> bool:
+    """Connect committed a source offset of the connector (in ``<group>-offsets``, 25
+    partitions) past the end of Debezium's initial snapshot.  A worker killed before that
+    leaves ``snapshot_completed=false`` behind and the next one snapshots again."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": uuid.uuid4().hex,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        topic = f"{group}-offsets"
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(25)
+        }
+        filled = [p for p, end in ends.items() if end > 0]
+        if not filled:
+            return False
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in filled])
+        latest: Any = None
+        deadline = time.monotonic() + 30
+        while any(
+            consumer.position([TopicPartition(topic, p)])[0].offset < ends[p] for p in filled
+        ):
+            msg = consumer.poll(0.5)
+            if (
+                msg is not None
+                and msg.error() is None
+                and msg.key() is not None
+                and msg.value() is not None
+                and json.loads(msg.key())[0] == CONNECTOR
+            ):
+                latest = json.loads(msg.value())
+            if time.monotonic() > deadline:
+                return False
+        return latest is not None and latest.get("snapshot_completed", True) is True
+    finally:
+        consumer.close()
+
+
 def _kill_during_workload(
-    scenario: Scenario, worker: ConnectWorker, rng: random.Random, workdir: Path
+    scenario: Scenario,
+    worker: ConnectWorker,
+    rng: random.Random,
+    workdir: Path,
+    exactly_once: bool = True,
 ) -> ConnectWorker:
-    """Run 60 transactions on a thread, SIGKILL ``worker`` once Debezium captured a random
-    part of them, start a new exactly-once worker; returns it once the connector runs."""
-    done = threading.Event()
-
-    def run_workload() -> None:
-        scenario.workload.run(scenario.conn, 60)
-        done.set()
-
-    writer = threading.Thread(target=run_workload)
+    """Run 60 transactions on a thread, SIGKILL ``worker`` once Debezium sent 5-40 more
+    records, start a new worker; returns it once the connector runs on it."""
+    writer = threading.Thread(target=scenario.workload.run, args=(scenario.conn, 60))
     writer.start()
+    # the worker streams (this round's changes and any backlog) when it is killed
     target = scenario.debezium_high() + rng.randrange(5, 40)
     wait_until(
-        lambda: done.is_set() or scenario.debezium_high() >= target,
-        120,
-        "Debezium to capture part of the workload",
+        lambda: scenario.debezium_high() >= target, 120, "Debezium to capture part of the workload"
     )
     worker.kill()
     writer.join(120)
-    fresh = ConnectWorker(scenario.broker.bootstrap_servers, workdir, exactly_once=True)
+    fresh = ConnectWorker(scenario.broker.bootstrap_servers, workdir, exactly_once=exactly_once)
     fresh.start()
     wait_until(lambda: fresh.running(CONNECTOR), 120, f"{CONNECTOR} RUNNING")
     return fresh
 
 
 @pytest.mark.kafka_connect
+@pytest.mark.timeout(600)
 def test_connect_exactly_once_with_worker_sigkills(
     pg: PostgresCluster, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
@@ -490,9 +573,53 @@ def test_connect_exactly_once_with_worker_sigkills(
             worker.create_connector(CONNECTOR, scenario.connector_config())
             wait_until(lambda: worker.running(CONNECTOR), 120, f"{CONNECTOR} RUNNING")
             scenario.wait_and_compare(committed=True)  # both snapshots
+            # killed before then, Debezium would snapshot again (its documented behaviour)
+            wait_until(
+                lambda: snapshot_offset_committed(broker.bootstrap_servers, worker.group_id),
+                60,
+                "an offset commit past the snapshot",
+            )
             for round_ in range(1, 4):
                 worker = _kill_during_workload(scenario, worker, rng, tmp_path / f"w{round_}")
-            scenario.wait_and_compare(committed=True, timeout_s=300)
+            scenario.wait_and_compare(committed=True, timeout_s=200)
+        finally:
+            worker.stop()
+        scenario.rb.assert_alive()
+    finally:
+        scenario.close()
+
+
+@pytest.mark.kafka_connect
+@pytest.mark.timeout(600)
+def test_connect_at_least_once_with_worker_sigkills(
+    pg: PostgresCluster, broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """Connect's default (at least once): the worker SIGKILLed three times during a
+    continuous workload.  Nothing is lost; what Debezium sends twice are re-deliveries of
+    changes after the last offsets the killed worker committed (same LSN and images), and
+    without them its topics equal ``riverbed cdc``'s."""
+    scenario = Scenario(pg, broker, tmp_path)
+    rng = random.Random(4)
+    try:
+        scenario.rb.start()
+        worker = ConnectWorker(broker.bootstrap_servers, tmp_path / "connect-0")
+        worker.start()
+        try:
+            worker.create_connector(CONNECTOR, scenario.connector_config())
+            wait_until(lambda: worker.running(CONNECTOR), 120, f"{CONNECTOR} RUNNING")
+            scenario.wait_and_compare()
+            # killed before then, Debezium would snapshot again (its documented behaviour)
+            wait_until(
+                lambda: snapshot_offset_committed(broker.bootstrap_servers, worker.group_id),
+                60,
+                "an offset commit past the snapshot",
+            )
+            for round_ in range(1, 4):
+                worker = _kill_during_workload(
+                    scenario, worker, rng, tmp_path / f"w{round_}", exactly_once=False
+                )
+            duplicates = scenario.wait_and_compare(timeout_s=200, redelivered=True)
+            print(f"re-delivered after 3 SIGKILLs: {duplicates} records")
         finally:
             worker.stop()
         scenario.rb.assert_alive()
