@@ -20,8 +20,9 @@ the partition's *last stable offset* (LSO), not its high watermark, so a micro-b
 plans past an open transaction and its tasks never wait on records they may not read.
 
 A leader that dies (a Kafka cluster losing a broker): librdkafka keeps a ListOffsets for
-it queued past its timeout while it reconnects (confluentinc/librdkafka#1869), so each
-attempt waits at most :data:`LIST_OFFSETS_ATTEMPT_S`; a stalled attempt, or one answered
+it queued past its timeout while it reconnects (confluentinc/librdkafka#1869), and a
+Metadata request can wait on the dead broker likewise, so each attempt waits at most
+:data:`ATTEMPT_S`; a stalled attempt, or one answered
 with a retriable error or without an offset (``OFFSET_INVALID``, seen just after a
 leader died), is retried with a fresh client (fresh metadata: the new leader)
 until ``kafkaConsumer.pollTimeoutMs`` has passed, then :class:`ConfigError`.
@@ -42,8 +43,9 @@ from riverbed.errors import ConfigError, UnknownTopicOrPartitionError
 from riverbed.protocol.topic_partition import TopicPartition
 from riverbed.spark.offsets import PartitionOffsets
 
-LIST_OFFSETS_ATTEMPT_S = 10.0
-"""Longest one ListOffsets attempt waits before its client is replaced and it is retried."""
+ATTEMPT_S = 10.0
+"""Longest one ListOffsets or Metadata attempt waits before its client is replaced and it
+is retried."""
 
 REACHABILITY_TIMEOUT_S = 10.0
 """Longest the ``load()`` probe waits for a cluster that neither answers nor refuses."""
@@ -67,15 +69,22 @@ class OffsetLookup:
             raise ConfigError(f"invalid kafka.* option: {exc}") from None
 
     def partition_counts(self) -> dict[str, int]:
-        """Every topic's current partition count (one Metadata request)."""
-        self._admin.poll(0)  # serve queued error_cb events so they cannot pile up
-        try:
-            metadata = self._admin.list_topics(timeout=self._timeout_s)
-        except KafkaException as exc:
-            raise ConfigError(
-                f"cannot reach kafka.bootstrap.servers={self._servers!r} within "
-                f"{self._timeout_s:g} s: {exc.args[0] if exc.args else exc}"
-            ) from None
+        """Every topic's current partition count (a Metadata request; retried with a
+        fresh client when an attempt times out, as :meth:`_list_offsets`)."""
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            self._admin.poll(0)  # serve queued error_cb events so they cannot pile up
+            attempt_s = max(0.5, min(ATTEMPT_S, deadline - time.monotonic()))
+            try:
+                metadata = self._admin.list_topics(timeout=attempt_s)
+                break
+            except KafkaException as exc:
+                if time.monotonic() >= deadline:
+                    raise ConfigError(
+                        f"cannot reach kafka.bootstrap.servers={self._servers!r} within "
+                        f"{self._timeout_s:g} s: {exc.args[0] if exc.args else exc}"
+                    ) from None
+            self._admin = AdminClient(self._config)
         return {
             name: len(topic.partitions)
             for name, topic in metadata.topics.items()
@@ -140,7 +149,7 @@ class OffsetLookup:
         request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp, spec in specs.items()}
         deadline = time.monotonic() + self._timeout_s
         while True:
-            attempt_s = max(0.5, min(LIST_OFFSETS_ATTEMPT_S, deadline - time.monotonic()))
+            attempt_s = max(0.5, min(ATTEMPT_S, deadline - time.monotonic()))
             futures = self._admin.list_offsets(
                 request, isolation_level=self._isolation, request_timeout=attempt_s
             )

@@ -32,6 +32,15 @@ def _fake_admin(behaviours: list[str]) -> tuple[type, list[Any]]:
             self.behaviour = behaviours[min(len(created), len(behaviours) - 1)]
             created.append(self)
 
+        def poll(self, timeout: float) -> int:
+            return 0
+
+        def list_topics(self, timeout: float) -> Any:
+            if self.behaviour != "ok":
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata"))
+            topic = type("T", (), {"partitions": {0: None, 1: None}, "error": None})()
+            return type("M", (), {"topics": {"t": topic}})()
+
         def list_offsets(self, request: dict[Any, Any], **kwargs: Any) -> dict[Any, Future[Any]]:
             out: dict[Any, Future[Any]] = {}
             for ktp in request:
@@ -55,7 +64,7 @@ def test_a_stalled_retriable_or_offsetless_attempt_is_retried_with_a_fresh_clien
 ) -> None:
     admin, created = _fake_admin([first, "ok"])
     monkeypatch.setattr(offset_lookup, "AdminClient", admin)
-    monkeypatch.setattr(offset_lookup, "LIST_OFFSETS_ATTEMPT_S", 0.2)
+    monkeypatch.setattr(offset_lookup, "ATTEMPT_S", 0.2)
     lookup = offset_lookup.OffsetLookup({"bootstrap.servers": "k1:9092"}, timeout_ms=30_000)
     tp = TopicPartition("t", 0)
     assert lookup.latest([tp]) == {tp: 42}
@@ -65,8 +74,18 @@ def test_a_stalled_retriable_or_offsetless_attempt_is_retried_with_a_fresh_clien
 def test_gives_up_after_the_poll_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     admin, created = _fake_admin(["stall"])
     monkeypatch.setattr(offset_lookup, "AdminClient", admin)
-    monkeypatch.setattr(offset_lookup, "LIST_OFFSETS_ATTEMPT_S", 0.2)
+    monkeypatch.setattr(offset_lookup, "ATTEMPT_S", 0.2)
     lookup = offset_lookup.OffsetLookup({"bootstrap.servers": "k1:9092"}, timeout_ms=1_000)
     with pytest.raises(ConfigError, match=r"ListOffsets for t-0 failed .* for 1 s: no answer"):
         lookup.earliest([TopicPartition("t", 0)])
     assert len(created) >= 2
+
+
+def test_a_metadata_request_that_times_out_is_retried_with_a_fresh_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    admin, created = _fake_admin(["stall", "ok"])
+    monkeypatch.setattr(offset_lookup, "AdminClient", admin)
+    lookup = offset_lookup.OffsetLookup({"bootstrap.servers": "k1:9092"}, timeout_ms=30_000)
+    assert lookup.partition_counts() == {"t": 2}
+    assert len(created) == 2
