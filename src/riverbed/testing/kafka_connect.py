@@ -25,14 +25,19 @@ JsonConverter for keys and values with ``schemas.enable=false`` (the format of
 ``exactly_once=True`` adds ``exactly.once.source.support=enabled``: source records and their
 offsets are then written in one Kafka transaction per batch.
 
-The REST API is reached with :mod:`urllib` (:meth:`ConnectWorker.rest`).  Readiness is a
-condition: ``GET /`` answers (the worker joined its group and read its config topic).
+The REST API is reached with :mod:`urllib` (:meth:`ConnectWorker.rest`).  :meth:`start`
+returns once ``GET /`` answers; the worker may still be joining its group then, so
+:meth:`ConnectWorker.create_connector` retries while Connect answers 409, and
+:meth:`ConnectWorker.running` is the condition to wait on (statuses reported by this very
+worker: the status topic replays a killed predecessor's).  Other settings:
+``plugin.discovery=service_load`` (every plugin on the class path has a ServiceLoader
+manifest; skips a ~5 s reflective scan).
 
 Thread-safety and crash behaviour: one thread drives a worker.  :meth:`ConnectWorker.stop`
 sends SIGTERM (Connect stops its tasks, commits offsets and leaves the group) and SIGKILLs
 the JVM's process group after a deadline; :meth:`ConnectWorker.kill` SIGKILLs at once; an
 ``atexit`` hook kills a worker left running when the interpreter exits.  A test killed hard
-leaves the JVM behind: its pid is in ``stdout``'s first line.
+leaves the JVM behind: its pid is on a ``--- java pid N`` line of ``stdout``.
 """
 
 from __future__ import annotations
