@@ -11,6 +11,9 @@ for each allowlisted failure, run alone so that one hanging cannot stall the res
   500000 (the documented full run, docs/compatibility.md);
 * ``RIVERBED_FRANZ_GO_RUN`` — a ``-test.run`` regexp to run a subset.
 
+``pytest -m client_suites tests/compat/test_franz_go_suite.py`` runs the full form too
+(``test_franz_go_kgo_suite_default_records``: 500000 records, many minutes).
+
 A test failing or skipping that ``franz_go_allowlist.toml`` does not list, or passing while
 listed, fails this test.  Skips cleanly when ``go`` is missing or the proxy is unreachable.
 """
@@ -48,8 +51,8 @@ def _anchored(tests: list[str]) -> str | None:
     return f"^({'|'.join(tests)})$" if tests else None
 
 
-def _suite_timeout_s() -> float:
-    return 600.0 if _records() == CI_RECORDS else 3600.0
+def _suite_timeout_s(records: int | None = None) -> float:
+    return 600.0 if (records or _records()) == CI_RECORDS else 3600.0
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +84,21 @@ def test_allowlist_is_well_formed() -> None:
 def test_franz_go_kgo_suite(
     kgo_binary: Path, franz_go_broker: FranzGoBroker, tmp_path: Path
 ) -> None:
+    _run_kgo(kgo_binary, franz_go_broker, tmp_path, _records())
+
+
+@pytest.mark.client_suites
+@pytest.mark.timeout(3600 + 300)
+def test_franz_go_kgo_suite_default_records(
+    kgo_binary: Path, franz_go_broker: FranzGoBroker, tmp_path: Path
+) -> None:
+    """The documented full run: franz-go's own 500000 records per ETL test."""
+    _run_kgo(kgo_binary, franz_go_broker, tmp_path, None)
+
+
+def _run_kgo(
+    kgo_binary: Path, franz_go_broker: FranzGoBroker, tmp_path: Path, records: int | None
+) -> None:
     run = os.environ.get("RIVERBED_FRANZ_GO_RUN") or None
     allowlist = load_allowlist(ALLOWLIST)
     # Expected failures run one by one with a short timeout (some hang until it, e.g. a
@@ -90,10 +108,10 @@ def test_franz_go_kgo_suite(
         kgo_binary,
         franz_go_broker,
         tmp_path / "kgo.test2json",
-        records=_records(),
+        records=records,
         run=run,
         skip=_anchored(failing),
-        timeout_s=_suite_timeout_s(),
+        timeout_s=_suite_timeout_s(records) if records else 3600.0,
     )
     missing = sorted(set(list_tests(kgo_binary, run)) - set(result.outcomes) - set(failing))
     assert not missing, (
@@ -105,9 +123,9 @@ def test_franz_go_kgo_suite(
             kgo_binary,
             franz_go_broker,
             tmp_path / f"{test}.test2json",
-            records=_records(),
+            records=records,
             run=_anchored([test]),
-            timeout_s=90 if _records() == CI_RECORDS else _suite_timeout_s(),
+            timeout_s=90 if records == CI_RECORDS else 3600.0,
         )
         result.outcomes[test] = alone.outcomes.get(test, "fail")  # no outcome: timed out
         result.tails[test] = alone.tails.get(test, deque())

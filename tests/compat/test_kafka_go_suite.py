@@ -51,14 +51,17 @@ CI_RUN = (
     "^(TestClient(CreateTopics|DeleteTopics|CreatePartitions|Metadata|ApiVersions|Produce"
     "|ProduceCompressed|Fetch|FetchCompressed|ListOffsets|FindCoordinator|JoinGroup"
     "|OffsetCommit|DeleteOffset|DescribeGroups|ListGroups|DescribeConfigs"
-    "|IncrementalAlterConfigs|CreateACLs|DescribeACLs|DeleteACLs|AlterClientQuotas)"
+    "|IncrementalAlterConfigs|CreateACLs|DescribeACLs|DeleteACLs|AlterClientQuotas"
+    "|ListPartitionReassignments)"
     "|TestAlterUserScramCredentials|TestDescribeUserScramCredentials"
     "|TestUnsupportedSASLMechanism|TestConsumerGroup|TestCloseLeavesGroup"
-    "|TestReader|TestWriter|TestReaderOnNonZeroPartition|TestConn"
-    "|TestReaderConsumerGroup|TestReaderReadCompactedMessage)$"
+    "|TestReader|TestWriter|TestReaderOnNonZeroPartition|TestConn)$"
 )
-"""The default suite's subset: one or two tests per area the suite covers, plus the
-allowlisted failures that fall in it (each runs alone; they prove the allowlist current)."""
+"""The default suite's subset: one or two tests per area the suite covers, plus two
+quick allowlisted failures (run alone; they keep the allowlist current).  The two that
+hold the 60 s alone-limit (``TestReaderConsumerGroup``, ``TestReaderReadCompactedMessage``)
+are left to the full runs.  About 2 minutes with a loaded 2-core machine (load 18), the
+main run 83 s of it."""
 
 
 def _anchored(tests: list[str]) -> str | None:
