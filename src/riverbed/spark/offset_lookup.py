@@ -196,6 +196,11 @@ _RETRIED_CODES = (
     KafkaError._TRANSPORT,
     KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.REPLICA_NOT_AVAILABLE,
+    KafkaError.OFFSET_NOT_AVAILABLE,
+    # a leader just elected, or a client's stale view of it: seen after a broker kill
+    KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError.FENCED_LEADER_EPOCH,
 )
 
 

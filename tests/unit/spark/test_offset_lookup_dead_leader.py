@@ -52,13 +52,16 @@ def _fake_admin(behaviours: list[str]) -> tuple[type, list[Any]]:
                 elif self.behaviour == "retriable":
                     error = KafkaError(KafkaError.LEADER_NOT_AVAILABLE, "no leader", retriable=True)
                     future.set_exception(KafkaException(error))
+                elif self.behaviour == "epoch":  # not flagged retriable by librdkafka
+                    error = KafkaError(KafkaError.UNKNOWN_LEADER_EPOCH, "epoch is newer")
+                    future.set_exception(KafkaException(error))
                 out[ktp] = future
             return out
 
     return FakeAdmin, created
 
 
-@pytest.mark.parametrize("first", ["stall", "retriable", "invalid"])
+@pytest.mark.parametrize("first", ["stall", "retriable", "epoch", "invalid"])
 def test_a_stalled_retriable_or_offsetless_attempt_is_retried_with_a_fresh_client(
     monkeypatch: pytest.MonkeyPatch, first: str
 ) -> None:
