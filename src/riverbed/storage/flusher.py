@@ -162,10 +162,13 @@ class GroupCommitFlusher:
         """Start a helper's flush of every log of ``batch`` (marked in flight)."""
         pool = self._pool
         for target in batch:
-            if pool is None:
-                self._flush_owned(target)
-            else:
-                pool.submit(self._flush_owned, target)
+            try:
+                if pool is not None:
+                    pool.submit(self._flush_owned, target)
+                    continue
+            except RuntimeError:  # interpreter shutdown: no new helper threads
+                pass
+            self._flush_owned(target)
 
     def _flush_owned(self, target: Flushable) -> None:
         """Flush ``target`` (in flight), then let a request that came meanwhile go."""
