@@ -442,6 +442,18 @@ class Scenario:
         admin.close()
 
 
+# The envelope fields only Debezium sends (docs/cdc.md, Kafka Connect): the rest of the
+# envelope and of ``source`` has the same field names on both sides.
+DEBEZIUM_ONLY_FIELDS = {"transaction", "ts_us", "ts_ns"}
+DEBEZIUM_ONLY_SOURCE_FIELDS = {"ts_us", "ts_ns", "origin", "origin_lsn"}
+
+
+def _envelope_fields(records: list[tuple[Any, Any]]) -> tuple[set[str], set[str]]:
+    """The field names of the first non-tombstone value and of its ``source``."""
+    value = next(v for _k, v in records if v is not None)
+    return set(value), set(value["source"])
+
+
 def _topic_configs(bootstrap: str, topics: list[str]) -> dict[str, str]:
     from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -466,6 +478,16 @@ def test_connect_snapshot_stream_restart(
             worker.create_connector(CONNECTOR, scenario.connector_config())
             wait_until(lambda: worker.running(CONNECTOR), 120, f"{CONNECTOR} RUNNING")
             scenario.wait_and_compare()  # both snapshots, before anything changes
+            ours, theirs = scenario.topics(committed=False)
+            (our_top, our_source), (dbz_top, dbz_source) = (
+                _envelope_fields(ours["items"]),
+                _envelope_fields(theirs["items"]),
+            )
+            assert (dbz_top - our_top, our_top - dbz_top) == (DEBEZIUM_ONLY_FIELDS, set())
+            assert (dbz_source - our_source, our_source - dbz_source) == (
+                DEBEZIUM_ONLY_SOURCE_FIELDS,
+                set(),
+            )
             group = worker.group_id
             internal = [f"{group}-configs", f"{group}-offsets", f"{group}-status"]
             assert _topic_configs(broker.bootstrap_servers, internal) == dict.fromkeys(
