@@ -15,6 +15,7 @@ import time
 import uuid
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -72,6 +73,9 @@ def test_a_pattern_re2_lacks_is_an_invalid_regular_expression(server: Any) -> No
     assert "(?=orders)o.*" in response.error_message
 
 
+# Its Kafka run takes ~16 s on a loaded 2-core box (Riverbed's ~6 s): gated
+# (tests/conftest.py); the invalid-regex check above keeps a Kafka run by default.
+@pytest.mark.kafka_variant
 def test_a_topic_created_after_subscribing_is_consumed(server: Any) -> None:
     bootstrap = server.bootstrap_servers
     prefix = f"rx-{uuid.uuid4().hex[:8]}"
