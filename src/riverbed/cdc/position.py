@@ -55,6 +55,31 @@ class OffsetStore:
         """Create the offsets topic (one partition, compacted) when missing."""
         sink.ensure_topics([self.topic])
 
+    def _high_watermark(self, consumer: Any, tp: Any) -> int:
+        """``tp``'s high watermark; while its leader is not known yet (a topic just created
+        on a multi-broker cluster, whose other brokers learn of it later) or moves, asked
+        again until the timeout, then :class:`CdcError`."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            try:
+                return int(consumer.get_watermark_offsets(tp, timeout=self._timeout_s)[1])
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                retry = isinstance(error, KafkaError) and (
+                    error.retriable()
+                    or error.code()
+                    in (
+                        KafkaError.NOT_LEADER_FOR_PARTITION,
+                        KafkaError.LEADER_NOT_AVAILABLE,
+                        KafkaError.UNKNOWN_TOPIC_OR_PART,
+                    )
+                )
+                if not retry or time.monotonic() > deadline:
+                    raise CdcError(f"cannot read {self.topic!r}: {error or exc}") from None
+            time.sleep(0.2)
+
     def load(self, key: bytes) -> dict[str, Any] | None:
         """The latest offset stored under ``key`` (``None``: never stored, or a tombstone).
 
@@ -81,9 +106,7 @@ class OffsetStore:
                 return None
             ends: dict[int, int] = {}
             for partition in topic_meta.partitions:
-                _low, high = consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, partition), timeout=self._timeout_s
-                )
+                high = self._high_watermark(consumer, TopicPartition(self.topic, partition))
                 if high > 0:
                     ends[partition] = high
             if not ends:
