@@ -294,8 +294,8 @@ class _Chapter:
 
         spark_options = spark_log_options()
         spark_options["spark.sql.streaming.pollingDelay"] = "1s"
-        # A Python worker (the riverbed source's planner) that starts slowly on a loaded
-        # 2-core machine must not fail the query: Spark waits this long for it to connect.
+        # A Python worker that starts slowly on a loaded 2-core machine: more time for its
+        # authentication handshake (its connecting back is retried by _start_query).
         spark_options["spark.python.authenticate.socketTimeout"] = "120s"
         with stdout_to(log):  # the JVM and its Python workers inherit descriptor 1
             spark = local_spark("riverbed-chapter", spark_options)
@@ -308,27 +308,39 @@ class _Chapter:
             database=data_dir / "analytics.sqlite",
             checkpoint=data_dir / "checkpoint" / "windows",
         )
-        windows, writer = start_pageviews_query(
-            spark, windows_config, processing_time="2 seconds", query_name="windows"
-        )
         example = ExampleOptions(bootstrap_server=bootstrap, checkpoint=data_dir / "checkpoint")
-        queries = {"windows": windows}
-        # enrich emits each activity in the batch that reads it (its emit-on-arrival mode,
-        # which `riverbed pipeline run enrich` uses with --available-now): the generator
-        # stamps activities after the changes valid at them are in their topic.
-        joined = enrich.enrich(
-            read_topics(spark, example, [enrich.ACTIVITY]),
-            read_topics(spark, example, [enrich.users_topic(example)]),
-            emit_on_arrival=True,
-        )
-        _initialized(windows, "windows")
-        queries["enrich"] = write_topic(joined, example, enrich.OUTPUT, enrich.QUERY_NAME)
-        _initialized(queries["enrich"], "enrich")
-        for name, module in (("sessions", sessions), ("fraud", fraud)):
-            (queries[name],) = module.start(spark, example)
-            _initialized(queries[name], name)
-        for name, query in queries.items():
-            self.cleanups.append((f"query {name}", _stopper(query)))
+        writers = _Writers()
+
+        def start_windows() -> Any:
+            query, windows_writer = start_pageviews_query(
+                spark, windows_config, processing_time="2 seconds", query_name="windows"
+            )
+            writers.append(windows_writer)
+            return query
+
+        def start_enrich() -> Any:
+            # enrich emits each activity in the batch that reads it (its emit-on-arrival
+            # mode, which `riverbed pipeline run enrich` uses with --available-now): the
+            # generator stamps activities after the changes valid at them are in their topic.
+            joined = enrich.enrich(
+                read_topics(spark, example, [enrich.ACTIVITY]),
+                read_topics(spark, example, [enrich.users_topic(example)]),
+                emit_on_arrival=True,
+            )
+            return write_topic(joined, example, enrich.OUTPUT, enrich.QUERY_NAME)
+
+        starters: dict[str, Callable[[], Any]] = {
+            "windows": start_windows,
+            "enrich": start_enrich,
+            "sessions": lambda: sessions.start(spark, example)[0],
+            "fraud": lambda: fraud.start(spark, example)[0],
+        }
+        queries: dict[str, Any] = {}
+        for name, starter in starters.items():
+            queries[name] = _start_query(starter, name)
+            self.cleanups.append((f"query {name}", _stopper(queries[name])))
+        writer = writers
+        restarts: Counter[str] = Counter()
         query_names = {str(q.id): name for name, q in queries.items()}
         self.say(
             "pipelines  windows  pageviews -> pageviews-per-user-hour (1 h windows)\n"
@@ -380,10 +392,20 @@ class _Chapter:
         streaming_started = time.monotonic()
 
         def check() -> None:
-            for name, query in queries.items():
+            for name, query in list(queries.items()):
                 error = query.exception()
-                if error is not None:
-                    raise RiverbedError(f"the {name} query failed: {_first_line(str(error))}")
+                if error is None:
+                    continue
+                if "connect back" in str(error) and restarts[name] < 3:
+                    # a Python worker slow to start (see _start_query): the checkpoint
+                    # makes a restart safe (exactly-once sink, batch-keyed windows store)
+                    restarts[name] += 1
+                    logger.warning("the %s query failed (%s); restarting it", name, error)
+                    queries[name] = _start_query(starters[name], name)
+                    query_names[str(queries[name].id)] = name
+                    self.cleanups.append((f"query {name}", _stopper(queries[name])))
+                    continue
+                raise RiverbedError(f"the {name} query failed: {_first_line(str(error))}")
             for thread_error in (mutator.error, *cdc_errors, views_thread.error):
                 if thread_error is not None:
                     raise RiverbedError(f"{_first_line(str(thread_error))}")
@@ -547,12 +569,52 @@ class _Chapter:
         self.say(f"data dir:    {self.data_dir} (log: {log_path(self.data_dir)})")
 
 
+class _Writers(list[Any]):
+    """The windows query's ``foreachBatch`` writers, one per start of the query (a restart
+    makes a new one): their counters summed, the store shared."""
+
+    @property
+    def rows_in(self) -> int:
+        return sum(int(w.rows_in) for w in self)
+
+    @property
+    def batches(self) -> int:
+        return sum(int(w.batches) for w in self)
+
+    @property
+    def late(self) -> int:
+        return sum(int(w.late) for w in self)
+
+    @property
+    def store(self) -> Any:
+        return self[-1].store
+
+
 def _stopper(query: Any) -> Callable[[], None]:
     def stop() -> None:
         if query.isActive:
             query.stop()
 
     return stop
+
+
+def _start_query(start: Callable[[], Any], name: str, attempts: int = 3) -> Any:
+    """Start a query with ``start`` and wait until it has planned its sources; start it
+    again (same checkpoint, nothing processed yet) when it failed because a Python worker
+    did not connect back in time -- Spark waits 10 s for one, not configurable, and a
+    loaded 2-core machine can take longer to start one."""
+    for attempt in range(1, attempts + 1):
+        query = start()
+        try:
+            _initialized(query, name)
+            return query
+        except RiverbedError as exc:
+            if "connect back" not in str(exc) or attempt == attempts:
+                raise
+            logger.warning("the %s query failed to start (%s); starting it again", name, exc)
+            with contextlib.suppress(Exception):
+                query.stop()
+    raise AssertionError("unreachable")
 
 
 def _initialized(query: Any, name: str, timeout_s: float = 180.0) -> None:

@@ -85,13 +85,14 @@ class Demo:
 
     def finish(self, timeout_s: float) -> tuple[int, str, str]:
         try:
-            _, stderr = self.proc.communicate(timeout=timeout_s)
+            self.proc.wait(timeout=timeout_s)  # stdout is the reader thread's
         finally:
             if self.proc.poll() is None:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         self._reader.join(30)
         self._scraper.join(60)
-        return self.proc.returncode, self.output(), stderr
+        assert self.proc.stderr is not None
+        return self.proc.returncode, self.output(), self.proc.stderr.read()
 
     def output(self) -> str:
         return "".join(self.lines)
