@@ -32,14 +32,9 @@ from pathlib import Path
 
 import pytest
 
+from riverbed.testing import kafka_go
 from riverbed.testing.franz_go import AllowlistEntry, GoUnavailable, compare, load_allowlist
-from riverbed.testing.kafka_go import (
-    ensure_test_binary,
-    isolation_unavailable,
-    list_tests,
-    ports_busy,
-    run_isolated,
-)
+from riverbed.testing.kafka_go import ensure_test_binary, list_tests, run_isolated
 
 ALLOWLISTS = {
     "riverbed": Path(__file__).with_name("kafka_go_allowlist.toml"),
@@ -78,10 +73,10 @@ def kafka_go_binary() -> Path:
 
 def _isolate() -> bool:
     """Namespace if possible; else the host's ports if free; else skip saying why."""
-    why = isolation_unavailable()
+    why = kafka_go.isolation_unavailable()
     if why is None:
         return True
-    busy = ports_busy()
+    busy = kafka_go.ports_busy()
     if busy:
         pytest.skip(f"no network namespace ({why}) and 127.0.0.1:{busy} taken on the host")
     print(f"no network namespace ({why}): using the host's 9092/9093")
@@ -150,6 +145,24 @@ def test_kafka_go_allowlist_is_well_formed(target: str) -> None:
     assert entries, "the allowlist is empty: delete it and this check"
     for entry in entries.values():
         assert entry.test.startswith("Test") and entry.reason and entry.issue > 0
+
+
+def test_without_a_namespace_host_ports_or_a_skip_naming_both(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kafka_go, "isolation_unavailable", lambda: "unshare --net refused")
+    monkeypatch.setattr(kafka_go, "ports_busy", lambda: [])
+    assert _isolate() is False
+    monkeypatch.setattr(kafka_go, "ports_busy", lambda: [9092])
+    with pytest.raises(pytest.skip.Exception, match=r"unshare --net refused.*\[9092\] taken"):
+        _isolate()
+    monkeypatch.setattr(kafka_go, "isolation_unavailable", lambda: None)
+    assert _isolate() is True
+
+
+def test_namespace_check_says_why_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert kafka_go.isolation_unavailable() == "unshare (util-linux) not on PATH"
 
 
 @pytest.mark.slow
