@@ -3,7 +3,9 @@
 Figures printed (one line each, plus the machine's load average):
 
 * **fresh start**: a new data dir, ``riverbed broker`` as a child process; wall time from
-  ``Popen`` until a Metadata request is answered (confluent-kafka ``list_topics``), and
+  ``Popen`` until a Metadata request is answered (confluent-kafka ``list_topics``), the
+  median of ``--repeat`` (default 5) starts, with the broker's CPU seconds (user + system,
+  ``/proc/PID/stat``) at that moment, which a loaded box inflates less than wall time, and
   the ``fsync``/``fdatasync`` calls it made until then (a second start under
   ``strace -f -c``, killed with SIGKILL once ready, so the stop's fsyncs do not count).
   ``--load`` repeats it while ``dd oflag=direct`` writes in parallel on the same disk.
@@ -14,7 +16,8 @@ Figures printed (one line each, plus the machine's load average):
 * **Apache Kafka**: the reference broker's start (:mod:`riverbed.testing.kafka_reference`)
   to its first served request, when its jars are available (else ``n/a``).
 
-Run: ``.venv/bin/python bench/bench_startup.py [--gb 1] [--load] [--no-kafka]``.  Uses a
+Run: ``.venv/bin/python bench/bench_startup.py [--gb 1] [--repeat 5] [--load] [--no-kafka]``.
+Uses a
 temporary directory under ``--dir`` (default ``/tmp``) and removes it.  No assertions.
 """
 
@@ -26,6 +29,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,6 +81,13 @@ def start(
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
     wait_metadata(f"127.0.0.1:{port}", proc, 300)
     return proc, time.perf_counter() - began
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (``/proc/PID/stat`` fields 14, 15)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
@@ -166,6 +177,7 @@ def kafka_start() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gb", type=float, default=1.0, help="GiB for the restart figures")
+    parser.add_argument("--repeat", type=int, default=5, help="fresh starts (median)")
     parser.add_argument("--load", action="store_true", help="also start under dd load")
     parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka's start")
     parser.add_argument("--dir", default="/tmp", help="where the temporary data dirs go")
@@ -174,9 +186,19 @@ def main() -> None:
     try:
         print(load_line())
         fsyncs = fresh_start_fsyncs(work)
-        proc, took = start(work / "fresh", free_port(), work / "broker.log")
-        stop(proc)
-        print(f"fresh start: {took:.2f} s to Metadata, {fsyncs} fsync+fdatasync (strace -f -c)")
+        walls: list[float] = []
+        cpus: list[float] = []
+        for i in range(args.repeat):
+            proc, took = start(work / f"fresh{i}", free_port(), work / "broker.log")
+            cpus.append(cpu_seconds(proc.pid))
+            walls.append(took)
+            stop(proc)
+        print(
+            f"fresh start: {statistics.median(walls):.2f} s to Metadata (median of "
+            f"{args.repeat}: {' '.join(f'{w:.2f}' for w in walls)}), broker CPU "
+            f"{statistics.median(cpus):.2f} s, {fsyncs} fsync+fdatasync (strace -f -c)  "
+            f"[{load_line()}]"
+        )
         if args.load:
             dd = disk_load(work)
             try:
