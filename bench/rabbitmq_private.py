@@ -22,7 +22,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
+
+from riverbed.testing.lifecycle import StartStopContext
 
 RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
 
@@ -34,7 +35,7 @@ def _free_port() -> int:
         return port
 
 
-class RabbitNode:
+class RabbitNode(StartStopContext):
     """One RabbitMQ node on 127.0.0.1; use as a context manager."""
 
     def __init__(self, startup_timeout_s: float = 120.0) -> None:
@@ -132,14 +133,3 @@ class RabbitNode:
             )
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> RabbitNode:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

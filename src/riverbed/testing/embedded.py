@@ -20,17 +20,17 @@ import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypeVar
 
 from riverbed.broker.config import BrokerConfig
 from riverbed.broker.server import Broker, new_event_loop
 from riverbed.clock import SYSTEM_CLOCK, Clock
+from riverbed.testing.lifecycle import StartStopContext
 
 T = TypeVar("T")
 
 
-class EmbeddedBroker:
+class EmbeddedBroker(StartStopContext):
     """A :class:`~riverbed.broker.server.Broker` running in a background thread."""
 
     def __init__(
@@ -119,14 +119,3 @@ class EmbeddedBroker:
     def restart(self) -> None:
         self.stop()
         self.start()
-
-    def __enter__(self) -> EmbeddedBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -55,12 +55,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from riverbed.errors import RiverbedError
 from riverbed.testing.java_app import JavaAppBuild, build_java_app
 from riverbed.testing.kafka_reference import free_port
+from riverbed.testing.lifecycle import StartStopContext
 
 __all__ = [
     "CONNECT_VERSION",
@@ -188,7 +188,7 @@ def debezium_postgres_config(
     return config
 
 
-class ConnectWorker:
+class ConnectWorker(StartStopContext):
     """One distributed-mode Connect worker (a child JVM).  Use as a context manager."""
 
     def __init__(
@@ -366,14 +366,3 @@ class ConnectWorker:
     def _forget(self) -> None:
         with contextlib.suppress(Exception):
             atexit.unregister(self.kill)
-
-    def __enter__(self) -> ConnectWorker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -45,8 +45,9 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
+
+from riverbed.testing.lifecycle import StartStopContext
 
 DEFAULT_KAFKA_VERSION = "4.1.1"
 LOG4J_VERSION = "2.24.3"
@@ -189,7 +190,7 @@ def _cluster_id() -> str:
 
 
 @dataclass
-class KafkaReference:
+class KafkaReference(StartStopContext):
     """One real Kafka broker+controller on 127.0.0.1.  Use as a context manager.
 
     ``overrides`` are extra ``server.properties`` entries (e.g. ``auto.create.topics.enable``).
@@ -343,17 +344,6 @@ class KafkaReference:
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
-
-    def __enter__(self) -> KafkaReference:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- observation -------------------------------------------------------------------
 
