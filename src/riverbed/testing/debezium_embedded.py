@@ -74,6 +74,41 @@ def ensure_capture(project: Path | None = None, cache: Path | None = None) -> Ca
     )
 
 
+def postgres_connector_properties(
+    *,
+    host: str,
+    port: int,
+    user: str,
+    password: str,
+    dbname: str,
+    tables: Sequence[str],
+    topic_prefix: str,
+    slot: str,
+    publication: str,
+    snapshot_mode: str,
+) -> dict[str, str]:
+    """The Debezium PostgreSQL connector options every harness here shares: pgoutput, its
+    own ``slot`` and ``publication`` (created ``FOR TABLE`` the ``schema.table`` names in
+    ``tables``), ``decimal.handling.mode=string`` (docs/cdc.md's rendering), the given
+    ``snapshot.mode``; every other option at Debezium's default."""
+    return {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": host,
+        "database.port": str(port),
+        "database.user": user,
+        "database.password": password,
+        "database.dbname": dbname,
+        "topic.prefix": topic_prefix,
+        "plugin.name": "pgoutput",
+        "slot.name": slot,
+        "publication.name": publication,
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": ",".join(tables),
+        "snapshot.mode": snapshot_mode,
+        "decimal.handling.mode": "string",
+    }
+
+
 def engine_properties(
     *,
     host: str,
@@ -92,22 +127,20 @@ def engine_properties(
     publication created ``FOR TABLE`` the ``schema.table`` names in ``tables``."""
     props = {
         "name": f"{topic_prefix}-engine",
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "offset.storage": "org.apache.kafka.connect.storage.MemoryOffsetBackingStore",
         "offset.flush.interval.ms": "1000",
-        "database.hostname": host,
-        "database.port": str(port),
-        "database.user": user,
-        "database.password": password,
-        "database.dbname": dbname,
-        "topic.prefix": topic_prefix,
-        "plugin.name": "pgoutput",
-        "slot.name": slot,
-        "publication.name": publication,
-        "publication.autocreate.mode": "filtered",
-        "table.include.list": ",".join(tables),
-        "snapshot.mode": "no_data",
-        "decimal.handling.mode": "string",
+        **postgres_connector_properties(
+            host=host,
+            port=port,
+            user=user,
+            password=password,
+            dbname=dbname,
+            tables=tables,
+            topic_prefix=topic_prefix,
+            slot=slot,
+            publication=publication,
+            snapshot_mode="no_data",
+        ),
         "converter.schemas.enable": "false",
         "key.converter.schemas.enable": "false",
         "value.converter.schemas.enable": "false",

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from riverbed.errors import RiverbedError
+from riverbed.testing.debezium_embedded import postgres_connector_properties
 from riverbed.testing.java_app import JavaAppBuild, build_java_app
 from riverbed.testing.kafka_reference import free_port
 from riverbed.testing.lifecycle import StartStopContext
@@ -165,21 +166,19 @@ def debezium_postgres_config(
     topics created compacted with one partition (like ``riverbed cdc``'s); every other
     option at Debezium's default."""
     config = {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
         "tasks.max": "1",
-        "database.hostname": host,
-        "database.port": str(port),
-        "database.user": user,
-        "database.password": password,
-        "database.dbname": dbname,
-        "topic.prefix": topic_prefix,
-        "plugin.name": "pgoutput",
-        "slot.name": slot,
-        "publication.name": publication,
-        "publication.autocreate.mode": "filtered",
-        "table.include.list": ",".join(tables),
-        "snapshot.mode": "initial",
-        "decimal.handling.mode": "string",
+        **postgres_connector_properties(
+            host=host,
+            port=port,
+            user=user,
+            password=password,
+            dbname=dbname,
+            tables=tables,
+            topic_prefix=topic_prefix,
+            slot=slot,
+            publication=publication,
+            snapshot_mode="initial",
+        ),
         "topic.creation.default.replication.factor": "1",
         "topic.creation.default.partitions": "1",
         "topic.creation.default.cleanup.policy": "compact",
