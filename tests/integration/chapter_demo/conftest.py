@@ -2,12 +2,13 @@
 
 Two forms:
 
-- short (default suite, ~1 min on 2 cores): one run of a few seconds, the console scraped
-  over HTTP while it runs, every stage's summary number and output topic checked against
-  the batch computation of the same input (:mod:`.chapter_model`);
-- long (``pytest -m chapter_demo tests/integration/chapter_demo``, ~4 min): a 60 s run on
-  an external broker with a private Redis as the cache, the console's pipeline page
-  clicked through in headless Chromium while it runs, the same checks; SIGTERM and
+- short (default suite, 1.5-3.5 min on a loaded 2-core box, Spark's start-up most of it):
+  one run of a few seconds, the console scraped over HTTP while it runs, every stage's
+  summary number and output topic checked against the batch computation of the same
+  input (:mod:`.chapter_model`);
+- long (``pytest -m chapter_demo tests/integration/chapter_demo``, ~10 min under load): a
+  60 s run on an external broker with a private Redis as the cache, the console's pipeline
+  page clicked through in headless Chromium while it runs, the same checks; SIGTERM and
   Ctrl-C mid-run stop everything and exit 0.
 """
 
