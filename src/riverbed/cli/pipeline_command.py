@@ -278,6 +278,7 @@ def list_command() -> None:
     "--replication-factor",
     type=click.IntRange(min=1),
     default=None,
+    metavar="N",
     help="Replication factor of the topics the run creates "
     "[default: the cluster's default.replication.factor].",
 )
