@@ -252,3 +252,32 @@ def test_a_signal_mid_run_stops_everything_and_exits_0(tmp_path: Path, signum: i
             break
         assert time.monotonic() < deadline, "a child of the demo outlived it"
         time.sleep(0.2)
+
+
+def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path) -> None:
+    """No pyspark: one line naming the spark extra, exit 2.  No DuckDB: the demo runs
+    without the analytics view and says which extra adds it."""
+    hide = "import sys; sys.modules['pyspark'] = None; from riverbed.cli.main import main; main()"
+    command = [sys.executable, "-c", hide, "demo", "--chapter"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "riverbed: error: the demo needs the 'spark' extra (no module named 'pyspark'): "
+        "pip install 'riverbed[spark]'"
+    ]
+    from riverbed.demo import chapter
+
+    saved = sys.modules.get("duckdb")
+    sys.modules["duckdb"] = None  # type: ignore[assignment]
+    try:
+        runner = chapter._Chapter(chapter.ChapterOptions(), tmp_path, sys.stdout)
+        views, notes = runner._open_views()
+    finally:
+        if saved is None:
+            del sys.modules["duckdb"]
+        else:
+            sys.modules["duckdb"] = saved
+    for view in views.values():
+        view.close()
+    assert set(views) == {"search", "cache"}
+    assert "pip install 'riverbed[views]'" in notes[-1], notes
