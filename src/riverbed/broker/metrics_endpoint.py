@@ -16,11 +16,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from wsgiref.simple_server import WSGIServer
-
-from prometheus_client import CollectorRegistry, start_http_server
+from typing import TYPE_CHECKING
 
 from riverbed.errors import ConfigError
+
+if TYPE_CHECKING:  # prometheus_client is imported only by a broker that serves metrics
+    from wsgiref.simple_server import WSGIServer
+
+    from prometheus_client import CollectorRegistry
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,8 @@ class MetricsEndpoint:
     """An HTTP server answering every GET with ``registry`` in Prometheus text format."""
 
     def __init__(self, registry: CollectorRegistry, host: str, port: int) -> None:
+        from prometheus_client import start_http_server
+
         try:
             server, thread = start_http_server(port, addr=host, registry=registry)
         except OSError as exc:

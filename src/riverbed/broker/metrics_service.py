@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from riverbed.broker.groups import GroupService
-from riverbed.broker.metrics import BrokerMetrics
-from riverbed.broker.metrics_collector import (
-    BrokerStateCollector,
-    CommittedOffsets,
-    PartitionState,
-    TopicPartition,
-    ask_loop,
-    committed_offsets,
-)
 from riverbed.broker.metrics_endpoint import MetricsEndpoint, metrics_listen
 from riverbed.broker.metrics_traffic import TopicName
-from riverbed.storage.manager import LogManager
+
+if TYPE_CHECKING:  # prometheus_client and the instruments: only with metrics.listen
+    from riverbed.broker.groups import GroupService
+    from riverbed.broker.metrics import BrokerMetrics
+    from riverbed.broker.metrics_collector import (
+        CommittedOffsets,
+        PartitionState,
+        TopicPartition,
+    )
+    from riverbed.storage.manager import LogManager
 
 GROUP_STATE_TIMEOUT_S = 2.0
 """How long a scrape waits for the event loop to copy the committed offsets."""
@@ -33,8 +33,13 @@ GROUP_STATE_TIMEOUT_S = 2.0
 
 def broker_metrics(props: Mapping[str, str], topic_name: TopicName) -> BrokerMetrics | None:
     """The broker's instruments, or None when ``metrics.listen`` is unset (ConfigError
-    if it does not parse)."""
-    return BrokerMetrics(topic_name) if metrics_listen(props) is not None else None
+    if it does not parse).  prometheus_client is imported only here, when it is set: a
+    broker without metrics does not load it (a faster start)."""
+    if metrics_listen(props) is None:
+        return None
+    from riverbed.broker.metrics import BrokerMetrics
+
+    return BrokerMetrics(topic_name)
 
 
 def start_metrics_endpoint(
@@ -45,6 +50,12 @@ def start_metrics_endpoint(
     groups: Callable[[], GroupService | None],
 ) -> MetricsEndpoint:
     """Register the state collector and serve ``/metrics`` on ``metrics.listen``."""
+    from riverbed.broker.metrics_collector import (
+        BrokerStateCollector,
+        ask_loop,
+        committed_offsets,
+    )
+
     address = metrics_listen(props)
     assert address is not None, "metrics.listen is not set"
 

@@ -7,6 +7,7 @@ its message.  Tracebacks are for bugs only.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -17,6 +18,17 @@ from riverbed.errors import ConfigError, RiverbedError
 
 class _Group(click.Group):
     """A click group that turns RiverbedError into a one-line message and exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_SUBCOMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None:
+            command = _lazy_command(cmd_name)
+            if command is not None:
+                self.add_command(command, cmd_name)
+        return command
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -43,40 +55,42 @@ def cli() -> None:
     """Riverbed: a Kafka-protocol log broker and stream-processing toolkit for Python."""
 
 
+# Subcommand name -> "module:attribute".  ``riverbed broker`` imports only the broker's
+# modules: the other subcommands pull in httpx, starlette, jinja2, pygments, pyspark ...,
+# which would add to every broker start (docs/benchmarks.md, start-up).  ``--help`` and
+# shell completion list these names and import each command only when it is needed.
+LAZY_SUBCOMMANDS: dict[str, str] = {
+    "acls": "riverbed.cli.acls_command:acls",
+    "broker": "riverbed.cli.commands:broker_command",
+    "cdc": "riverbed.cli.cdc_command:cdc",
+    "completion": "riverbed.cli.completion_command:completion_command",
+    "console": "riverbed.cli.console_command:console_command",
+    "consume": "riverbed.cli.consume_command:consume_command",
+    "demo": "riverbed.cli.demo_command:demo_command",
+    "groups": "riverbed.cli.groups_command:groups",
+    "pipeline": "riverbed.cli.pipeline_command:pipeline",
+    "produce": "riverbed.cli.produce_command:produce_command",
+    "quotas": "riverbed.cli.quotas_command:quotas",
+    "share-groups": "riverbed.cli.share_groups_command:share_groups",
+    "topics": "riverbed.cli.topics_command:topics",
+    "transactions": "riverbed.cli.transactions_command:transactions",
+    "users": "riverbed.cli.users_command:users",
+    "views": "riverbed.cli.views_command:views",
+    "webhook": "riverbed.cli.webhook_command:webhook_command",
+}
+
+
+def _lazy_command(name: str) -> click.Command | None:
+    target = LAZY_SUBCOMMANDS.get(name)
+    if target is None:
+        return None
+    module_name, _, attribute = target.partition(":")
+    command = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(command, click.Command):
+        raise TypeError(f"{target} is not a click command")
+    return command
+
+
 def main() -> None:
     """Console-script entry point."""
-    from riverbed.cli import commands  # noqa: F401  (registers subcommands)
-    from riverbed.cli.acls_command import acls
-    from riverbed.cli.cdc_command import cdc
-    from riverbed.cli.completion_command import completion_command
-    from riverbed.cli.console_command import console_command
-    from riverbed.cli.consume_command import consume_command
-    from riverbed.cli.demo_command import demo_command
-    from riverbed.cli.groups_command import groups
-    from riverbed.cli.pipeline_command import pipeline
-    from riverbed.cli.produce_command import produce_command
-    from riverbed.cli.quotas_command import quotas
-    from riverbed.cli.share_groups_command import share_groups
-    from riverbed.cli.topics_command import topics
-    from riverbed.cli.transactions_command import transactions
-    from riverbed.cli.users_command import users
-    from riverbed.cli.views_command import views
-    from riverbed.cli.webhook_command import webhook_command
-
-    cli.add_command(groups)
-    cli.add_command(topics)
-    cli.add_command(users)
-    cli.add_command(quotas)
-    cli.add_command(acls)
-    cli.add_command(transactions)
-    cli.add_command(produce_command)
-    cli.add_command(consume_command)
-    cli.add_command(completion_command)
-    cli.add_command(demo_command)
-    cli.add_command(cdc)
-    cli.add_command(webhook_command)
-    cli.add_command(share_groups)
-    cli.add_command(pipeline)
-    cli.add_command(console_command)
-    cli.add_command(views)
     cli(prog_name="riverbed")  # also names click's completion variable: _RIVERBED_COMPLETE
