@@ -200,10 +200,11 @@ class WindowTopKFunction:
     ``ts`` (epoch ms); state: the window's :class:`MisraGries` state as JSON; event-time
     timer at ``window end - 1``.
 
-    Spark hands a Python stateful function every row, also those at or behind the
-    watermark, so the function drops them itself (``ts <= watermark``, as Spark's window
-    aggregation does).  A window is emitted when its timer fires or, should rows reach
-    it after its end passed the watermark while it is still in state, right then.
+    Spark drops rows behind the *previous* micro-batch's watermark before the operator
+    but hands it those between that and the current one, so the function drops rows
+    with ``ts <= watermark`` (the current one) itself, as Spark's window aggregation
+    does.  A window is emitted when its timer fires or, should rows reach it after its
+    end passed the watermark while it is still in state, right then.
     """
 
     def __init__(self, window_ms: int, k: int, capacity: int) -> None:

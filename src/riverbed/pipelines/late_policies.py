@@ -37,14 +37,13 @@ the one group of :func:`late_window_counts` (a single key: the watermark is the 
 pipeline's), checkpointed with the query, so a restart resumes it.  Windows close only
 when a later event moves the watermark (there is no timer).  Not thread-safe.
 
-:func:`late_window_counts_by_window` is the parallel form: Spark's watermark and one
-state key per window (:class:`WindowLateFunction`), with the differences it lists.
+:func:`late_window_counts_per_policy` runs several policies side by side, one key each.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -205,121 +204,55 @@ def late_window_counts(
     )
 
 
-class WindowLateFunction:
-    """The ``applyInPandasWithState`` function of :func:`late_window_counts_by_window`
-    (pickled to Spark's Python workers): one group per window start.
+class PoliciesFunction:
+    """:class:`LateWindowFunction` for several policies in one operator: key = the
+    policy; each output row gets its ``policy``."""
 
-    State per window: JSON ``{"count": int, "emitted": bool}``; event-time timer at
-    ``end - 1`` (the final) and, under ``update``, then at ``end + retention_ms - 1``
-    (the state's removal).  Spark hands the function every row, late ones too, with the
-    watermark of the micro-batch (:meth:`GroupState.getCurrentWatermarkMs`).
-    """
-
-    def __init__(self, window_ms: int, policy: Policy, retention_ms: int) -> None:
-        LateWindowCounter(window_ms, 0, policy, retention_ms)  # validate on the driver
-        self.window_ms, self.policy, self.retention_ms = window_ms, policy, retention_ms
+    def __init__(
+        self, window_ms: int, delay_ms: int, policies: Sequence[Policy], retention_ms: int
+    ) -> None:
+        self.functions: dict[str, LateWindowFunction] = {
+            p: LateWindowFunction(window_ms, delay_ms, p, retention_ms) for p in policies
+        }
 
     def __call__(
         self, key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: GroupState
     ) -> Iterator[pd.DataFrame]:
-        start = int(key[0])
-        end = start + self.window_ms
-        saved = json.loads(state.get[0]) if state.exists else None
-        out: list[Output] = []
-        if state.hasTimedOut:
-            if saved is not None and not saved["emitted"]:
-                out.append(Output("final", start, end, saved["count"]))
-                self._closed(state, saved["count"], end, int(state.getCurrentWatermarkMs()))
-            else:
-                state.remove()
-            yield from _frame(out)
-            return
-        watermark = int(state.getCurrentWatermarkMs())
-        rows = sorted(
-            (int(ts), str(event))
-            for frame in frames
-            for ts, event in zip(frame["ts"], frame["event"], strict=True)
-        )
-        if end > watermark:  # open: every row counts
-            count = (saved or {"count": 0})["count"] + len(rows)
-            state.update((json.dumps({"count": count, "emitted": False}),))
-            state.setTimeoutTimestamp(end - 1)
-            return
-        count = None
-        if saved is not None and not saved["emitted"]:  # its timer is due: emit it now
-            count = saved["count"]
-            out.append(Output("final", start, end, count))
-        elif saved is not None:
-            count = saved["count"]
-        if self.policy == "side":
-            out.extend(Output("late", start, end, event=event) for _, event in rows)
-        elif self.policy == "update" and end + self.retention_ms > watermark:
-            previous = count or 0
-            count = previous + len(rows)
-            out.append(Output("correction", start, end, count, previous))
-        elif rows:
-            out.append(Output("dropped", start, end, len(rows)))
-        if count is not None:
-            self._closed(state, count, end, watermark)
-        yield from _frame(out)
-
-    def _closed(self, state: GroupState, count: int, end: int, watermark: int) -> None:
-        """After the final: keep the count for corrections (update) or forget it."""
-        if self.policy != "update" or end + self.retention_ms <= watermark:
-            state.remove()
-            return
-        state.update((json.dumps({"count": count, "emitted": True}),))
-        state.setTimeoutTimestamp(max(end + self.retention_ms - 1, watermark))
+        policy = str(key[0])
+        for frame in self.functions[policy](key, frames, state):
+            yield frame.assign(policy=policy)
 
 
-def _frame(out: list[Output]) -> Iterator[pd.DataFrame]:
-    if out:
-        yield pd.DataFrame(
-            {
-                "kind": [o.kind for o in out],
-                "window_start": pd.array([o.window_start for o in out], dtype="Int64"),
-                "window_end": pd.array([o.window_end for o in out], dtype="Int64"),
-                "count": pd.array([o.count for o in out], dtype="Int64"),
-                "previous": pd.array([o.previous for o in out], dtype="Int64"),
-                "event": [o.event for o in out],
-            }
-        )
-
-
-def late_window_counts_by_window(
+def late_window_counts_per_policy(
     events: DataFrame,
     ts_col: str,
-    time_col: str,
     window_ms: int,
-    policy: Policy,
+    delay_ms: int,
+    policies: Sequence[Policy],
     retention_ms: int = 24 * 3600 * 1000,
 ) -> DataFrame:
-    """:func:`late_window_counts` with its state spread over one key per window (so
-    windows are counted in parallel), on Spark's watermark: ``events`` must carry
-    ``withWatermark`` on ``time_col`` (the timestamp of ``ts_col``, epoch ms).
+    """:func:`late_window_counts` under each of ``policies`` side by side in one
+    operator (one state key per policy, so the policies run in parallel; every event is
+    counted under each): :data:`OUTPUT_SCHEMA` rows plus ``policy``.  Append mode; no
+    Spark watermark.
 
-    Same rows, with the same definitions (late: the window's end is at or behind the
-    micro-batch's watermark, i.e. the max ``ts`` of earlier micro-batches minus the
-    delay), except:
-
-    * a ``final`` row comes in the micro-batch *after* the one that moved the watermark
-      past the window's end (Spark's event-time timer; the no-data micro-batch Spark runs
-      for it), or earlier in the micro-batch where late rows reach the window;
-    * ``dropped`` rows are per window and micro-batch: ``window_start`` / ``window_end``
-      set, ``count`` = the views of that window dropped in that micro-batch, ``previous``
-      null (there is no pipeline-wide total without a single key).
-
-    Under ``update`` a window's count stays in state until the watermark passes its end +
-    ``retention_ms``; a correction of a window without on-time rows starts from 0.
+    Why not one key per window on Spark's watermark: Spark drops the rows behind the
+    previous micro-batch's watermark before a stateful operator with event-time timers
+    (found on Spark), so such an operator never sees the late events the policies are
+    for; the counter keeps its own watermark instead, which needs one key per pipeline.
     """
-    function = WindowLateFunction(window_ms, policy, retention_ms)
-    ts = F.col(ts_col).cast("long")
-    keyed = events.filter(ts.isNotNull()).select(
-        (ts - F.pmod(ts, F.lit(window_ms))).alias("window_start"),
-        ts.alias("ts"),
-        F.to_json(F.struct(*[c for c in events.columns if c != time_col])).alias("event"),
-        F.col(time_col),
+    if not policies or any(p not in POLICIES for p in policies):
+        raise ConfigError(f"policies must be some of {POLICIES}")
+    function = PoliciesFunction(window_ms, delay_ms, policies, retention_ms)
+    keyed = events.filter(F.col(ts_col).isNotNull()).select(
+        F.explode(F.array(*[F.lit(p) for p in policies])).alias("policy"),
+        F.col(ts_col).cast("long").alias("ts"),
+        F.to_json(F.struct(*events.columns)).alias("event"),
     )
-    return keyed.groupBy("window_start").applyInPandasWithState(
-        function, OUTPUT_SCHEMA, "state string", "append", GroupStateTimeout.EventTimeTimeout
+    return keyed.groupBy("policy").applyInPandasWithState(
+        function,
+        OUTPUT_SCHEMA + ", policy string",
+        "state string",
+        "append",
+        GroupStateTimeout.NoTimeout,
     )

@@ -4,10 +4,11 @@ late-event policies side by side (drop, side output, update).
 Contract (``riverbed pipeline run late-policies``; docs/time-and-patterns.md):
 
 * input topic ``pageviews``: JSON ``{"user_id": str, "url": str, "ts": epoch ms}``;
-* three queries, each counting the views per tumbling 5-minute window ``[window_start,
-  window_end)`` (epoch ms) with :func:`riverbed.pipelines.late_policies.late_window_counts`
-  (watermark = max ``ts`` of earlier micro-batches - 10 min; a view is *late* when its
-  window's end is at or behind the watermark):
+* one query counting the views per tumbling 5-minute window ``[window_start,
+  window_end)`` (epoch ms) under each policy side by side, with
+  :func:`riverbed.pipelines.late_policies.late_window_counts_per_policy` (watermark = max
+  ``ts`` of earlier micro-batches - 10 min; a view is *late* when its window's end is at
+  or behind the watermark):
 
   * ``pageview-counts-drop``: late views are dropped and counted;
   * ``pageview-counts-side``: late views go, unchanged (``{"user_id", "url", "ts"}``,
@@ -18,14 +19,15 @@ Contract (``riverbed pipeline run late-policies``; docs/time-and-patterns.md):
 * values of the three count topics: JSON with exactly ``{"kind", "window_start",
   "window_end", "count", "previous"}``, ``kind`` one of ``final`` (a window closed by
   the watermark, emitted once), ``correction`` (update only: ``count`` the window's new
-  total, ``previous`` the value emitted before), ``dropped`` (``count`` the pipeline's
+  total, ``previous`` the value emitted before), ``dropped`` (``count`` the policy's
   total of dropped views so far, ``previous`` the total before; window fields null);
   key ``window_start`` as decimal text (``dropped`` rows: key ``dropped``).
 
 A window closes only when a later view moves the watermark past its end (no timer: an
-idle input keeps the last windows open).  State: one group per query (the watermark is
-the pipeline's), ``<checkpoint>/pageview-counts-<policy>``.  Records that are not a JSON
-object with an integer ``ts`` are skipped.
+idle input keeps the last windows open).  State: one key per policy (the watermark is
+the pipeline's, so a policy's windows share one key), ``<checkpoint>/pageview-counts``;
+one query, so the four topics are written in one transaction per micro-batch and task.
+Records that are not a JSON object with an integer ``ts`` are skipped.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from riverbed.pipelines.examples import WATERMARK_DELAY_MS, ExampleOptions
-from riverbed.pipelines.late_policies import POLICIES, Policy, late_window_counts
+from riverbed.pipelines.late_policies import POLICIES, Policy, late_window_counts_per_policy
 from riverbed.pipelines.topic_streams import read_topics, write_topic
 
 DESCRIPTION = "page views -> 5 min counts under the drop / side-output / update late policies"
@@ -44,6 +46,7 @@ INPUT_TOPIC = "pageviews"
 LATE_TOPIC = "pageviews-late"
 WINDOW_MS = 5 * 60 * 1000
 RETENTION_MS = 24 * 3600 * 1000
+QUERY_NAME = "pageview-counts"
 
 PAGEVIEW_JSON = StructType(
     [
@@ -72,8 +75,9 @@ def parse_views(records: DataFrame) -> DataFrame:
     return records.select(view).select("v.user_id", "v.url", "v.ts").filter(F.col("ts").isNotNull())
 
 
-def count_records(rows: DataFrame, policy: Policy) -> DataFrame:
-    """Output rows -> ``key, value, topic`` (late rows to :data:`LATE_TOPIC`)."""
+def count_records(rows: DataFrame) -> DataFrame:
+    """Output rows (with ``policy``) -> ``key, value, topic`` (each policy's count topic;
+    late rows to :data:`LATE_TOPIC`)."""
     value = F.to_json(
         F.struct("kind", "window_start", "window_end", "count", "previous"),
         {"ignoreNullFields": "false"},
@@ -87,17 +91,17 @@ def count_records(rows: DataFrame, policy: Policy) -> DataFrame:
     return rows.select(
         key.alias("key"),
         F.when(late, F.col("event")).otherwise(value).alias("value"),
-        F.when(late, F.lit(LATE_TOPIC)).otherwise(F.lit(counts_topic(policy))).alias("topic"),
+        F.when(late, F.lit(LATE_TOPIC))
+        .otherwise(F.concat(F.lit("pageview-counts-"), F.col("policy")))
+        .alias("topic"),
     )
 
 
 def start(spark: SparkSession, options: ExampleOptions) -> list[StreamingQuery]:
-    """Start one query per policy (checkpoints ``<checkpoint>/pageview-counts-<policy>``)."""
-    queries = []
-    for policy in POLICIES:
-        views = parse_views(read_topics(spark, options, [INPUT_TOPIC]))
-        rows = late_window_counts(views, "ts", WINDOW_MS, WATERMARK_DELAY_MS, policy, RETENTION_MS)
-        topic = counts_topic(policy)
-        records = count_records(rows, policy)
-        queries.append(write_topic(records, options, topic, topic, topic_column=True))
-    return queries
+    """Start the one query (checkpoint ``<checkpoint>/pageview-counts``)."""
+    views = parse_views(read_topics(spark, options, [INPUT_TOPIC]))
+    rows = late_window_counts_per_policy(
+        views, "ts", WINDOW_MS, WATERMARK_DELAY_MS, POLICIES, RETENTION_MS
+    )
+    marker = counts_topic(POLICIES[0])
+    return [write_topic(count_records(rows), options, marker, QUERY_NAME, topic_column=True)]

@@ -22,7 +22,7 @@ from riverbed.testing.broker_process import BrokerProcess
 from .conftest import RunExample, create_topics, drain, produce_json
 from .contract import DELAY_MS, MINUTE_MS, T0, shuffle_within
 
-pytestmark = pytest.mark.time_examples
+pytestmark = [pytest.mark.time_examples, pytest.mark.timeout(900)]  # two Spark runs
 
 WINDOW_MS = example.WINDOW_MS
 
