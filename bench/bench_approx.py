@@ -15,6 +15,10 @@ there is state:
   the same windowed aggregation (``size(collect_set)`` -- Spark refuses
   ``countDistinct`` on a stream -- and ``percentile``); plus the same two as batch jobs
   (exact with ``countDistinct``);
+* **top-k (stream)**: :func:`riverbed.pipelines.approx.windowed_top_k` (top 10 users per
+  1-minute window, 100 counters per window in state) vs the exact per-(window, user)
+  count in Spark's windowed aggregation (the nearest native form: Spark cannot rank
+  within a window on a stream);
 * **late policies**: :func:`riverbed.pipelines.late_policies.late_window_counts` under
   each policy vs Spark's own ``withWatermark`` + ``window`` count (append);
 * **stored queries**: :func:`riverbed.pipelines.stored_queries.match_stored_queries`
@@ -25,7 +29,8 @@ there is state:
 
 Compare ratios within one run; on 2 shared cores figures swing with load.
 
-Run: ``.venv/bin/python bench/bench_approx.py [--events 20000]``
+Run: ``.venv/bin/python bench/bench_approx.py [--events 20000]
+[--cases approx,topk,late,stored,skew]`` (default: all)
 """
 
 from __future__ import annotations
@@ -154,11 +159,15 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--cases", default="approx,topk,late,stored,skew", help="comma-separated subset to run"
+    )
     args = parser.parse_args()
+    cases = set(args.cases.split(","))
 
     from pyspark.sql import functions as F
 
-    from riverbed.pipelines.approx import PERCENTILES, windowed_approx
+    from riverbed.pipelines.approx import PERCENTILES, windowed_approx, windowed_top_k
     from riverbed.pipelines.clock_skew import correct_per_event
     from riverbed.pipelines.late_policies import POLICIES, late_window_counts
     from riverbed.pipelines.stored_queries import match_stored_queries
@@ -230,86 +239,122 @@ def main() -> None:
             return timed(spark.read.schema(EVENT_SCHEMA).json(str(work / "in")))
 
         median_batch(lambda: approx(batch()), n, 1)  # warm up the JVM
-        # approx vs exact
-        ours = median_run(
-            lambda: approx(timed(stream()).withWatermark("event_time", "1 minute")),
-            work,
-            "approx",
-            n,
-            repeat,
-        )
-        native = median_run(
-            lambda: exact(
-                timed(stream()).withWatermark("event_time", "1 minute"),
-                F.size(F.collect_set("user")),
-            ),
-            work,
-            "exact",
-            n,
-            repeat,
-        )
-        show("approx (stream) vs exact collect_set/percentile", ours, native)
-        approx_b = median_batch(lambda: approx(batch()), n, repeat)
-        exact_b = median_batch(lambda: exact(batch(), F.countDistinct("user")), n, repeat)
-        print(
-            f"approx (batch) {approx_b:,.0f} events/s | exact countDistinct/percentile"
-            f" {exact_b:,.0f} events/s | ratio {approx_b / exact_b:.2f}",
-            flush=True,
-        )
-        # late policies vs Spark's watermark
-        native = median_run(
-            lambda: (
-                timed(stream())
-                .withWatermark("event_time", "1 minute")
-                .groupBy(F.window("event_time", "1 minute"))
-                .count()
-            ),
-            work,
-            "watermark",
-            n,
-            repeat,
-        )
-        for policy in POLICIES:
+        if "approx" in cases:
+            # approx vs exact
             ours = median_run(
-                lambda policy=policy: late_window_counts(
-                    stream().select("id", "ts"), "ts", MINUTE_MS, MINUTE_MS, policy
-                ),
+                lambda: approx(timed(stream()).withWatermark("event_time", "1 minute")),
                 work,
-                f"late-{policy}",
+                "approx",
                 n,
                 repeat,
             )
-            show(f"late policy {policy} vs withWatermark count", ours, native)
-        # stored queries vs a stream-static join
-        ours = median_run(
-            lambda: match_stored_queries(
-                spark.readStream.schema("key string, value string").json(str(work / "q")),
-                stream().select(F.to_json(F.struct("id", "text", "level")).alias("value")),
-            ),
-            work,
-            "stored",
-            n,
-            repeat,
-        )
-        table = spark.createDataFrame(stored, "query_id string, term string, q_level string")
-
-        def joined() -> Any:
-            parsed = stream().select(
-                "id", "level", F.split(F.lower("text"), "[^\\w]+").alias("words")
+            native = median_run(
+                lambda: exact(
+                    timed(stream()).withWatermark("event_time", "1 minute"),
+                    F.size(F.collect_set("user")),
+                ),
+                work,
+                "exact",
+                n,
+                repeat,
             )
-            return parsed.join(
-                F.broadcast(table),
-                F.array_contains("words", F.col("term")) & (F.col("level") == F.col("q_level")),
-            ).select("query_id", "id")
+            show("approx (stream) vs exact collect_set/percentile", ours, native)
+            approx_b = median_batch(lambda: approx(batch()), n, repeat)
+            exact_b = median_batch(lambda: exact(batch(), F.countDistinct("user")), n, repeat)
+            print(
+                f"approx (batch) {approx_b:,.0f} events/s | exact countDistinct/percentile"
+                f" {exact_b:,.0f} events/s | ratio {approx_b / exact_b:.2f}",
+                flush=True,
+            )
+        if "topk" in cases:
+            ours = median_run(
+                lambda: windowed_top_k(
+                    timed(stream()).withWatermark("event_time", "1 minute"),
+                    "event_time",
+                    "user",
+                    MINUTE_MS,
+                    10,
+                    100,
+                ),
+                work,
+                "topk",
+                n,
+                repeat,
+            )
+            native = median_run(
+                lambda: (
+                    timed(stream())
+                    .withWatermark("event_time", "1 minute")
+                    .groupBy(F.window("event_time", "1 minute"), "user")
+                    .count()
+                ),
+                work,
+                "exact-counts",
+                n,
+                repeat,
+            )
+            show("top-k (stream) vs exact per-(window, user) counts", ours, native)
+        if "late" in cases:
+            # late policies vs Spark's watermark
+            native = median_run(
+                lambda: (
+                    timed(stream())
+                    .withWatermark("event_time", "1 minute")
+                    .groupBy(F.window("event_time", "1 minute"))
+                    .count()
+                ),
+                work,
+                "watermark",
+                n,
+                repeat,
+            )
+            for policy in POLICIES:
+                ours = median_run(
+                    lambda policy=policy: late_window_counts(
+                        stream().select("id", "ts"), "ts", MINUTE_MS, MINUTE_MS, policy
+                    ),
+                    work,
+                    f"late-{policy}",
+                    n,
+                    repeat,
+                )
+                show(f"late policy {policy} vs withWatermark count", ours, native)
+        if "stored" in cases:
+            # stored queries vs a stream-static join
+            ours = median_run(
+                lambda: match_stored_queries(
+                    spark.readStream.schema("key string, value string").json(str(work / "q")),
+                    stream().select(F.to_json(F.struct("id", "text", "level")).alias("value")),
+                ),
+                work,
+                "stored",
+                n,
+                repeat,
+            )
+            table = spark.createDataFrame(stored, "query_id string, term string, q_level string")
 
-        native = median_run(joined, work, "join", n, repeat)
-        show(f"stored queries ({args.queries}) vs stream-static join", ours, native)
-        # clock skew vs the uncorrected projection
-        ours = median_run(lambda: correct_per_event(stream()), work, "skew", n, repeat)
-        native = median_run(
-            lambda: stream().withColumn("corrected_ts", F.col("event_ts")), work, "plain", n, repeat
-        )
-        show("clock skew per_event vs uncorrected", ours, native)
+            def joined() -> Any:
+                parsed = stream().select(
+                    "id", "level", F.split(F.lower("text"), "[^\\w]+").alias("words")
+                )
+                return parsed.join(
+                    F.broadcast(table),
+                    F.array_contains("words", F.col("term")) & (F.col("level") == F.col("q_level")),
+                ).select("query_id", "id")
+
+            native = median_run(joined, work, "join", n, repeat)
+            show(f"stored queries ({args.queries}) vs stream-static join", ours, native)
+        if "skew" in cases:
+            # clock skew vs the uncorrected projection
+            ours = median_run(lambda: correct_per_event(stream()), work, "skew", n, repeat)
+            native = median_run(
+                lambda: stream().withColumn("corrected_ts", F.col("event_ts")),
+                work,
+                "plain",
+                n,
+                repeat,
+            )
+            show("clock skew per_event vs uncorrected", ours, native)
         spark.stop()
     print(f"load average after: {os.getloadavg()[0]:.1f}", flush=True)
 
