@@ -1,0 +1,240 @@
+"""Produce latency at a fixed rate (by default half of Riverbed's measured peak), Riverbed
+beside Apache Kafka in one run.
+
+Per value size (``--sizes``, default 1024 and 100 bytes):
+
+1. **peak**: unless ``--rate`` is given, Riverbed's saturating produce rate is measured as
+   in ``bench/bench_produce_consume.py`` (``--peak-messages`` values, median of
+   ``--peak-runs``), and the target rate is ``--fraction`` (default 0.5) of it.  The same
+   target rate is then used for every peer, so the figures compare like with like.
+2. **rate-limited runs**: a fresh idempotent producer (``acks=all``, ``linger.ms``
+   ``--linger`` (default 5), ``batch.size`` 1 MiB, no compression) sends values to a fresh
+   topic (``--partitions``, default 4) at the target rate for ``--seconds`` (default 5;
+   a pacing loop produces what is due every ~1 ms); **p50/p99/max** are per-message
+   delivery-report latencies (``Message.latency()``: librdkafka's time from ``produce()``
+   to the acknowledgement).  ``--repeat`` runs (default 5) per peer and size, alternating
+   the peers; the medians are printed, with the 1-minute load average of each run (a
+   loaded box delays every process that takes part).
+
+Note on the floor: with ``linger.ms`` L, librdkafka holds the first message of a batch
+for L ms before sending it, unless the batch fills first; below ``batch.size`` per L ms
+(1 MiB per 5 ms = 200 MB/s) every batch waits the full linger, so p50 and p99 are at
+least L plus a round trip for any broker.  ``--linger 0`` measures the broker's share.
+
+Run: ``.venv/bin/python bench/bench_latency.py [--sizes 1024,100] [--rate MSGS]
+[--fraction 0.5] [--seconds 5] [--repeat 5] [--linger 5] [--peers riverbed,kafka]
+[--json PATH]``.  Exit status 0 whether or not a goal is met (this is a measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_produce_consume import (
+    create_topic,
+    kafka_reference,
+    percentile,
+    produce,
+    riverbed_subprocess,
+)
+
+GOAL_P99_MS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    peer: str
+    size: int
+    target_rate: float
+    achieved_rate: float
+    messages: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    load1: float
+
+
+def load1() -> float:
+    return os.getloadavg()[0]
+
+
+def rate_limited(
+    bootstrap: str, topic: str, size: int, rate: float, seconds: float, linger_ms: float
+) -> tuple[float, list[float]]:
+    """Produce ``size``-byte values at ``rate`` msg/s for ``seconds``; returns the rate
+    reached and the delivery latencies (s)."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": linger_ms,
+            "batch.size": 1 << 20,
+            "compression.type": "none",
+        }
+    )
+    latencies: list[float] = []
+    errors: list[str] = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+            return
+        latency = msg.latency()  # type: ignore[attr-defined]
+        if latency is not None:
+            latencies.append(latency)
+
+    value = os.urandom(size)
+    for _ in range(100):  # connections, metadata, producer id
+        producer.produce(topic, value=value, on_delivery=on_delivery)
+    producer.flush(60)
+    latencies.clear()
+    sent = 0
+    start = time.perf_counter()
+    end = start + seconds
+    while True:
+        now = time.perf_counter()
+        if now >= end:
+            break
+        due = int((now - start) * rate)
+        while sent < due:
+            try:
+                producer.produce(topic, value=value, on_delivery=on_delivery)
+                sent += 1
+            except BufferError:
+                producer.poll(0.001)
+        producer.poll(0.001)  # delivery reports; paces the loop at ~1 ms
+    elapsed = time.perf_counter() - start
+    remaining = producer.flush(60)
+    if remaining or errors:
+        raise RuntimeError(f"{remaining} undelivered, {len(errors)} errors: {errors[:3]}")
+    return sent / elapsed, latencies
+
+
+def peers_context(peer: str) -> contextlib.AbstractContextManager[str]:
+    return riverbed_subprocess(False) if peer == "riverbed" else kafka_reference()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--sizes", default="1024,100")
+    parser.add_argument("--peers", default="riverbed,kafka")
+    parser.add_argument("--rate", type=float, help="msg/s for every size (skips the peak)")
+    parser.add_argument("--fraction", type=float, default=0.5, help="of the peak")
+    parser.add_argument("--peak-messages", type=int, default=100_000)
+    parser.add_argument("--peak-runs", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--linger", type=float, default=5.0, help="linger.ms")
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--json", type=Path, help="write every run here")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    peers = [p.strip() for p in args.peers.split(",") if p.strip()]
+    if set(peers) - {"riverbed", "kafka"}:
+        parser.error("peers are riverbed and kafka")
+    print(
+        f"{os.cpu_count()} CPUs, load {load1():.1f}; confluent-kafka acks=all idempotent "
+        f"linger.ms={args.linger:g}, {args.partitions} partitions, {args.seconds:g} s per run",
+        flush=True,
+    )
+    runs: list[Run] = []
+    with contextlib.ExitStack() as stack:
+        bootstraps = {peer: stack.enter_context(peers_context(peer)) for peer in peers}
+        rates: dict[int, float] = {}
+        for size in sizes:
+            if args.rate is not None:
+                rates[size] = args.rate
+                continue
+            peaks = []
+            for _ in range(args.peak_runs):
+                topic = f"peak-{size}-{int(time.time() * 1000)}"
+                create_topic(bootstraps["riverbed"], topic, args.partitions)
+                took, _lat = produce(bootstraps["riverbed"], topic, args.peak_messages, size)
+                peaks.append(args.peak_messages / took)
+            peak = statistics.median(peaks)
+            rates[size] = peak * args.fraction
+            print(
+                f"riverbed peak {size} B: {peak:,.0f} msg/s (median of {args.peak_runs}: "
+                f"{' '.join(f'{p:,.0f}' for p in peaks)}) -> target {rates[size]:,.0f} msg/s  "
+                f"[load {load1():.1f}]",
+                flush=True,
+            )
+        for i in range(args.repeat):
+            for size in sizes:
+                order = peers if i % 2 == 0 else list(reversed(peers))
+                for peer in order:
+                    topic = f"lat-{size}-{int(time.time() * 1000)}"
+                    create_topic(bootstraps[peer], topic, args.partitions)
+                    reached, lat = rate_limited(
+                        bootstraps[peer], topic, size, rates[size], args.seconds, args.linger
+                    )
+                    lat.sort()
+                    run = Run(
+                        peer,
+                        size,
+                        rates[size],
+                        reached,
+                        len(lat),
+                        percentile(lat, 0.50) * 1e3,
+                        percentile(lat, 0.99) * 1e3,
+                        (lat[-1] if lat else float("nan")) * 1e3,
+                        load1(),
+                    )
+                    runs.append(run)
+                    print(
+                        f"{peer:<9} {size:>5} B  {run.achieved_rate:>9,.0f} msg/s "
+                        f"(target {run.target_rate:,.0f})  p50 {run.p50_ms:6.2f} ms  "
+                        f"p99 {run.p99_ms:6.2f} ms  max {run.max_ms:7.2f} ms  "
+                        f"[load {run.load1:.1f}]",
+                        flush=True,
+                    )
+    print(f"\nmedians of {args.repeat} runs:")
+    medians: dict[tuple[str, int], Run] = {}
+    for peer in peers:
+        for size in sizes:
+            group = [r for r in runs if r.peer == peer and r.size == size]
+            m = Run(
+                peer,
+                size,
+                group[0].target_rate,
+                statistics.median(r.achieved_rate for r in group),
+                int(statistics.median(r.messages for r in group)),
+                statistics.median(r.p50_ms for r in group),
+                statistics.median(r.p99_ms for r in group),
+                statistics.median(r.max_ms for r in group),
+                statistics.median(r.load1 for r in group),
+            )
+            medians[(peer, size)] = m
+            print(
+                f"{peer:<9} {size:>5} B  {m.achieved_rate:>9,.0f} msg/s  p50 {m.p50_ms:6.2f} ms  "
+                f"p99 {m.p99_ms:6.2f} ms  max {m.max_ms:7.2f} ms  [load {m.load1:.1f}]"
+            )
+    for size in sizes:
+        ours = medians.get(("riverbed", size))
+        if ours is None:
+            continue
+        line = f"riverbed {size:>5} B p99 {ours.p99_ms:.2f} ms: "
+        line += "meets" if ours.p99_ms <= GOAL_P99_MS else "ABOVE"
+        line += f" the {GOAL_P99_MS:g} ms goal"
+        kafka = medians.get(("kafka", size))
+        if kafka is not None:
+            line += f"; x{ours.p99_ms / kafka.p99_ms:.2f} Kafka's p99 ({kafka.p99_ms:.2f} ms)"
+        print(line)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in runs], indent=1))
+
+
+if __name__ == "__main__":
+    main()
