@@ -38,9 +38,11 @@ A pass over one log (:meth:`LogCleaner.clean`):
    copied, and the group's other ``.txnindex`` entries move to the cleaned segment.
    Rewritten batches keep base offset, last offset delta, producer id/epoch and base
    sequence (:func:`riverbed.protocol.records.rebuild_batch`); a batch left with no
-   records is dropped, except a producer's last batch (its sequence must survive) and
-   the group's last batch (so the cleaned segment ends exactly where the group did,
-   which recovery relies on).  Offsets are never renumbered or reordered.
+   records is dropped, except a producer's last batch (its sequence must survive), as
+   Kafka does: clients never see other empty batches (kafka-go v0.4.51 cannot read
+   one).  A cleaned segment may therefore end before its group did (even be empty);
+   the group's end is recorded beside the swap (``<base>.swapend``) for recovery.
+   Offsets are never renumbered or reordered.
 4. **Swap**, per group: fsync the ``.cleaned`` file; under the log's locks rename it to
    ``.log.swap`` and fsync the directory (the commit point), retire the old segments
    (renamed ``.deleted``, removed after ``file.delete.delay.ms``), rename the swap to
@@ -62,7 +64,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,18 +183,6 @@ def group_segments_by_size(segments: list[LogSegment], max_size: int) -> list[li
     return groups
 
 
-def _with_last(
-    items: Iterator[tuple[LogSegment, int, BatchHeader]],
-) -> Iterator[tuple[LogSegment, int, BatchHeader, bool]]:
-    previous: tuple[LogSegment, int, BatchHeader] | None = None
-    for item in items:
-        if previous is not None:
-            yield (*previous, False)
-        previous = item
-    if previous is not None:
-        yield (*previous, True)
-
-
 class LogCleaner:
     """Compacts logs one pass at a time; the LogManager calls :meth:`clean`."""
 
@@ -283,6 +272,8 @@ class LogCleaner:
             groups = group_segments_by_size(
                 [s for s in sealed if s.base_offset < end], config.segment_bytes
             )
+            if not groups:  # only cleaned-out (empty) segments below ``end``
+                return None
             producers_last = {
                 pid: e.batches[-1].last_offset
                 for pid, e in list(plog.producers.entries.items())
@@ -374,10 +365,10 @@ class LogCleaner:
         )
         try:
             with open(cleaned, "wb", buffering=_WRITE_BUFFER) as f:
-                for seg, pos, header, last in _with_last(batches):
+                for seg, pos, header in batches:
                     raw = seg.pread(pos, header.size)
                     producer_last = producers_last.get(header.producer_id)
-                    keep_empty = last or producer_last == header.last_offset
+                    keep_empty = producer_last == header.last_offset
                     if header.is_control:
                         out, dropped = self._clean_marker(
                             plog, raw, header, txns, end, keep_empty, now
@@ -431,8 +422,6 @@ class LogCleaner:
             return raw, 0
         if header.attributes & ATTR_DELETE_HORIZON:
             if now >= header.base_timestamp:
-                # the group's last batch stays (recovery needs the group's end): a later
-                # pass, grouping differently, drops it
                 return (raw if keep_empty else None), 0
             horizon = header.base_timestamp
             out = raw

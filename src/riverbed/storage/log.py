@@ -104,7 +104,7 @@ from riverbed.storage.producer_state import (
     ProducerStateEntry,
     ProducerStateManager,
 )
-from riverbed.storage.recovery import SWAP_SUFFIX, load_segments
+from riverbed.storage.recovery import SWAP_END_SUFFIX, SWAP_SUFFIX, load_segments
 from riverbed.storage.segment import LOG_SUFFIX, LogSegment, segment_name
 from riverbed.storage.transactions import (
     IsolationLevel,
@@ -1067,6 +1067,9 @@ class PartitionLog:
             txn_swap = txn_target.with_name(txn_target.name + SWAP_SUFFIX)
             if aborted:
                 write_atomically(txn_swap, encode_entries(aborted))
+            # the group's end, for recovery: the cleaned segment may end before it
+            swap_end = self.directory / (segment_name(first.base_offset) + SWAP_END_SUFFIX)
+            write_atomically(swap_end, f"{old[-1].next_offset}\n".encode())
             faults.point("file.rename", cleaned)
             os.replace(cleaned, swap)
             fsync_dir(self.directory)
@@ -1076,6 +1079,7 @@ class PartitionLog:
                 os.replace(txn_swap, txn_target)
             faults.point("file.rename", swap)
             os.replace(swap, target)
+            swap_end.unlink(missing_ok=True)
             seg = LogSegment.open(
                 self.directory,
                 first.base_offset,

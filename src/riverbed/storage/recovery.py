@@ -6,9 +6,11 @@ Steps, in order:
    ``*.cleaned`` (compaction output not yet committed), ``*.tmp`` and ``*.deleted``
    (segments already retired, see :mod:`riverbed.storage.deletion`) are deleted.  A
    ``<base>.log.swap`` is committed compaction output that replaces a *group* of
-   segments: it covers offsets ``[base, next)`` where ``next`` is one past its last
-   batch (the cleaner always keeps a group's last batch, possibly emptied, so ``next``
-   is the group's end).  Every ``.log`` whose base offset lies in that range is deleted
+   segments: it covers offsets ``[base, next)`` where ``next`` is the group's end, read
+   from ``<base>.swapend`` (written before the swap; the cleaner may drop a group's
+   last batch when nothing in it survives) or, for swaps written before that file
+   existed, one past the swap's last batch.  Every ``.log`` whose base offset lies in
+   that range is deleted
    with its indexes, then the swap is renamed to ``<base>.log`` (its indexes are
    rebuilt at load), after ``<base>.txnindex.swap`` (the group's aborted transactions,
    written before the log swap) is renamed to ``<base>.txnindex``.  A
@@ -65,6 +67,9 @@ log = logging.getLogger(__name__)
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+SWAP_END_SUFFIX = ".swapend"
+"""``<base>.swapend``: the end offset of the segment group a ``<base>.log.swap`` replaces
+(decimal), written (fsynced) before the swap's commit point."""
 
 
 def finish_interrupted_operations(directory: Path) -> None:
@@ -83,7 +88,7 @@ def finish_interrupted_operations(directory: Path) -> None:
         if not (stem.isdigit() and len(stem) == 20):
             continue
         base = int(stem)
-        end = max(swap_next_offset(swap, base), base + 1)
+        end = max(swap_next_offset(swap, base), base + 1, _swap_end(directory, stem))
         for old in segment_bases(directory):
             if base <= old < end:
                 _delete_segment_files(directory, old)
@@ -95,8 +100,20 @@ def finish_interrupted_operations(directory: Path) -> None:
     for orphan in directory.glob("*" + TXN_INDEX_SUFFIX + SWAP_SUFFIX):
         orphan.unlink(missing_ok=True)
         changed = True
+    for done in directory.glob("*" + SWAP_END_SUFFIX):  # its swap is committed or gone
+        done.unlink(missing_ok=True)
+        changed = True
     if changed:
         fsync_dir(directory)
+
+
+def _swap_end(directory: Path, stem: str) -> int:
+    """The group end recorded beside a swap (0 when absent or unreadable: older swaps
+    always end with the group's last batch)."""
+    try:
+        return int((directory / (stem + SWAP_END_SUFFIX)).read_text().strip())
+    except (OSError, ValueError):
+        return 0
 
 
 def swap_next_offset(path: Path, base: int) -> int:

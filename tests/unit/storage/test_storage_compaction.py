@@ -234,3 +234,69 @@ def test_crash_during_group_swap_recovers_the_new_group(tmp_path: Path, crash_af
     names = {p.name for p in (tmp_path / "c-0").iterdir()}
     assert not any(n.endswith((".swap", ".deleted", ".cleaned")) for n in names)
     reopened.close()
+
+
+def _superseded_log(path: Path, clock: ManualClock) -> PartitionLog:
+    """44 single-record batches (keys k0..k3, a segment per 4 of ~291 bytes, two segments
+    per cleaning group with ``segment.bytes`` 600): every record below offset 40 is
+    superseded by 40..43, so the groups [0, 8) ... [32, 40) clean to nothing."""
+    return keyed_log(path, clock, 44, 4, 4, segment_bytes=600)
+
+
+def _batch_counts(log: PartitionLog) -> list[int]:
+    from riverbed.protocol.records import read_batch
+
+    counts = []
+    for seg in log.segments():
+        for pos, header in seg.scan(0, verify=False):
+            counts.append(len(read_batch(seg.pread(pos, header.size))[1]))
+    return counts
+
+
+def test_no_empty_batch_is_left_where_a_whole_group_is_superseded(tmp_path: Path) -> None:
+    """Kafka keeps an emptied batch only for a producer's sequence; clients (kafka-go
+    v0.4.51) cannot read one of zero records.  A cleaned segment may be empty."""
+    clock = ManualClock(T0)
+    log = _superseded_log(tmp_path / "c-0", clock)
+    result = LogCleaner(clock).clean(log)
+    assert result is not None and result.records_removed == 40
+    assert 0 not in _batch_counts(log)
+    assert [(s.base_offset, s.size) for s in log.segments()][:5] == [
+        (0, 0),
+        (8, 0),
+        (16, 0),
+        (24, 0),
+        (32, 0),
+    ]
+    expected = [(40, b"k0"), (41, b"k1"), (42, b"k2"), (43, b"k3"), (44, b"k0")]
+    assert [(o, k) for o, k, _v in all_records(log)] == expected
+    log.close()
+    reopened = PartitionLog.open(tmp_path / "c-0", log.config, clock=clock)
+    assert [(o, k) for o, k, _v in all_records(reopened)] == expected
+    assert LogCleaner(clock).clean(reopened) is None or 0 not in _batch_counts(reopened)
+    reopened.close()
+
+
+@pytest.mark.parametrize("crash_after", ["swap", "retire"])
+def test_crash_during_swap_of_a_group_cleaned_short_deletes_the_whole_group(
+    tmp_path: Path, crash_after: str
+) -> None:
+    """The first group's swap is empty, its group [0, 8) two segments: recovery takes the
+    group's end from ``<base>.swapend``, so segment 4's superseded records never come back
+    (they would, with the end read from the swap's last batch)."""
+    clock = ManualClock(T0)
+    log = _superseded_log(tmp_path / "c-0", clock)
+    suffix = ".log" if crash_after == "swap" else SWAP_SUFFIX
+    with faults.inject(
+        "file.rename", error=errno.EIO, match=lambda path: path.endswith(suffix)
+    ) as crash:
+        assert LogCleaner(clock).clean(log) is None
+    assert crash.hits == 1
+    log.close_unclean()
+    reopened = PartitionLog.open(tmp_path / "c-0", log.config, clock=clock)
+    offsets = [o for o, _k, _v in all_records(reopened)]
+    assert offsets[0] == 8 and 4 not in offsets
+    assert [s.base_offset for s in reopened.segments()][:2] == [0, 8]
+    names = {p.name for p in (tmp_path / "c-0").iterdir()}
+    assert not any(n.endswith((".swap", ".swapend", ".deleted", ".cleaned")) for n in names)
+    reopened.close()
