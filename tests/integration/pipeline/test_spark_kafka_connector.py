@@ -36,6 +36,9 @@ def servers(request: pytest.FixtureRequest) -> Iterator[str]:
         yield kafka.bootstrap_servers
 
 
+# The Kafka run (a JVM broker, then the same Spark job: minutes on a loaded 2-core box) only
+# re-proves the job: gated, -m kafka runs it (tests/conftest.py).
+@pytest.mark.kafka_variant
 def test_spark_kafka_connector_reads_and_writes(servers: str, tmp_path: Path) -> None:
     version, jars = connector_jars()
     source, target = f"jvm-in-{uuid.uuid4().hex[:8]}", f"jvm-out-{uuid.uuid4().hex[:8]}"
