@@ -14,10 +14,13 @@ import sys
 import textwrap
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from confluent_kafka import AcknowledgeType, Consumer
 from share_helpers import (
+    BROKER_CONFIG,
     LOCK_MS,
     close_all,
     create_topic,
@@ -28,9 +31,22 @@ from share_helpers import (
     warm_up,
 )
 
-from riverbed.testing.broker_process import BrokerProcess
+from riverbed.testing.broker_process import BrokerProcess, free_port
 
 HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker process for the whole module (conftest's is one per test): no test here
+    stops or kills the broker, and each uses its own topics and groups."""
+    root = tmp_path_factory.mktemp("share-consumers")
+    broker = BrokerProcess(root / "data", free_port(), root / "broker.log", BROKER_CONFIG, "INFO")
+    broker.start(timeout_s=120)
+    try:
+        yield broker
+    finally:
+        broker.close()
 
 
 def test_more_consumers_than_partitions_all_get_work_one_at_a_time(
