@@ -39,8 +39,9 @@ by cumulative and by own time after the workload.
 
 Run: ``.venv/bin/python bench/bench_produce_consume.py [--messages 200000] [--sizes 100,1024]
 [--peers riverbed,kafka,mock] [--broker subprocess|embedded] [--bootstrap HOST:PORT]
-[--repeat 3] [--profile]``.  Each peer and size runs ``--repeat`` times; ratios and bars use
-the medians, and the best run is printed too (other tenants of a shared box add noise).
+[--repeat 3] [--profile] [--json PATH]``.  Each peer and size runs ``--repeat`` times;
+ratios and bars use the medians, and the best run is printed too (other tenants of a
+shared box add noise).
 Exit status 0 whether or not the bars are met (this is a measurement).
 """
 
@@ -48,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import pstats
 import shutil
@@ -493,6 +495,12 @@ def main(argv: list[str] | None = None) -> None:
         "(a copy of src/ from before a change)",
     )
     parser.add_argument(
+        "--json",
+        type=Path,
+        metavar="PATH",
+        help="also write every run and the medians here (bench/plot_benchmarks.py reads it)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="run the subprocess broker under cProfile and print the top",
@@ -547,6 +555,39 @@ def main(argv: list[str] | None = None) -> None:
     print_ratios(medians)
     print()
     print_bars(medians)
+    if args.json:
+        write_json(args.json, results, medians, args.repeat)
+
+
+def result_dict(r: Result) -> dict[str, object]:
+    return {
+        "peer": r.peer,
+        "size": r.size,
+        "messages": r.messages,
+        "produce_msgs": r.produce_msgs,
+        "produce_mbs": r.produce_mbs,
+        "p50_ms": r.p50_ms,
+        "p99_ms": r.p99_ms,
+        "consume_msgs": r.consume_msgs,
+        "consume_mbs": r.consume_mbs,
+    }
+
+
+def write_json(path: Path, runs: list[Result], medians: list[Result], repeat: int) -> None:
+    """``{"load1", "cpus", "repeat", "runs": [...], "medians": [...]}``: one object per
+    run and per (peer, size) median, with msg/s, MB/s (10^6 bytes) and p50/p99 in ms."""
+    path.write_text(
+        json.dumps(
+            {
+                "load1": os.getloadavg()[0],
+                "cpus": os.cpu_count(),
+                "repeat": repeat,
+                "runs": [result_dict(r) for r in runs],
+                "medians": [result_dict(r) for r in medians],
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":
