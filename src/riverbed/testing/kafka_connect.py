@@ -61,7 +61,7 @@ from riverbed.errors import RiverbedError
 from riverbed.testing.debezium_embedded import postgres_connector_properties
 from riverbed.testing.java_app import JavaAppBuild, build_java_app
 from riverbed.testing.kafka_reference import free_port
-from riverbed.testing.lifecycle import StartStopContext
+from riverbed.testing.lifecycle import StartStopContext, log_tail
 
 __all__ = [
     "CONNECT_VERSION",
@@ -331,13 +331,7 @@ class ConnectWorker(StartStopContext):
             raise ConnectError(f"Kafka Connect is not running:\n{self.tail()}")
 
     def tail(self, lines: int = 40) -> str:
-        out = []
-        for name in ("stdout", "connect.log"):
-            path = self.workdir / name
-            if path.exists():
-                text = path.read_text(errors="replace").splitlines()[-lines:]
-                out.append(f"--- {name}\n" + "\n".join(text))
-        return "\n".join(out)
+        return log_tail(self.workdir, ("stdout", "connect.log"), lines)
 
     def stop(self, timeout_s: float = 60) -> None:
         """SIGTERM (graceful: tasks stop, offsets are committed), SIGKILL of the JVM's

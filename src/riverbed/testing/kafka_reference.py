@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from riverbed.testing.lifecycle import StartStopContext
+from riverbed.testing.lifecycle import StartStopContext, log_tail
 
 DEFAULT_KAFKA_VERSION = "4.1.1"
 LOG4J_VERSION = "2.24.3"
@@ -351,13 +351,7 @@ class KafkaReference(StartStopContext):
         """The last lines of stdout and server.log, for error messages."""
         if self.workdir is None:
             return ""
-        out = []
-        for name in ("stdout", "server.log"):
-            path = self.workdir / name
-            if path.exists():
-                text = path.read_text(errors="replace").splitlines()[-lines:]
-                out.append(f"--- {name}\n" + "\n".join(text))
-        return "\n".join(out)
+        return log_tail(self.workdir, ("stdout", "server.log"), lines)
 
     def request_log(self) -> list[dict[str, Any]]:
         """Every request completed on the PLAINTEXT listener so far, as Kafka logged it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import TracebackType
 from typing import Self
 
@@ -30,3 +31,15 @@ class StartStopContext:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def log_tail(workdir: Path, names: tuple[str, ...], lines: int = 40) -> str:
+    """The last ``lines`` lines of each of ``workdir``'s files ``names`` that exist, each
+    under a ``--- name`` header (for error messages); ``""`` when none exists."""
+    out = []
+    for name in names:
+        path = workdir / name
+        if path.exists():
+            text = path.read_text(errors="replace").splitlines()[-lines:]
+            out.append(f"--- {name}\n" + "\n".join(text))
+    return "\n".join(out)
