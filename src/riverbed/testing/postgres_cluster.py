@@ -22,10 +22,12 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import uuid
 from pathlib import Path
 from types import TracebackType
 
 from riverbed.testing.kafka_reference import free_port
+from riverbed.testing.waiting import wait_until
 
 __all__ = ["SUPERUSER", "SUPERUSER_PASSWORD", "PostgresCluster", "postgres_bin_dir"]
 
@@ -177,6 +179,50 @@ class PostgresCluster:
     ) -> str:
         """A libpq keyword DSN for TCP on 127.0.0.1 (scram-sha-256 authentication)."""
         return f"host=127.0.0.1 port={self.port} user={user} password={password} dbname={dbname}"
+
+    def create_database(self) -> str:
+        """Create a fresh empty database (``db_`` and 10 random hex digits) and return its
+        name."""
+        import psycopg2
+
+        dbname = f"db_{uuid.uuid4().hex[:10]}"
+        admin = psycopg2.connect(self.dsn())
+        admin.autocommit = True
+        try:
+            with admin.cursor() as cur:
+                cur.execute(f"CREATE DATABASE {dbname}")
+        finally:
+            admin.close()
+        return dbname
+
+    def drop_database(self, dbname: str, timeout_s: float = 60) -> None:
+        """Drop ``dbname`` and its replication slots, waiting up to ``timeout_s`` for each
+        slot to be released (a slot is dropped only once inactive: its walsender gone);
+        ``AssertionError`` if they are not all released in time.  Frees the slots of a
+        cluster with few (``max_replication_slots``) for the next test."""
+        import psycopg2
+
+        admin = psycopg2.connect(self.dsn())
+        admin.autocommit = True
+        try:
+
+            def released() -> bool:
+                with admin.cursor() as cur:
+                    cur.execute(
+                        "SELECT slot_name, active FROM pg_replication_slots WHERE database = %s",
+                        (dbname,),
+                    )
+                    slots = cur.fetchall()
+                    for slot, active in slots:
+                        if not active:
+                            cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+                    return all(not active for _slot, active in slots)
+
+            wait_until(released, timeout_s, f"the slots of {dbname} to be released")
+            with admin.cursor() as cur:
+                cur.execute(f"DROP DATABASE {dbname} WITH (FORCE)")
+        finally:
+            admin.close()
 
     def log_tail(self, lines: int = 20) -> str:
         try:

@@ -8,15 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-T = TypeVar("T")
+from riverbed.testing.json_topic import read_json_topic
+from riverbed.testing.waiting import wait_until
 
 ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()"]
 WRITER = Path(__file__).with_name("sqlite_writer.py")
@@ -61,50 +59,9 @@ class ConnectorProcess:
 
 def read_topic(bootstrap: str, topic: str, timeout_s: float = 20) -> list[tuple[Any, Any]]:
     """Every record of partition 0 from the beginning to the high watermark, keys and values
-    parsed as JSON (``None`` for a tombstone)."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "enable.auto.commit": False}
-    )
-    try:
-        tp = TopicPartition(topic, 0)
-        if (
-            topic not in consumer.list_topics(topic, timeout=timeout_s).topics
-            or consumer.list_topics(topic, timeout=timeout_s).topics[topic].error is not None
-        ):
-            return []  # not created yet
-        _low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
-        records: list[tuple[Any, Any]] = []
-        if high <= 0:
-            return records
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                if consumer.position([tp])[0].offset >= high:
-                    break
-                continue
-            assert msg.error() is None, msg.error()
-            value = msg.value()
-            records.append((json.loads(msg.key()), None if value is None else json.loads(value)))
-            if msg.offset() + 1 >= high:
-                break
-        else:
-            raise AssertionError(f"timed out reading {topic}")
-        return records
-    finally:
-        consumer.close()
-
-
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.05)  # polling interval of a condition check, not synchronisation
+    parsed as JSON (``None`` for a tombstone); ``[]`` while the topic does not exist
+    (:func:`riverbed.testing.json_topic.read_json_topic`)."""
+    return read_json_topic(bootstrap, topic, timeout_s=timeout_s)
 
 
 def latest_per_key(records: Sequence[tuple[Any, Any]]) -> dict[str, Any]:

@@ -6,35 +6,20 @@ watermark.  Every wait is a condition polled against a deadline."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
+from riverbed.testing.child_process import ChildProcess
 from riverbed.testing.embedded import EmbeddedBroker
+from riverbed.testing.json_topic import read_json_topic
 from riverbed.testing.postgres_cluster import PostgresCluster, postgres_bin_dir
-
-T = TypeVar("T")
+from riverbed.testing.waiting import wait_until
 
 ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "cdc", "postgres"]
-
-
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.05)  # polling interval of a condition check, not synchronisation
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +44,7 @@ class Database:
         import psycopg2
 
         self.cluster = cluster
-        self.name = f"db_{uuid.uuid4().hex[:10]}"
-        admin = psycopg2.connect(cluster.dsn())
-        admin.autocommit = True
-        with admin.cursor() as cur:
-            cur.execute(f"CREATE DATABASE {self.name}")
-        admin.close()
+        self.name = cluster.create_database()
         self.dsn = cluster.dsn(dbname=self.name)
         self.conn = psycopg2.connect(self.dsn)
         self.conn.autocommit = True
@@ -88,72 +68,17 @@ def db(pg_cluster: PostgresCluster) -> Iterator[Database]:
     database.conn.close()
 
 
-class ConnectorProcess:
-    """``riverbed cdc postgres`` as a child: started, SIGTERMed or SIGKILLed."""
+class ConnectorProcess(ChildProcess):
+    """``riverbed cdc postgres ARGS`` as a child: started, SIGTERMed or SIGKILLed."""
 
     def __init__(self, log_path: Path, *args: str) -> None:
-        self.args = [*ENTRY, *args]
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> ConnectorProcess:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-        return self
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def assert_alive(self) -> None:
-        assert self.proc is not None and self.proc.poll() is None, self.log()
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
-
-    def terminate(self) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(60)
-
-    def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.kill()
+        super().__init__(log_path, [*ENTRY, *args])
 
 
 def read_topic(bootstrap: str, topic: str, timeout_s: float = 30) -> list[tuple[Any, Any]]:
-    """Every record of partition 0 up to the high watermark: (key, value) JSON-decoded."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "enable.auto.commit": False}
-    )
-    try:
-        _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        out: list[tuple[Any, Any]] = []
-        if high == 0:
-            return out
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + timeout_s
-        while True:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                key, value = msg.key(), msg.value()
-                out.append(
-                    (
-                        None if key is None else json.loads(key),
-                        None if value is None else json.loads(value),
-                    )
-                )
-                if msg.offset() + 1 >= high:
-                    return out
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out reading {topic} to offset {high}")
-    finally:
-        consumer.close()
+    """Every record of partition 0 up to the high watermark: (key, value) JSON-decoded
+    (:func:`riverbed.testing.json_topic.read_json_topic`)."""
+    return read_json_topic(bootstrap, topic, timeout_s=timeout_s)
 
 
 def latest_per_key(records: list[tuple[Any, Any]]) -> dict[str, Any]:

@@ -21,17 +21,16 @@ import decimal
 import json
 import random
 import shutil
-import subprocess
 import sys
-import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
+from riverbed.testing.child_process import ChildProcess
 from riverbed.testing.debezium_embedded import (
     CaptureBuild,
     DebeziumCapture,
@@ -40,14 +39,15 @@ from riverbed.testing.debezium_embedded import (
     ensure_capture,
 )
 from riverbed.testing.embedded import EmbeddedBroker
+from riverbed.testing.json_topic import read_json_topic
 from riverbed.testing.postgres_cluster import (
     SUPERUSER,
     SUPERUSER_PASSWORD,
     PostgresCluster,
     postgres_bin_dir,
 )
+from riverbed.testing.waiting import wait_until
 
-T = TypeVar("T")
 ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "cdc", "postgres"]
 DBZ_PREFIX = "dbz"
 
@@ -70,17 +70,6 @@ TABLES = ["public.t_types", "public.t_composite", "public.t_full", "public.t_mor
 MORE_COLS = (
     "sm, r, dp, t, ttz, iv, m, n, vc, ch, mo, ts, d, tstz3, tstz_arr, num_arr, bool_arr, grid"
 )
-
-
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.1)  # polling interval of a condition check, not synchronisation
 
 
 # --- the workload -----------------------------------------------------------------------
@@ -303,42 +292,6 @@ class Workload:
 # --- reading both sides -----------------------------------------------------------------
 
 
-def read_topic(bootstrap: str, topic: str) -> list[tuple[Any, Any]]:
-    """Every record of partition 0 up to the high watermark: (key, value) JSON-decoded;
-    nothing while the topic does not exist."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "enable.auto.commit": False}
-    )
-    try:
-        try:
-            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        except KafkaException:  # not created yet
-            return []
-        out: list[tuple[Any, Any]] = []
-        if high <= 0:
-            return out
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + 60
-        while True:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                key, value = msg.key(), msg.value()
-                out.append(
-                    (
-                        None if key is None else json.loads(key),
-                        None if value is None else json.loads(value),
-                    )
-                )
-                if msg.offset() + 1 >= high:
-                    return out
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out reading {topic} to offset {high}")
-    finally:
-        consumer.close()
-
-
 def _column(col: str, value: Any, debezium: bool) -> Any:
     """One column's value with the deliberate differences (docs/cdc.md, "Differences from
     Debezium") folded away, so that everything else is compared exactly."""
@@ -416,30 +369,24 @@ def diff_report(table: str, ours: dict[str, list[Any]], theirs: dict[str, list[A
     return lines
 
 
-class RiverbedCdc:
-    """``riverbed cdc postgres`` as a child process (killed at the end, even on failure)."""
-
-    def __init__(self, log_path: Path, *args: str) -> None:
-        self.args = [*ENTRY, *args]
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    def assert_alive(self) -> None:
-        assert self.proc is not None and self.proc.poll() is None, self.log()
-
-    def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(30)
+def _engine_properties(
+    pg: PostgresCluster, dbname: str, tables: list[str], extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The embedded Debezium engine's properties for ``tables`` of ``dbname``: topic prefix
+    ``DBZ_PREFIX``, its own slot and publication (named after the database), ``extra`` over
+    them."""
+    return engine_properties(
+        host="127.0.0.1",
+        port=pg.port,
+        user=SUPERUSER,
+        password=SUPERUSER_PASSWORD,
+        dbname=dbname,
+        tables=tables,
+        topic_prefix=DBZ_PREFIX,
+        slot=f"dbz_{dbname}",
+        publication=f"dbz_pub_{dbname}",
+        extra=extra,
+    )
 
 
 def slot_exists(dsn: str, slot: str) -> bool:
@@ -480,7 +427,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
 def _differential(
     pg: PostgresCluster, broker: EmbeddedBroker, tmp_path: Path, seed: int, transactions: int
 ) -> None:
-    import psycopg2
 
     if shutil.which("java") is None or shutil.which("mvn") is None:
         pytest.skip("java/mvn not installed")
@@ -488,32 +434,12 @@ def _differential(
         build = ensure_capture()
     except DebeziumError as exc:
         pytest.skip(f"Debezium could not be built: {exc}")
-    dbname = f"db_{uuid.uuid4().hex[:10]}"
-    admin = psycopg2.connect(pg.dsn())
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {dbname}")
+    dbname = pg.create_database()
     try:
         _compare(pg, broker, tmp_path, seed, transactions, build, dbname)
     finally:
-        # the module's cluster has 10 slots: free this test's two (once their walsenders
-        # are gone) and its database
-        def dropped() -> bool:
-            with admin.cursor() as cur:
-                cur.execute(
-                    "SELECT slot_name, active FROM pg_replication_slots WHERE database = %s",
-                    (dbname,),
-                )
-                slots = cur.fetchall()
-                for slot, active in slots:
-                    if not active:
-                        cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-                return all(not active for _slot, active in slots)
-
-        wait_until(dropped, 60, f"the slots of {dbname} to be released")
-        with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE {dbname} WITH (FORCE)")
-        admin.close()
+        # the module's cluster has 10 slots: free this test's two and its database
+        pg.drop_database(dbname)
 
 
 def _compare(
@@ -534,30 +460,23 @@ def _compare(
             cur.execute(ddl)
     conn.commit()
 
-    props = engine_properties(
-        host="127.0.0.1",
-        port=pg.port,
-        user=SUPERUSER,
-        password=SUPERUSER_PASSWORD,
-        dbname=dbname,
-        tables=TABLES,
-        topic_prefix=DBZ_PREFIX,
-        slot=f"dbz_{dbname}",
-        publication=f"dbz_pub_{dbname}",
-    )
-    rb = RiverbedCdc(
+    props = _engine_properties(pg, dbname, TABLES)
+    rb = ChildProcess(
         tmp_path / "riverbed.log",
-        "--dsn",
-        pg.dsn(dbname=dbname),
-        "--bootstrap-server",
-        broker.bootstrap_servers,
-        "--topic-prefix",
-        rb_prefix,
-        "--slot",
-        f"rb_{dbname}",
-        "--publication",
-        f"rb_pub_{dbname}",
-        *[arg for table in TABLES for arg in ("--table", table)],
+        [
+            *ENTRY,
+            "--dsn",
+            pg.dsn(dbname=dbname),
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--topic-prefix",
+            rb_prefix,
+            "--slot",
+            f"rb_{dbname}",
+            "--publication",
+            f"rb_pub_{dbname}",
+            *[arg for table in TABLES for arg in ("--table", table)],
+        ],
     )
     with DebeziumCapture(build, props, tmp_path / "debezium") as dbz:
         try:
@@ -586,7 +505,7 @@ def _compare(
 
             def rb_complete() -> bool:
                 for table, n in workload.expected.items():
-                    ours[table] = read_topic(
+                    ours[table] = read_json_topic(
                         broker.bootstrap_servers, f"{rb_prefix}.public.{table}"
                     )
                     if len(ours[table]) < n:
@@ -682,11 +601,7 @@ def test_snapshot_schema_changes_truncate_as_debezium(
         build = ensure_capture()
     except DebeziumError as exc:
         pytest.skip(f"Debezium could not be built: {exc}")
-    dbname = f"db_{uuid.uuid4().hex[:10]}"
-    admin = psycopg2.connect(pg.dsn())
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {dbname}")
+    dbname = pg.create_database()
     conn = psycopg2.connect(pg.dsn(dbname=dbname))
     conn.autocommit = True
     expected: dict[str, int] = defaultdict(int)
@@ -705,17 +620,11 @@ def test_snapshot_schema_changes_truncate_as_debezium(
         for k in range(1, 4):
             cur.execute("INSERT INTO s_other VALUES (%s, %s)", (k, f"w{k}"))
             expected["s_other"] += 1
-    props = engine_properties(
-        host="127.0.0.1",
-        port=pg.port,
-        user=SUPERUSER,
-        password=SUPERUSER_PASSWORD,
-        dbname=dbname,
-        tables=DDL_SCENARIO_TABLES,
-        topic_prefix=DBZ_PREFIX,
-        slot=f"dbz_{dbname}",
-        publication=f"dbz_pub_{dbname}",
-        extra={
+    props = _engine_properties(
+        pg,
+        dbname,
+        DDL_SCENARIO_TABLES,
+        {
             "snapshot.mode": "initial",
             "skipped.operations": "none",
             "converter.replace.null.with.default": "false",
@@ -723,12 +632,15 @@ def test_snapshot_schema_changes_truncate_as_debezium(
         },
     )
     rb_prefix = f"rb_{dbname}"
-    rb = RiverbedCdc(
+    rb = ChildProcess(
         tmp_path / "riverbed.log",
-        *("--dsn", pg.dsn(dbname=dbname), "--bootstrap-server", broker.bootstrap_servers),
-        *("--topic-prefix", rb_prefix, "--slot", f"rb_{dbname}"),
-        *("--publication", f"rb_pub_{dbname}"),
-        *[arg for table in DDL_SCENARIO_TABLES for arg in ("--table", table)],
+        [
+            *ENTRY,
+            *("--dsn", pg.dsn(dbname=dbname), "--bootstrap-server", broker.bootstrap_servers),
+            *("--topic-prefix", rb_prefix, "--slot", f"rb_{dbname}"),
+            *("--publication", f"rb_pub_{dbname}"),
+            *[arg for table in DDL_SCENARIO_TABLES for arg in ("--table", table)],
+        ],
     )
     try:
         with DebeziumCapture(build, props, tmp_path / "debezium") as dbz:
@@ -744,7 +656,7 @@ def test_snapshot_schema_changes_truncate_as_debezium(
             def both_have(counts: dict[str, int]) -> bool:
                 got = dbz_by_table()
                 for table, n in counts.items():
-                    ours[table] = read_topic(
+                    ours[table] = read_json_topic(
                         broker.bootstrap_servers, f"{rb_prefix}.public.{table}"
                     )
                     if len(ours[table]) < n or len(got.get(table, [])) < n:
@@ -778,20 +690,4 @@ def test_snapshot_schema_changes_truncate_as_debezium(
         assert not problems, "\n".join(problems[:20])
     finally:
         conn.close()
-
-        def dropped() -> bool:
-            with admin.cursor() as cur:
-                cur.execute(
-                    "SELECT slot_name, active FROM pg_replication_slots WHERE database = %s",
-                    (dbname,),
-                )
-                slots = cur.fetchall()
-                for slot, active in slots:
-                    if not active:
-                        cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-                return all(not active for _slot, active in slots)
-
-        wait_until(dropped, 60, f"the slots of {dbname} to be released")
-        with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE {dbname} WITH (FORCE)")
-        admin.close()
+        pg.drop_database(dbname)

@@ -7,14 +7,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Mapping
-from typing import TypeVar
+from collections.abc import Mapping
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-T = TypeVar("T")
+# re-exported: the command-line tests import it from here
+from riverbed.testing.waiting import wait_until as wait_until
 
 ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()"]
 # the broker's group settings for quick joins (no initial rebalance delay)
@@ -50,14 +49,3 @@ def new_topic(bootstrap: str, partitions: int = 1, **config: str) -> str:
     futures = admin.create_topics([NewTopic(name, partitions, 1, config=config)])
     futures[name].result(30)
     return name
-
-
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.05)  # polling interval of a condition check, not synchronisation

@@ -18,12 +18,11 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -39,19 +38,7 @@ from riverbed.eventsourcing import (
 )
 from riverbed.eventsourcing.bank import BankAccount, balances_projection
 from riverbed.testing.embedded import EmbeddedBroker
-
-T = TypeVar("T")
-
-
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.2)  # polling interval of a condition check, not synchronisation
+from riverbed.testing.waiting import wait_until
 
 
 @pytest.fixture(scope="module")

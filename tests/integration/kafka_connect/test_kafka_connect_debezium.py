@@ -26,19 +26,20 @@ import decimal
 import json
 import random
 import shutil
-import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
+from riverbed.testing.child_process import ChildProcess
 from riverbed.testing.embedded import EmbeddedBroker
+from riverbed.testing.json_topic import read_json_topic
 from riverbed.testing.kafka_connect import (
     ConnectError,
     ConnectWorker,
@@ -51,8 +52,8 @@ from riverbed.testing.postgres_cluster import (
     PostgresCluster,
     postgres_bin_dir,
 )
+from riverbed.testing.waiting import wait_until
 
-T = TypeVar("T")
 ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "cdc", "postgres"]
 CONNECTOR = "pg-debezium"
 DDL = [
@@ -63,17 +64,6 @@ DDL = [
     "CREATE TABLE pairs (region text, k integer, v text, PRIMARY KEY (region, k))",
 ]
 TABLES = ["public.items", "public.pairs"]
-
-
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.2)  # polling interval of a condition check, not synchronisation
 
 
 # --- the workload -----------------------------------------------------------------------
@@ -169,49 +159,6 @@ class Workload:
 # --- reading and comparing --------------------------------------------------------------
 
 
-def read_topic(bootstrap: str, topic: str, committed: bool = False) -> list[tuple[Any, Any]]:
-    """Every record of partition 0 up to the high watermark (the last stable offset when
-    ``committed``), JSON-decoded: (key, value)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": uuid.uuid4().hex,
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed" if committed else "read_uncommitted",
-        }
-    )
-    try:
-        try:
-            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        except KafkaException:
-            return []
-        out: list[tuple[Any, Any]] = []
-        if high <= 0:
-            return out
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + 60
-        while True:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                key, value = msg.key(), msg.value()
-                out.append(
-                    (
-                        None if key is None else json.loads(key),
-                        None if value is None else json.loads(value),
-                    )
-                )
-                if msg.offset() + 1 >= high:
-                    return out
-            elif consumer.position([TopicPartition(topic, 0)])[0].offset >= high:
-                return out  # the rest were transaction markers
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out reading {topic} to offset {high}")
-    finally:
-        consumer.close()
-
-
 def per_key(records: list[tuple[Any, Any]]) -> dict[str, list[Any]]:
     """Per key (its JSON), the events' op/before/after in order; None for a tombstone."""
     out: dict[str, list[Any]] = defaultdict(list)
@@ -254,33 +201,6 @@ def diff_report(table: str, ours: dict[str, list[Any]], theirs: dict[str, list[A
     return lines
 
 
-class RiverbedCdc:
-    """``riverbed cdc postgres`` as a child process (killed at the end, even on failure)."""
-
-    def __init__(self, log_path: Path, *args: str) -> None:
-        self.args = [*ENTRY, *args]
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-
-    def assert_alive(self) -> None:
-        assert self.proc is not None and self.proc.poll() is None, self.log_path.read_text()
-
-    def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(30)
-
-
 # --- fixtures ---------------------------------------------------------------------------
 
 
@@ -315,12 +235,7 @@ class Scenario:
         import psycopg2
 
         self.pg, self.broker, self.tmp_path = pg, broker, tmp_path
-        self.dbname = f"db_{uuid.uuid4().hex[:10]}"
-        admin = psycopg2.connect(pg.dsn())
-        admin.autocommit = True
-        with admin.cursor() as cur:
-            cur.execute(f"CREATE DATABASE {self.dbname}")
-        admin.close()
+        self.dbname = pg.create_database()
         self.conn = psycopg2.connect(pg.dsn(dbname=self.dbname))
         with self.conn.cursor() as cur:
             for ddl in DDL:
@@ -332,12 +247,15 @@ class Scenario:
             for table in ("items", "pairs"):
                 cur.execute(f"SELECT count(*) FROM {table}")
                 self.workload.expected[table] = cur.fetchone()[0]  # one r event per row
-        self.rb = RiverbedCdc(
+        self.rb = ChildProcess(
             tmp_path / "riverbed.log",
-            *("--dsn", pg.dsn(dbname=self.dbname)),
-            *("--bootstrap-server", broker.bootstrap_servers),
-            *("--topic-prefix", "rb", "--slot", "rb_slot", "--publication", "rb_pub"),
-            *[arg for table in TABLES for arg in ("--table", table)],
+            [
+                *ENTRY,
+                *("--dsn", pg.dsn(dbname=self.dbname)),
+                *("--bootstrap-server", broker.bootstrap_servers),
+                *("--topic-prefix", "rb", "--slot", "rb_slot", "--publication", "rb_pub"),
+                *[arg for table in TABLES for arg in ("--table", table)],
+            ],
         )
 
     def connector_config(self) -> dict[str, str]:
@@ -354,9 +272,11 @@ class Scenario:
         )
 
     def topics(self, committed: bool) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
-        ours = {t: read_topic(self.broker.bootstrap_servers, f"rb.public.{t}") for t in self.tables}
+        ours = {
+            t: read_json_topic(self.broker.bootstrap_servers, f"rb.public.{t}") for t in self.tables
+        }
         theirs = {
-            t: read_topic(self.broker.bootstrap_servers, f"kc.public.{t}", committed)
+            t: read_json_topic(self.broker.bootstrap_servers, f"kc.public.{t}", committed)
             for t in self.tables
         }
         return ours, theirs
@@ -417,29 +337,10 @@ class Scenario:
         return sum(dropped.values())
 
     def close(self) -> None:
-        import psycopg2
 
-        self.rb.close()
+        self.rb.stop()
         self.conn.close()
-        admin = psycopg2.connect(self.pg.dsn())
-        admin.autocommit = True
-
-        def dropped() -> bool:
-            with admin.cursor() as cur:
-                cur.execute(
-                    "SELECT slot_name, active FROM pg_replication_slots WHERE database = %s",
-                    (self.dbname,),
-                )
-                slots = cur.fetchall()
-                for slot, active in slots:
-                    if not active:
-                        cur.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
-                return all(not active for _slot, active in slots)
-
-        wait_until(dropped, 60, f"the slots of {self.dbname} to be released")
-        with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE {self.dbname} WITH (FORCE)")
-        admin.close()
+        self.pg.drop_database(self.dbname)
 
 
 # The envelope fields only Debezium sends (docs/cdc.md, Kafka Connect): the rest of the

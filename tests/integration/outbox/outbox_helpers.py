@@ -4,31 +4,16 @@ headers up to the high watermark.  Every wait is a condition polled against a de
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
-T = TypeVar("T")
+from riverbed.testing.child_process import ChildProcess
+from riverbed.testing.waiting import wait_until
 
 ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()", "cdc"]
-
-
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.1)  # polling interval of a condition check, not synchronisation
 
 
 @dataclass(frozen=True)
@@ -40,37 +25,11 @@ class Event:
     offset: int
 
 
-class ConnectorProcess:
+class ConnectorProcess(ChildProcess):
     """``riverbed cdc <kind> ...`` as a child: started, SIGTERMed or SIGKILLed."""
 
     def __init__(self, log_path: Path, *args: str) -> None:
-        self.args = [*ENTRY, *args]
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> ConnectorProcess:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-        return self
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
-
-    def terminate(self) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(90)
-
-    def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.kill()
+        super().__init__(log_path, [*ENTRY, *args])
 
 
 def read_events(bootstrap: str, topic: str) -> list[Event]:
