@@ -419,21 +419,31 @@ def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresCluster]:
 
 
 @pytest.fixture(scope="module")
+def capture_build() -> CaptureBuild:
+    """The embedded Debezium engine's build (skips when Java/Maven is missing or it fails)."""
+    if shutil.which("java") is None or shutil.which("mvn") is None:
+        pytest.skip("java/mvn not installed")
+    try:
+        return ensure_capture()
+    except DebeziumError as exc:
+        pytest.skip(f"Debezium could not be built: {exc}")
+
+
+@pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker(tmp_path_factory.mktemp("broker")) as running:
         yield running
 
 
 def _differential(
-    pg: PostgresCluster, broker: EmbeddedBroker, tmp_path: Path, seed: int, transactions: int
+    pg: PostgresCluster,
+    broker: EmbeddedBroker,
+    build: CaptureBuild,
+    tmp_path: Path,
+    seed: int,
+    transactions: int,
 ) -> None:
 
-    if shutil.which("java") is None or shutil.which("mvn") is None:
-        pytest.skip("java/mvn not installed")
-    try:
-        build = ensure_capture()
-    except DebeziumError as exc:
-        pytest.skip(f"Debezium could not be built: {exc}")
     dbname = pg.create_database()
     try:
         _compare(pg, broker, tmp_path, seed, transactions, build, dbname)
@@ -529,19 +539,23 @@ def _compare(
 
 
 def test_same_events_as_debezium(
-    pg: PostgresCluster, broker: EmbeddedBroker, tmp_path: Path
+    pg: PostgresCluster, broker: EmbeddedBroker, capture_build: CaptureBuild, tmp_path: Path
 ) -> None:
     """The reduced form, in the default suite (~15 s): one seed, 300 transactions."""
-    _differential(pg, broker, tmp_path, seed=11, transactions=300)
+    _differential(pg, broker, capture_build, tmp_path, seed=11, transactions=300)
 
 
 @pytest.mark.debezium
 @pytest.mark.parametrize("seed", range(12, 18))
 def test_same_events_as_debezium_long(
-    pg: PostgresCluster, broker: EmbeddedBroker, tmp_path: Path, seed: int
+    pg: PostgresCluster,
+    broker: EmbeddedBroker,
+    capture_build: CaptureBuild,
+    tmp_path: Path,
+    seed: int,
 ) -> None:
     """Six more seeds of 1500 transactions each (~2-3 min): ``-m debezium``."""
-    _differential(pg, broker, tmp_path, seed=seed, transactions=1500)
+    _differential(pg, broker, capture_build, tmp_path, seed=seed, transactions=1500)
 
 
 # --- snapshot, schema changes, TRUNCATE -------------------------------------------------
@@ -583,7 +597,7 @@ def _ddl_workload(cur: Any, expected: dict[str, int]) -> None:
 
 
 def test_snapshot_schema_changes_truncate_as_debezium(
-    pg: PostgresCluster, broker: EmbeddedBroker, tmp_path: Path
+    pg: PostgresCluster, broker: EmbeddedBroker, capture_build: CaptureBuild, tmp_path: Path
 ) -> None:
     """Both connectors snapshot the same rows (Debezium ``snapshot.mode=initial``), then
     stream changes around ``ADD COLUMN`` (with a default), ``DROP COLUMN``, type changes
@@ -595,12 +609,6 @@ def test_snapshot_schema_changes_truncate_as_debezium(
     a key-only delete image, where we write null)."""
     import psycopg2
 
-    if shutil.which("java") is None or shutil.which("mvn") is None:
-        pytest.skip("java/mvn not installed")
-    try:
-        build = ensure_capture()
-    except DebeziumError as exc:
-        pytest.skip(f"Debezium could not be built: {exc}")
     dbname = pg.create_database()
     conn = psycopg2.connect(pg.dsn(dbname=dbname))
     conn.autocommit = True
@@ -643,7 +651,7 @@ def test_snapshot_schema_changes_truncate_as_debezium(
         ],
     )
     try:
-        with DebeziumCapture(build, props, tmp_path / "debezium") as dbz:
+        with DebeziumCapture(capture_build, props, tmp_path / "debezium") as dbz:
 
             def dbz_by_table() -> dict[str, list[tuple[Any, Any]]]:
                 out: dict[str, list[tuple[Any, Any]]] = defaultdict(list)
