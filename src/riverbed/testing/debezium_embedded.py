@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from riverbed.testing.java_app import JavaAppBuild, JavaAppError, build_java_app
+from riverbed.testing.lifecycle import ClosingContext
 
 __all__ = [
     "DEBEZIUM_VERSION",
@@ -149,7 +150,7 @@ def engine_properties(
     return props
 
 
-class DebeziumCapture:
+class DebeziumCapture(ClosingContext):
     """One embedded engine (a child JVM) appending events to ``workdir/out.jsonl``."""
 
     def __init__(
@@ -237,9 +238,3 @@ class DebeziumCapture:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(30)
-
-    def __enter__(self) -> DebeziumCapture:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -33,6 +33,25 @@ class StartStopContext:
         self.stop()
 
 
+class ClosingContext:
+    """Mixin: ``with X(...) as x`` binds the instance itself (nothing started) and calls
+    ``x.close()`` on every exit of the block, exceptions included (not swallowed)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 def log_tail(workdir: Path, names: tuple[str, ...], lines: int = 40) -> str:
     """The last ``lines`` lines of each of ``workdir``'s files ``names`` that exist, each
     under a ``--- name`` header (for error messages); ``""`` when none exists."""

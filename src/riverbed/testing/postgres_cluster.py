@@ -24,9 +24,9 @@ import subprocess
 import tempfile
 import uuid
 from pathlib import Path
-from types import TracebackType
 
 from riverbed.testing.kafka_reference import free_port
+from riverbed.testing.lifecycle import ClosingContext
 from riverbed.testing.waiting import wait_until
 
 __all__ = ["SUPERUSER", "SUPERUSER_PASSWORD", "PostgresCluster", "postgres_bin_dir"]
@@ -55,7 +55,7 @@ def _traversable(path: Path) -> bool:
     return all(os.stat(p).st_mode & 0o001 for p in [path.resolve(), *path.resolve().parents])
 
 
-class PostgresCluster:
+class PostgresCluster(ClosingContext):
     """One ``postgres`` server on ``127.0.0.1:port`` over a fresh data directory."""
 
     def __init__(
@@ -237,14 +237,3 @@ class PostgresCluster:
                 self.stop()
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> PostgresCluster:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
