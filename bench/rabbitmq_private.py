@@ -17,22 +17,15 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from riverbed.testing.kafka_reference import free_port
 from riverbed.testing.lifecycle import StartStopContext
 
 RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class RabbitNode(StartStopContext):
@@ -53,8 +46,8 @@ class RabbitNode(StartStopContext):
         if not (RABBIT_BIN / "rabbitmq-server").exists():
             raise RuntimeError("rabbitmq-server not installed (apt-get install rabbitmq-server)")
         self.workdir = Path(tempfile.mkdtemp(prefix="riverbed-rabbit-"))
-        self.port = _free_port()
-        dist_port, epmd_port = _free_port(), _free_port()
+        self.port = free_port()
+        dist_port, epmd_port = free_port(), free_port()
         (self.workdir / "rabbitmq.conf").write_text(
             f"listeners.tcp.default = 127.0.0.1:{self.port}\n"
             "loopback_users = none\n"
