@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import resource
 import shutil
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -272,6 +274,14 @@ class Broker:
         """A listening socket for ``endpoint`` (TLS when it has a context), not serving."""
         host = endpoint.listener.host or None  # empty: every interface, as Kafka
         try:
+            sock = _bound_socket(host, endpoint.listener.port)
+            if sock is not None:
+                return await loop.create_server(
+                    lambda: KafkaConnection(self, endpoint),
+                    sock=sock,
+                    start_serving=False,
+                    ssl=endpoint.ssl_context,
+                )
             return await loop.create_server(
                 lambda: KafkaConnection(self, endpoint),
                 host,
@@ -442,6 +452,35 @@ class Broker:
             await stop.wait()
         finally:
             await self.stop()
+
+
+def _bound_socket(host: str | None, port: int) -> socket.socket | None:
+    """A socket bound to ``host:port`` (SO_REUSEADDR, as ``create_server`` sets) when
+    ``host`` is a numeric IPv4/IPv6 address, else None (the loop resolves the name).
+
+    Passing the loop a numeric host still makes it encode the host with the ``idna``
+    codec, whose import (``stringprep``, ``unicodedata``) is a measurable part of a fresh
+    start; a socket bound here skips name resolution altogether.  Raises OSError as
+    ``bind`` does (the caller turns it into one ConfigError line).
+    """
+    if host is None:
+        return None
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:  # as asyncio's create_server: IPv6 only
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((host, port))
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
