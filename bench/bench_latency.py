@@ -23,7 +23,10 @@ least L plus a round trip for any broker.  ``--linger 0`` measures the broker's 
 
 Run: ``.venv/bin/python bench/bench_latency.py [--sizes 1024,100] [--rate MSGS]
 [--fraction 0.5] [--seconds 5] [--repeat 5] [--linger 5] [--peers riverbed,kafka]
-[--json PATH]``.  Exit status 0 whether or not a goal is met (this is a measurement).
+[--json PATH]``.  Peer ``riverbed-nofsync`` is a second Riverbed broker on Kafka's flush
+policy (``flush.messages``/``flush.ms`` at Long.MAX_VALUE: no fsync before the ack), so
+the fsync's share of the latency shows.  Exit status 0 whether or not a goal is met (this
+is a measurement).
 """
 
 from __future__ import annotations
@@ -122,8 +125,18 @@ def rate_limited(
     return sent / elapsed, latencies
 
 
+# Kafka's default flush policy (no fsync per append: page cache) for Riverbed, to tell the
+# fsync's share of Riverbed's latency from the rest (docs/storage.md, flush policies).
+NO_FSYNC = ("flush.messages=9223372036854775807", "flush.ms=9223372036854775807")
+PEERS = ("riverbed", "riverbed-nofsync", "kafka")
+
+
 def peers_context(peer: str) -> contextlib.AbstractContextManager[str]:
-    return riverbed_subprocess(False) if peer == "riverbed" else kafka_reference()
+    if peer == "riverbed":
+        return riverbed_subprocess(False)
+    if peer == "riverbed-nofsync":
+        return riverbed_subprocess(False, config=NO_FSYNC)
+    return kafka_reference()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -142,8 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
-    if set(peers) - {"riverbed", "kafka"}:
-        parser.error("peers are riverbed and kafka")
+    if set(peers) - set(PEERS) or (args.rate is None and "riverbed" not in peers):
+        parser.error(f"peers are {', '.join(PEERS)} (riverbed for the peak unless --rate)")
     print(
         f"{os.cpu_count()} CPUs, load {load1():.1f}; confluent-kafka acks=all idempotent "
         f"linger.ms={args.linger:g}, {args.partitions} partitions, {args.seconds:g} s per run",

@@ -168,11 +168,14 @@ def _wait_accepting(port: int, proc: subprocess.Popen[bytes], timeout_s: float) 
 
 
 @contextlib.contextmanager
-def riverbed_subprocess(profile: bool, src: str | None = None) -> Iterator[str]:
+def riverbed_subprocess(
+    profile: bool, src: str | None = None, config: tuple[str, ...] = ()
+) -> Iterator[str]:
     """``riverbed broker`` in a temp dir; with ``profile``, under cProfile (printed at exit).
 
     ``src``: import ``riverbed`` from this source tree instead (``PYTHONPATH``), e.g. a
     copy of ``src/`` taken before a change, to compare both brokers in one run.
+    ``config``: ``KEY=VALUE`` settings passed as ``--config``.
     """
     workdir = Path(tempfile.mkdtemp(prefix="riverbed-bench-"))
     port = _free_port()
@@ -185,6 +188,8 @@ def riverbed_subprocess(profile: bool, src: str | None = None) -> Iterator[str]:
         "--log-level",
         "WARNING",
     ]
+    for item in config:
+        args += ["--config", item]
     profile_path = workdir / "broker.prof"
     if profile:
         cmd = [sys.executable, "-c", PROFILED_BROKER, str(profile_path), *args]
