@@ -21,8 +21,9 @@ failure then runs alone under 150 s, so a panic (which ends a Go test binary) or
 wait cannot hide the other outcomes.  ``RIVERBED_KAFKA_GO_RUN`` replaces the ``-test.run``
 regexp of every form.  A test failing or skipping that the target's allowlist
 (``kafka_go_allowlist.toml`` for Riverbed, ``kafka_go_kafka_allowlist.toml`` for Kafka)
-does not list, or passing while listed, fails the form.  Skips when ``go`` is missing or
-the proxy is unreachable.
+does not list, or passing while listed, fails the form; against Kafka (timing-bound group
+tests on a loaded machine) an unlisted failure counts only if it fails again alone on a
+fresh broker.  Skips when ``go`` is missing or the proxy is unreachable.
 """
 
 from __future__ import annotations
@@ -125,6 +126,25 @@ def _check(target: str, binary: Path, work_dir: Path, run: str | None) -> dict[s
     where = "namespace" if done.isolated else "host ports"
     print(f"kafka-go on {target} ({where}): {counts} in {main.elapsed_s:.0f}s (main run)")
     findings = compare(outcomes, allowlist)
+    if target == "kafka" and findings.unexpected_failures:
+        # the reference broker on a loaded machine: a group test can run past its 10-30 s
+        # context; such a failure counts only if it repeats alone, on a fresh broker
+        again = findings.unexpected_failures
+        print(f"kafka-go on kafka: running {again} again, each alone")
+        retry = run_isolated(
+            target,
+            binary,
+            work_dir / "retry",
+            {t: {"run": _anchored([t]), "timeout_s": ALONE_TIMEOUT_S} for t in again},
+            isolate=done.isolated,
+            timeout_s=len(again) * (ALONE_TIMEOUT_S + 30) + 300,
+        )
+        for test in again:
+            single = retry.results.get(test)
+            outcomes[test] = single.outcomes.get(test, "fail") if single else "fail"
+            if single is not None and test in single.tails:
+                tails[test] = single.tails[test]
+        findings = compare(outcomes, allowlist)
     if not findings.ok:
         details = ["\n".join(tails.get(t, ())) for t in findings.unexpected_failures[:5]]
         pytest.fail(
