@@ -7,6 +7,8 @@ import time
 import uuid
 from typing import Any
 
+from riverbed.testing.waiting import wait_until
+
 
 def read_json_topic(
     bootstrap: str, topic: str, committed: bool = False, timeout_s: float = 60
@@ -58,3 +60,16 @@ def read_json_topic(
                 raise AssertionError(f"timed out reading {topic} to offset {high}")
     finally:
         consumer.close()
+
+
+def wait_json_topic(
+    bootstrap: str, topic: str, count: int, timeout_s: float = 60
+) -> list[tuple[Any, Any]]:
+    """:func:`read_json_topic` once the topic holds at least ``count`` records (created or
+    not yet); ``AssertionError`` after ``timeout_s``."""
+
+    def enough() -> list[tuple[Any, Any]]:
+        records = read_json_topic(bootstrap, topic)
+        return records if len(records) >= count else []
+
+    return wait_until(enough, timeout_s, f"{count} records in {topic}")

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from riverbed.testing.json_topic import read_json_topic
-from riverbed.testing.waiting import wait_until
+from riverbed.testing.json_topic import read_json_topic, wait_json_topic
+
+# re-exported: the CDC tests import it from here
+from riverbed.testing.waiting import wait_until as wait_until
 
 ENTRY = [sys.executable, "-c", "from riverbed.cli.main import main; main()"]
 WRITER = Path(__file__).with_name("sqlite_writer.py")
@@ -78,6 +80,9 @@ def latest_per_key(records: Sequence[tuple[Any, Any]]) -> dict[str, Any]:
     return state
 
 
+read_at_least = wait_json_topic  # read_topic once it holds at least count records
+
+
 def pending_changes(db: Path) -> int:
     """Rows in the change table (-1 before the connector created it)."""
     import sqlite3
@@ -93,15 +98,3 @@ def pending_changes(db: Path) -> int:
 
 def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
-
-
-def read_at_least(
-    bootstrap: str, topic: str, count: int, timeout_s: float = 30
-) -> list[tuple[Any, Any]]:
-    """:func:`read_topic` once it holds at least ``count`` records."""
-
-    def enough() -> list[tuple[Any, Any]] | None:
-        records = read_topic(bootstrap, topic)
-        return records if len(records) >= count else None
-
-    return wait_until(enough, timeout_s, f"{count} records in {topic}")

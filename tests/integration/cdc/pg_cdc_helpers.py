@@ -15,7 +15,7 @@ import pytest
 
 from riverbed.testing.child_process import ChildProcess
 from riverbed.testing.embedded import EmbeddedBroker
-from riverbed.testing.json_topic import read_json_topic
+from riverbed.testing.json_topic import read_json_topic, wait_json_topic
 from riverbed.testing.postgres_cluster import PostgresCluster, postgres_bin_dir
 from riverbed.testing.waiting import wait_until
 
@@ -93,21 +93,7 @@ def latest_per_key(records: list[tuple[Any, Any]]) -> dict[str, Any]:
     return state
 
 
-def wait_records(
-    bootstrap: str, topic: str, count: int, timeout_s: float = 60
-) -> list[tuple[Any, Any]]:
-    """The topic's records once it holds at least ``count`` (topic created or not)."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-
-    def enough() -> list[tuple[Any, Any]] | None:
-        if topic not in admin.list_topics(timeout=10).topics:
-            return None
-        records = read_topic(bootstrap, topic)
-        return records if len(records) >= count else None
-
-    return wait_until(enough, timeout_s, f"{count} records in {topic}")
+wait_records = wait_json_topic  # the topic's records once it holds at least count
 
 
 def wait_streaming(bootstrap: str, prefix: str, timeout_s: float = 60) -> None:
