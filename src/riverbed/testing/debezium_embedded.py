@@ -25,10 +25,7 @@ pid is in the log's first line.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -36,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from riverbed.testing.java_app import JavaAppBuild, JavaAppError, build_java_app
-from riverbed.testing.lifecycle import ClosingContext
+from riverbed.testing.lifecycle import ClosingContext, stop_process_group
 
 __all__ = [
     "DEBEZIUM_VERSION",
@@ -228,13 +225,4 @@ class DebeziumCapture(ClosingContext):
     def close(self, timeout_s: float = 30) -> None:
         """SIGTERM (the engine stops and flushes), SIGKILL of the whole JVM group after
         ``timeout_s``.  Idempotent."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
+        stop_process_group(self.proc, timeout_s)

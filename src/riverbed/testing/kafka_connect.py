@@ -61,7 +61,7 @@ from riverbed.errors import RiverbedError
 from riverbed.testing.debezium_embedded import postgres_connector_properties
 from riverbed.testing.java_app import JavaAppBuild, build_java_app
 from riverbed.testing.kafka_reference import free_port
-from riverbed.testing.lifecycle import StartStopContext, log_tail
+from riverbed.testing.lifecycle import StartStopContext, log_tail, stop_process_group
 
 __all__ = [
     "CONNECT_VERSION",
@@ -336,14 +336,8 @@ class ConnectWorker(StartStopContext):
     def stop(self, timeout_s: float = 60) -> None:
         """SIGTERM (graceful: tasks stop, offsets are committed), SIGKILL of the JVM's
         process group after ``timeout_s``.  Idempotent."""
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            stop_process_group(self.proc, timeout_s)
         self._forget()
 
     def kill(self) -> None:

@@ -36,7 +36,6 @@ import fcntl
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -47,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from riverbed.testing.lifecycle import StartStopContext, log_tail
+from riverbed.testing.lifecycle import StartStopContext, log_tail, stop_process_group
 
 DEFAULT_KAFKA_VERSION = "4.1.1"
 LOG4J_VERSION = "2.24.3"
@@ -325,15 +324,7 @@ class KafkaReference(StartStopContext):
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGTERM, wait up to ``timeout_s``, then SIGKILL; remove an owned work dir."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        stop_process_group(proc, timeout_s, kill_wait_s=10)
         if (
             self._own_workdir
             and self.workdir is not None

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 
 class StartStopContext:
@@ -62,3 +66,22 @@ def log_tail(workdir: Path, names: tuple[str, ...], lines: int = 40) -> str:
             text = path.read_text(errors="replace").splitlines()[-lines:]
             out.append(f"--- {name}\n" + "\n".join(text))
     return "\n".join(out)
+
+
+def stop_process_group(
+    proc: subprocess.Popen[Any] | None, timeout_s: float, kill_wait_s: float = 30
+) -> None:
+    """SIGTERM the process group ``proc`` leads (a child started with
+    ``start_new_session=True``) and wait up to ``timeout_s`` for ``proc`` to exit; then
+    SIGKILL the group and wait up to ``kill_wait_s`` (``subprocess.TimeoutExpired`` if it
+    still has not exited).  Nothing when ``proc`` is ``None`` or has already exited."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(kill_wait_s)
