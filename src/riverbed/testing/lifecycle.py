@@ -11,7 +11,23 @@ from types import TracebackType
 from typing import Any, Self
 
 
-class StartStopContext:
+class _ExitHook:
+    """``__exit__`` runs :meth:`_on_exit` on every exit of the ``with`` block, exceptions
+    included (not swallowed)."""
+
+    def _on_exit(self) -> None:
+        raise NotImplementedError
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._on_exit()
+
+
+class StartStopContext(_ExitHook):
     """Mixin: ``with X(...) as x`` binds ``x = X(...).start()`` and calls ``x.stop()`` on exit.
 
     The subclass provides ``start()`` (returning the started instance) and ``stop()``
@@ -28,16 +44,11 @@ class StartStopContext:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _on_exit(self) -> None:
         self.stop()
 
 
-class ClosingContext:
+class ClosingContext(_ExitHook):
     """Mixin: ``with X(...) as x`` binds the instance itself (nothing started) and calls
     ``x.close()`` on every exit of the block, exceptions included (not swallowed)."""
 
@@ -47,12 +58,7 @@ class ClosingContext:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def _on_exit(self) -> None:
         self.close()
 
 
