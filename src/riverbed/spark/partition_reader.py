@@ -20,16 +20,24 @@ retention) are data loss, judged by :func:`~riverbed.spark.data_loss.handle_data
 skips ahead to the log start offset.  A broker that makes no
 progress for ``poll_timeout_ms`` fails the task (Spark retries it).
 
-Runs inside a Spark task: one consumer per call, closed on return or on error.
+Runs inside a Spark task: one consumer per call, closed on return or on error.  (Keeping
+consumers across tasks was measured slower on loopback: a reused consumer's next read
+waits behind the fetch left in flight by its previous one; see docs/spark.md.)
+
+Columns are built a batch at a time from the consumer's bulk ``consume`` results (see
+:class:`_Columns`), without per-row Python objects beyond librdkafka's ``Message`` es.
 """
 
 from __future__ import annotations
 
+import bisect
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from typing import cast
 
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
@@ -42,6 +50,7 @@ DEFAULT_BATCH_ROWS = 10_000
 _DATA_LOSS = (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
 # librdkafka timestamp types -> Kafka's TimestampType ids (what Spark shows).
 _TIMESTAMP_TYPE = {0: -1, 1: 0, 2: 1}
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 
 def consumer_config(kafka_config: Mapping[str, str]) -> dict[str, str | bool]:
@@ -63,46 +72,67 @@ def consumer_config(kafka_config: Mapping[str, str]) -> dict[str, str | bool]:
 
 
 class _Columns:
+    """Messages of one partition waiting to become one Arrow batch.
+
+    Columns are built a batch at a time from the buffered ``Message`` objects (list
+    comprehensions and Arrow constructors, no per-row Python dicts or Rows): the topic and
+    partition columns are repeated scalars; timestamps are scaled ms -> us in Arrow;
+    ``timestampType`` is a repeated scalar when every record has the same kind (the usual
+    case).  Headers, when asked for, are converted per record (they are lists by nature).
+    """
+
     def __init__(self, include_headers: bool) -> None:
         self.include_headers = include_headers
         self.schema = arrow_schema(include_headers)
-        self.clear()
+        self.messages: list[Message] = []
 
-    def clear(self) -> None:
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.offsets: list[int] = []
-        self.timestamps: list[int | None] = []
-        self.timestamp_types: list[int] = []
-        self.headers: list[list[dict[str, object]] | None] = []
+    def extend(self, messages: list[Message]) -> None:
+        self.messages.extend(messages)
 
-    def add(self, message: Message, offset: int) -> None:
-        self.keys.append(message.key())
-        self.values.append(message.value())
-        self.offsets.append(offset)
-        kind, ts = message.timestamp()
-        self.timestamps.append(ts * 1000 if kind else None)
-        self.timestamp_types.append(_TIMESTAMP_TYPE.get(kind, -1))
-        if self.include_headers:
-            raw = message.headers()
-            pairs = raw.items() if isinstance(raw, dict) else raw
-            self.headers.append([{"key": k, "value": v} for k, v in pairs] if pairs else None)
+    def __len__(self) -> int:
+        return len(self.messages)
 
-    def batch(self, topic: str, partition: int) -> pa.RecordBatch:
-        n = len(self.offsets)
+    def batch(self, topic: str, partition: int, limit: int) -> pa.RecordBatch:
+        """The first ``limit`` buffered records as one batch (removed from the buffer)."""
+        messages, self.messages = self.messages[:limit], self.messages[limit:]
+        n = len(messages)
+        pairs = [m.timestamp() for m in messages]
+        kinds = [k for k, _ in pairs]
+        stamps = [t for _, t in pairs]
+        if kinds.count(kinds[0]) == n:
+            kind = kinds[0]
+            timestamp_types = pa.repeat(pa.scalar(_TIMESTAMP_TYPE.get(kind, -1), pa.int32()), n)
+            timestamps = (
+                pc.multiply(pa.array(stamps, pa.int64()), 1000) if kind else pa.nulls(n, pa.int64())
+            )
+        else:
+            timestamp_types = pa.array([_TIMESTAMP_TYPE.get(k, -1) for k in kinds], pa.int32())
+            timestamps = pc.multiply(
+                pa.array(
+                    [t if k else None for k, t in zip(kinds, stamps, strict=True)], pa.int64()
+                ),
+                1000,
+            )
         arrays = [
-            pa.array(self.keys, pa.binary()),
-            pa.array(self.values, pa.binary()),
-            pa.array([topic] * n, pa.string()),
-            pa.array([partition] * n, pa.int32()),
-            pa.array(self.offsets, pa.int64()),
-            pa.array(self.timestamps, pa.timestamp("us", tz="UTC")),
-            pa.array(self.timestamp_types, pa.int32()),
+            pa.array([m.key() for m in messages], pa.binary()),
+            pa.array([m.value() for m in messages], pa.binary()),
+            pa.repeat(pa.scalar(topic, pa.string()), n),
+            pa.repeat(pa.scalar(partition, pa.int32()), n),
+            pa.array([m.offset() for m in messages], pa.int64()),
+            timestamps.cast(_TIMESTAMP),
+            timestamp_types,
         ]
         if self.include_headers:
-            arrays.append(pa.array(self.headers, self.schema.field("headers").type))
-        self.clear()
+            arrays.append(
+                pa.array([_headers(m) for m in messages], self.schema.field("headers").type)
+            )
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _headers(message: Message) -> list[dict[str, object]] | None:
+    raw = message.headers()
+    pairs = raw.items() if isinstance(raw, dict) else raw
+    return [{"key": k, "value": v} for k, v in pairs] if pairs else None
 
 
 def read_offset_range(
@@ -128,24 +158,15 @@ def read_offset_range(
         deadline = time.monotonic() + poll_timeout_ms / 1000
         while position < until:
             messages = consumer.consume(num_messages=min(batch_rows, until - position), timeout=0.2)
-            for message in messages:
-                error = message.error()
-                if error is not None:
-                    if error.code() in _DATA_LOSS:
-                        position = _on_data_loss(
-                            consumer, offset_range, position, fail_on_data_loss, poll_timeout_ms
-                        )
-                        break
-                    raise KafkaException(error)
-                offset = message.offset()
-                if offset is None:
-                    continue
-                if offset >= until:
-                    position = until
-                    break
-                columns.add(message, offset)
-                position = offset + 1
             if messages:
+                accepted, position, error = _accept(messages, until, position)
+                columns.extend(accepted)
+                if error is not None:
+                    if error.code() not in _DATA_LOSS:
+                        raise KafkaException(error)
+                    position = _on_data_loss(
+                        consumer, offset_range, position, fail_on_data_loss, poll_timeout_ms
+                    )
                 deadline = time.monotonic() + poll_timeout_ms / 1000
             else:
                 # Only control records or compacted-away offsets may remain.
@@ -158,12 +179,40 @@ def read_offset_range(
                         f"(until {until}) for kafkaConsumer.pollTimeoutMs={poll_timeout_ms}"
                         + _read_committed_hint(kafka_config)
                     )
-            if len(columns.offsets) >= batch_rows:
-                yield columns.batch(topic, partition)
-        if columns.offsets:
-            yield columns.batch(topic, partition)
+            while len(columns) >= batch_rows:
+                yield columns.batch(topic, partition, batch_rows)
+        if len(columns):
+            yield columns.batch(topic, partition, batch_rows)
     finally:
         consumer.close()
+
+
+def _accept(
+    messages: list[Message], until: int, position: int
+) -> tuple[list[Message], int, KafkaError | None]:
+    """The leading records of ``messages`` to keep, the position after them, and the error
+    that stopped them (if an error message did).
+
+    Keeps records up to the first error message or the first offset at/after ``until``
+    (the position then becomes ``until``); offsets increase within a partition.
+    """
+    # Booleans, not the errors: KafkaError == None raises inside list.count/index.
+    failed = [m.error() is not None for m in messages]
+    error = None
+    if True in failed:
+        cut = failed.index(True)
+        error = messages[cut].error()
+        messages = messages[:cut]
+    found = [m.offset() for m in messages]
+    if None in found:  # not seen on a record; skipped like the per-message loop did
+        messages = [m for m, o in zip(messages, found, strict=True) if o is not None]
+    offsets = [o for o in found if o is not None] if None in found else cast(list[int], found)
+    if not offsets:
+        return [], position, error
+    end = bisect.bisect_left(offsets, until)
+    if end < len(offsets):
+        return messages[:end], until, None
+    return messages, offsets[-1] + 1, error
 
 
 def _read_committed_hint(kafka_config: Mapping[str, str]) -> str:
