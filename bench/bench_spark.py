@@ -10,6 +10,8 @@ topic, and on Spark ``local[2]`` measures, in one run:
   Python, columnar files);
 * **stream**: ``readStream`` with ``trigger(availableNow=True)`` into the ``noop`` sink,
   query start included;
+* **plan**: the source's own part of a micro-batch without Spark (driver-side planning
+  and the tasks' reads of one record per partition);
 * **latency**: produce -> Spark -> output topic.  A streaming query with a
   ``--trigger-ms`` trigger reads topic A and writes topic B through the riverbed sink; the
   producer stamps its send time (epoch ns) into each record's value; a consumer on B
@@ -43,6 +45,8 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 import riverbed.spark
+from riverbed.spark.options import parse_source_options
+from riverbed.spark.reader import RiverbedStreamReader
 from riverbed.testing.embedded import EmbeddedBroker
 
 
@@ -118,15 +122,31 @@ def bench_scan(spark: SparkSession, bootstrap: str, topic: str, runs: int) -> No
         path = str(Path(parquet_dir) / "rows")
         source(spark.read).write.parquet(path)
         timed_scan(spark.read.parquet(path))  # warm up the Parquet path as well
+        ours: list[float] = []
+        theirs: list[float] = []
         for attempt in range(1, runs + 1):
             rows, riverbed_s = timed_scan(source(spark.read))
             parquet_rows, parquet_s = timed_scan(spark.read.parquet(path))
             assert parquet_rows == rows, (parquet_rows, rows)
+            ours.append(rows / riverbed_s)
+            theirs.append(rows / parquet_s)
             print(
                 f"scan #{attempt}: riverbed source {rows / riverbed_s:,.0f} rows/s "
                 f"({riverbed_s:.2f} s), Parquet {rows / parquet_s:,.0f} rows/s "
-                f"({parquet_s:.2f} s), ratio source/Parquet {parquet_s / riverbed_s:.2f}"
+                f"({parquet_s:.2f} s), ratio source/Parquet {parquet_s / riverbed_s:.2f} "
+                f"(load {load()})"
             )
+        ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+        print(
+            f"scan median of {runs}: riverbed source {statistics.median(ours):,.0f} rows/s, "
+            f"Parquet {statistics.median(theirs):,.0f} rows/s, "
+            f"median ratio source/Parquet {statistics.median(ratios):.2f}"
+        )
+
+
+def load() -> str:
+    """The 1-minute load average and the core count (the box is shared)."""
+    return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
 
 
 def bench_stream(spark: SparkSession, bootstrap: str, topic: str) -> None:
@@ -149,6 +169,42 @@ def bench_stream(spark: SparkSession, bootstrap: str, topic: str) -> None:
     print(
         f"stream availableNow -> noop: {rows:,} rows in {elapsed:.2f} s "
         f"= {rows / elapsed:,.0f} rows/s"
+    )
+
+
+def bench_plan(bootstrap: str, rounds: int) -> None:
+    """The source's own share of one micro-batch, without Spark: ``latestOffset`` +
+    ``partitions`` on the driver side, then every task's ``read`` of the new records (one
+    record per partition per round, a fresh consumer per read as in a task)."""
+    topic = f"plan-{uuid.uuid4().hex[:8]}"
+    create_topics(bootstrap, [topic], 2)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    options = parse_source_options(
+        {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}, streaming=True
+    )
+    reader = RiverbedStreamReader(options)
+    start = reader.initialOffset()
+    plan: list[float] = []
+    total: list[float] = []
+    for round_ in range(rounds + 1):
+        for partition in range(2):
+            producer.produce(topic, b"x", partition=partition)
+        producer.flush(10)
+        begun = time.perf_counter()
+        end = reader.latestOffset(start, reader.getDefaultReadLimit())
+        planned = time.perf_counter()
+        rows = sum(b.num_rows for p in reader.partitions(start, end) for b in reader.read(p))
+        done = time.perf_counter()
+        if round_:  # the first round connects and warms up
+            plan.append(planned - begun)
+            total.append(done - begun)
+        start = end
+        assert rows == 2, rows
+    reader.stop()
+    print(
+        f"source per micro-batch (2 partitions, 1 record each; median of {rounds}): "
+        f"plan {statistics.median(plan) * 1e3:.1f} ms, plan + read "
+        f"{statistics.median(total) * 1e3:.1f} ms (load {load()})"
     )
 
 
@@ -247,7 +303,8 @@ def bench_latency(
     q = statistics.quantiles(got, n=100)
     print(
         f"latency produce -> Spark (trigger {trigger_ms} ms) -> topic: {len(got):,}/{len(sent):,} "
-        f"records at {rate}/s, p50 {q[49]:,.0f} ms, p99 {q[98]:,.0f} ms, max {got[-1]:,.0f} ms"
+        f"records at {rate}/s, p50 {q[49]:,.0f} ms, p99 {q[98]:,.0f} ms, max {got[-1]:,.0f} ms "
+        f"(load {load()})"
     )
 
 
@@ -258,14 +315,15 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=400_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--runs", type=int, default=2, help="scan repetitions")
+    parser.add_argument("--runs", type=int, default=5, help="scan repetitions (alternating)")
     parser.add_argument("--bootstrap", help="a running broker instead of an embedded one")
     parser.add_argument("--trigger-ms", type=int, default=100)
     parser.add_argument("--latency-rate", type=int, default=200, help="records/s")
     parser.add_argument("--latency-seconds", type=float, default=15)
     parser.add_argument(
-        "--skip", choices=["scan", "stream", "latency"], action="append", default=[]
+        "--skip", choices=["scan", "stream", "latency", "plan"], action="append", default=[]
     )
+    parser.add_argument("--plan-rounds", type=int, default=20)
     args = parser.parse_args()
 
     with broker_servers(args.bootstrap) as bootstrap:
@@ -279,6 +337,8 @@ def main() -> None:
                     bench_scan(spark, bootstrap, topic, args.runs)
                 if "stream" not in args.skip:
                     bench_stream(spark, bootstrap, topic)
+            if "plan" not in args.skip:
+                bench_plan(bootstrap, args.plan_rounds)
             if "latency" not in args.skip:
                 bench_latency(
                     spark, bootstrap, args.trigger_ms, args.latency_rate, args.latency_seconds
