@@ -21,7 +21,7 @@ Contract (``riverbed pipeline run approx-pageviews``; docs/time-and-patterns.md)
   window has at most 50 distinct urls).
 
 Both outputs are final, one record per window, emitted when the watermark (max ``ts`` of
-earlier micro-batches - 10 min) reaches the window's end; a view at or behind the
+earlier micro-batches - 10 min - 1 ms) reaches the window's end; a view at or behind the
 watermark when it arrives is counted in neither (Spark's aggregation and
 ``windowed_top_k`` both drop it).  Two queries on the input,
 state under ``<checkpoint>/pageview-stats`` and ``<checkpoint>/top-urls``.  Records

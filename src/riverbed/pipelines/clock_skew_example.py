@@ -13,7 +13,7 @@ Contract (``riverbed pipeline run clock-skew``; docs/time-and-patterns.md):
   ``{"device_id", "window_start", "window_end", "events"}``: the events of the device
   whose ``corrected_ts`` is in the tumbling 5-minute window ``[window_start,
   window_end)``, emitted once, final, when the watermark (max ``corrected_ts`` of earlier
-  micro-batches - 10 min) reaches ``window_end``.
+  micro-batches - 10 min - 1 ms) reaches ``window_end``.
 
 Disorder is measured on the corrected time: an event whose ``corrected_ts`` is at or
 behind the watermark when it arrives is dropped by Spark (not counted).  Spark's window

@@ -19,8 +19,9 @@ checkpoint and offset log).
 
 Value conventions shared by every example (see docs/joins.md, docs/time-and-patterns.md):
 values are JSON objects with exactly the documented fields (a null field present as
-null), event time ``ts`` is epoch milliseconds, every example tolerates 10 minutes of
-event-time disorder (``WATERMARK_DELAY``).
+null), event time ``ts`` is epoch milliseconds, every example tolerates up to exactly 10 minutes
+of event-time disorder (``WATERMARK_DELAY``: a row exactly 10 min late is kept, one
+10 min + 1 ms late is dropped).
 """
 
 from __future__ import annotations
@@ -32,14 +33,19 @@ from types import ModuleType
 
 from riverbed.errors import ConfigError
 
-WATERMARK_DELAY = "10 minutes"
-WATERMARK_DELAY_MS = 10 * 60 * 1000
-#: The join examples' delay (search-clicks, enrich): 10 minutes and 1 ms.  Spark drops an
-#: input row whose event time is at or behind the watermark (``ts <= max ts - delay``),
-#: so with exactly 10 minutes a row exactly 10 minutes late would be dropped; the extra
-#: millisecond keeps "up to 10 minutes late" inclusive (docs/joins.md, late rows).
-JOIN_WATERMARK_DELAY = "10 minutes 1 millisecond"
-JOIN_WATERMARK_DELAY_MS = WATERMARK_DELAY_MS + 1
+#: Every example's watermark delay: 10 minutes and 1 ms.  The contract is "up to 10
+#: minutes of event-time disorder is tolerated": a row exactly 10 minutes behind the
+#: largest ``ts`` of earlier micro-batches is kept, one 10 min + 1 ms behind is late.
+#: Spark drops an input row whose event time is at or behind the watermark
+#: (``ts <= max ts - delay``), so with exactly 10 minutes a row exactly 10 minutes late
+#: would be dropped; the extra millisecond makes the 10 minutes inclusive
+#: (docs/time-and-patterns.md, docs/joins.md "Late rows").  Code that classifies rows
+#: as late by hand uses :data:`WATERMARK_DELAY_MS` with Spark's rule (``ts <= W``).
+WATERMARK_DELAY = "10 minutes 1 millisecond"
+WATERMARK_DELAY_MS = 10 * 60 * 1000 + 1
+#: Aliases kept for the join examples (search-clicks, enrich): the same delay.
+JOIN_WATERMARK_DELAY = WATERMARK_DELAY
+JOIN_WATERMARK_DELAY_MS = WATERMARK_DELAY_MS
 
 #: Example name -> module implementing it (imported lazily: Spark is an extra).
 EXAMPLES: dict[str, str] = {

@@ -14,10 +14,10 @@ Because logins of a user are consecutive events, "at least three failures since 
 previous success" is "the three events right before ``s`` are failures", so the rule is
 the strictly contiguous pattern ``failed{3} success`` within 5 min (:data:`FRAUD`), run by
 :func:`riverbed.pipelines.pattern_stream.match_pattern`: a user's logins wait in state
-until the watermark (10 min behind the max event time of earlier micro-batches) passes
+until the watermark (10 min 1 ms behind the max event time of earlier micro-batches) passes
 them, then are matched in event-time order, so each alert is final and emitted once.
-An alert for a success at ``s`` appears in the first micro-batch whose watermark is
-above ``s`` -- with ``--available-now``, when the input holds a login later than
+An alert for a success at ``s`` appears in the first micro-batch whose watermark reaches
+``s`` -- with ``--available-now``, when the input holds a login later than
 ``s + 10 min``.  State: ``<checkpoint>/fraud-alerts``.
 
 Records that are not a JSON object with a string ``user_id``, a boolean ``ok`` and an

@@ -7,7 +7,7 @@ Contract (``riverbed pipeline run late-policies``; docs/time-and-patterns.md):
 * one query counting the views per tumbling 5-minute window ``[window_start,
   window_end)`` (epoch ms) under each policy side by side, with
   :func:`riverbed.pipelines.late_policies.late_window_counts_per_policy` (watermark = max
-  ``ts`` of earlier micro-batches - 10 min; a view is *late* when its window's end is at
+  ``ts`` of earlier micro-batches - 10 min - 1 ms; a view is *late* when its window's end is at
   or behind the watermark):
 
   * ``pageview-counts-drop``: late views are dropped and counted;

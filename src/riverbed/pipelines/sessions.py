@@ -10,7 +10,8 @@ Contract (``riverbed pipeline run sessions``; docs/time-and-patterns.md):
 * a view at most ``GAP_MS`` (30 min) after the user's previous view (in event time)
   continues the session -- a gap of exactly 30 min too; more starts a new session;
 * each session is emitted once, final, when the watermark (max event time seen in earlier
-  micro-batches minus 10 min) reaches ``session_end + 30 min``.
+  micro-batches minus 10 min 1 ms: a view exactly 10 min late is kept) reaches
+  ``session_end + 30 min``.
 
 It is Spark's own ``session_window`` aggregation in append mode: each view opens the
 window ``[ts, ts + gap)``; windows that overlap *or touch* merge (Spark's
@@ -19,9 +20,14 @@ window ``[ts, ts + gap)``; windows that overlap *or touch* merge (Spark's
 ``<checkpoint>/sessions``; a restart resumes from it and from the offset log.
 
 Records that are not a JSON object with a string ``user_id`` and an integer ``ts`` are
-skipped; a view whose ``ts`` is at or behind the watermark when it arrives is dropped by
-Spark (not counted).  Emission needs a micro-batch *after* the one that moved the
-watermark: Spark runs a no-data batch for it, with ``availableNow`` too (see the docs).
+skipped.  A view up to exactly 10 min behind the max ``ts`` of earlier micro-batches is
+always used.  Spark drops a view only when its own session window has ended at the
+watermark when it arrives (``ts + 30 min <= W``, measured: the input of a
+``session_window`` aggregation is filtered by window end, not by ``ts``), so a view more
+than 10 min late may still be counted -- beyond the contract, it may then form a
+session of its own instead of joining one already emitted.  Emission needs a
+micro-batch *after* the one that moved the watermark: Spark runs a no-data batch for it,
+with ``availableNow`` too (see the docs).
 """
 
 from __future__ import annotations

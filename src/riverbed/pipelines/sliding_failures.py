@@ -16,7 +16,7 @@ Contract (``riverbed pipeline run sliding-failures``; docs/time-and-patterns.md)
 It is :func:`riverbed.pipelines.patterns.count_within` (``failed{3}`` with gaps allowed,
 within 1 min, skip past last row) run by
 :func:`riverbed.pipelines.pattern_stream.match_pattern`: a user's logins wait in state
-until the watermark (max ``ts`` of earlier micro-batches - 10 min) passes them, then are
+until the watermark (max ``ts`` of earlier micro-batches - 10 min - 1 ms) passes them, then are
 matched in event-time order, so each alert is final and emitted once, in the first
 micro-batch whose watermark is at or past ``t3``.  State:
 ``<checkpoint>/failed-login-bursts``.  Records that are not a JSON object with a string

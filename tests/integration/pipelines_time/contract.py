@@ -7,10 +7,13 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from riverbed.pipelines.examples import WATERMARK_DELAY_MS
+
 MINUTE_MS = 60_000
 GAP_MS = 30 * MINUTE_MS
 WITHIN_MS = 5 * MINUTE_MS
-DELAY_MS = 10 * MINUTE_MS
+DELAY_MS = WATERMARK_DELAY_MS
+"""The examples' watermark delay, 10 min + 1 ms: a row exactly 10 min late is kept."""
 T0 = 1_700_000_000_000
 
 

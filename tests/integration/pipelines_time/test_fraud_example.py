@@ -3,6 +3,8 @@
 * known answers: ties (failures before the success at equal ts), exactly 5 min (inclusive),
   a success resets the count, only the last three failures are reported; an alert for a
   success at ``s`` is emitted by the first micro-batch whose watermark reaches ``s``;
+* late rows: a login exactly 10 min behind the max ts of an earlier micro-batch is kept
+  (and completes an alert), one 10 min + 1 ms behind is dropped;
 * stream = batch: seeded logins arriving up to 10 min (less 1 ms) out of event-time order,
   in two ``availableNow`` runs on one checkpoint (a restart in between), give exactly the
   alerts of the contract's rule computed in plain Python, each once.
@@ -63,7 +65,7 @@ def test_known_answers(broker: BrokerProcess, run_example: RunExample) -> None:
         # success at T0+20m: emitted only once the watermark reaches it
         *[_login("wait", False, T0 + t * m) for t in (17, 18, 19)],
         _login("wait", True, T0 + 20 * m),
-        _login("clock", True, T0 + 30 * m - 1),  # watermark T0+20m-1
+        _login("clock", True, T0 + 30 * m),  # watermark T0+20m-1 (the delay: 10 min 1 ms)
     ]
     produce_json(bootstrap, "logins", [{**x, "ok": bool(x["ok"])} for x in logins])
     run_example(fraud, bootstrap)
@@ -75,7 +77,7 @@ def test_known_answers(broker: BrokerProcess, run_example: RunExample) -> None:
         ("tie", T0 + 3 * m, (T0 + m, T0 + 2 * m, T0 + 3 * m)),
     ]
     assert all(set(v) == {"user_id", "failed_ts", "success_ts"} for _, v in out)
-    produce_json(bootstrap, "logins", [_login("clock", True, T0 + 30 * m)])
+    produce_json(bootstrap, "logins", [_login("clock", True, T0 + 30 * m + 1)])
     run_example(fraud, bootstrap)
     again = sorted(_key(v) for _, v in drain(bootstrap, "fraud-alerts"))
     assert again == sorted(
@@ -107,3 +109,36 @@ def test_stream_equals_batch_with_disorder_and_restart(
     assert len(expected) >= 8
     assert sorted(_key(v) for _, v in out) == sorted(map(_key, expected))
     assert len(out) == len(expected)
+
+
+def test_a_login_exactly_10_min_late_is_kept_10_min_1_ms_late_dropped(
+    broker: BrokerProcess, run_example: RunExample
+) -> None:
+    bootstrap = broker.bootstrap_servers
+    create_topics(bootstrap, ["logins", "fraud-alerts"])
+    m = T0 + 60 * MINUTE_MS
+    failures = [m - t * MINUTE_MS for t in (13, 12, 11)]
+    # First run: three failures for each user and max ts m, so the next micro-batches see
+    # the watermark m - 10 min - 1 ms.
+    produce_json(
+        bootstrap,
+        "logins",
+        [
+            *[_login(user, False, ts) for user in ("kept", "dropped") for ts in failures],
+            _login("clock", True, m),
+        ],
+    )
+    run_example(fraud, bootstrap)
+    assert drain(bootstrap, "fraud-alerts") == []
+    produce_json(
+        bootstrap,
+        "logins",
+        [
+            _login("kept", True, m - 10 * MINUTE_MS),  # exactly 10 min late: kept, an alert
+            _login("dropped", True, m - 10 * MINUTE_MS - 1),  # dropped by Spark: no alert
+            _login("clock", True, m + 20 * MINUTE_MS),  # the final watermark passes both
+        ],
+    )
+    run_example(fraud, bootstrap)
+    out = [v for _, v in drain(bootstrap, "fraud-alerts")]
+    assert out == [{"user_id": "kept", "failed_ts": failures, "success_ts": m - 10 * MINUTE_MS}]

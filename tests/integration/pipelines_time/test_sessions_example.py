@@ -1,8 +1,10 @@
 """The ``sessions`` example on local Spark against a ``riverbed broker`` process.
 
 * known answers: a gap of exactly 30 min continues a session, 30 min + 1 ms starts a new
-  one; a session is emitted only once the watermark (max ts - 10 min) reaches its end +
-  30 min, by the no-data batch an ``availableNow`` run ends with;
+  one; a session is emitted only once the watermark (max ts - 10 min - 1 ms) reaches its
+  end + 30 min, by the no-data batch an ``availableNow`` run ends with;
+* late rows: a view exactly 10 min behind the max ts of an earlier micro-batch is kept
+  (the watermark delay is 10 min + 1 ms);
 * stream = batch: seeded views arriving up to 10 min (less 1 ms) out of event-time order,
   in two ``availableNow`` runs on one checkpoint (a restart in between), give exactly the
   sessions the contract computes in plain Python over the whole input, each once.
@@ -47,8 +49,9 @@ def test_gap_of_exactly_30_min_continues_the_session(
         _view("a", "/3", T0 + 2 * GAP_MS + 1),  # 30 min + 1 ms: a new session
         _view("b", "/x", T0 + 5 * MINUTE_MS),
         # The session a:/3 ends at T0 + 60 min + 1 ms; it is emitted once the watermark
-        # reaches T0 + 90 min + 1 ms, i.e. with a view at T0 + 100 min + 1 ms.
-        _view("c", "/late-enough", T0 + 100 * MINUTE_MS),
+        # (max ts - 10 min - 1 ms) reaches T0 + 90 min + 1 ms, i.e. with a view at
+        # T0 + 100 min + 2 ms.
+        _view("c", "/late-enough", T0 + 100 * MINUTE_MS + 1),
     ]
     produce_json(bootstrap, "pageviews", views)
     run_example(sessions, bootstrap)
@@ -71,7 +74,7 @@ def test_gap_of_exactly_30_min_continues_the_session(
         },
     ]
     # One more ms of event time and a:/3 is final.
-    produce_json(bootstrap, "pageviews", [_view("c", "/later", T0 + 100 * MINUTE_MS + 1)])
+    produce_json(bootstrap, "pageviews", [_view("c", "/later", T0 + 100 * MINUTE_MS + 2)])
     run_example(sessions, bootstrap)
     again = [v for _, v in drain(bootstrap, "sessions")]
     assert len(again) == 3
@@ -109,3 +112,41 @@ def test_stream_equals_batch_with_disorder_and_restart(
     assert len(expected) > 40
     assert _sorted([v for _, v in out]) == _sorted(expected)
     assert all(key == str(value["user_id"]).encode() for key, value in out)
+
+
+def test_a_view_exactly_10_min_late_is_kept(broker: BrokerProcess, run_example: RunExample) -> None:
+    """A view exactly 10 min behind the max ts of earlier micro-batches joins its session.
+
+    (A view 10 min + 1 ms late is *not* dropped here: Spark filters the input of a
+    ``session_window`` aggregation by the view's window end, ``ts + 30 min <= W``, not by
+    ``ts <= W`` -- measured; see docs/time-and-patterns.md "Time".)"""
+    bootstrap = broker.bootstrap_servers
+    create_topics(bootstrap, ["pageviews", "sessions"])
+    m = T0 + 60 * MINUTE_MS
+    # First run: max ts m, so the next micro-batches see the watermark m - 10 min - 1 ms.
+    produce_json(
+        bootstrap, "pageviews", [_view("kept", "/a", m - 15 * MINUTE_MS), _view("clock", "/m", m)]
+    )
+    run_example(sessions, bootstrap)
+    assert drain(bootstrap, "sessions") == []
+    produce_json(
+        bootstrap,
+        "pageviews",
+        [
+            _view("kept", "/b", m - 10 * MINUTE_MS),  # exactly 10 min late: kept
+            # moves the final watermark past every session above (m + 50 min - 1 ms)
+            _view("later", "/end", m + 60 * MINUTE_MS),
+        ],
+    )
+    run_example(sessions, bootstrap)
+    out = [v for _, v in drain(bootstrap, "sessions")]
+    assert _sorted(out) == [
+        {"user_id": "clock", "session_start": m, "session_end": m, "views": 1, "urls": ["/m"]},
+        {
+            "user_id": "kept",
+            "session_start": m - 15 * MINUTE_MS,
+            "session_end": m - 10 * MINUTE_MS,
+            "views": 2,
+            "urls": ["/a", "/b"],
+        },
+    ]
