@@ -258,7 +258,9 @@ def main(argv: list[str] | None = None) -> None:
     first, last = steady[0], steady[-1]
     median = statistics.median(s.rss_mib for s in steady)
     growth = (last.rss_mib - first.rss_mib) / first.rss_mib
-    gb = c.produced * args.size / 1e9
+    # Counted up to the last sample, like the CPU seconds (the final flush comes later).
+    produced = samples[-1].produced
+    gb = produced * args.size / 1e9
     cpu = samples[-1].cpu_s - samples[0].cpu_s
     elapsed = samples[-1].t_s
     print(
@@ -268,8 +270,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     print("RSS flat within 10 %" if abs(growth) <= 0.10 else "RSS GREW (more than 10 %)")
     print(
-        f"produced {c.produced:,} ({gb:.2f} GB, {c.produced / max(elapsed, 1e-9):,.0f} msg/s), "
-        f"consumed {c.consumed:,}, errors {len(c.errors)} {c.errors[:3]}"
+        f"produced {produced:,} by the last sample ({gb:.2f} GB, "
+        f"{produced / max(elapsed, 1e-9):,.0f} msg/s; {c.produced:,} after the final flush), "
+        f"consumed {samples[-1].consumed:,}, errors {len(c.errors)} {c.errors[:3]}"
     )
     print(
         f"broker CPU {cpu:.1f} s = {cpu / gb if gb else float('nan'):.1f} CPU s per GB produced; "
