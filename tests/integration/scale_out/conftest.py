@@ -2,12 +2,12 @@
 
 Three forms:
 
-- default suite (CI, about a minute here): the one test marked ``cluster_smoke`` -- the
-  quick demo on the Kafka cluster (256 MB heaps) with local Spark, the leader of
-  ``pageviews-0`` SIGKILLed mid-run, its table checked against the batch job computed in
-  plain Python.  Every other ``cluster`` test is skipped;
+- default suite (CI; 2-3.5 min on this loaded 2-core box): the one test marked
+  ``cluster_smoke`` -- the quick demo on the Kafka cluster (256 MB heaps) with local
+  Spark, the leader of ``pageviews-0`` SIGKILLed mid-run, its table checked against the
+  batch job computed in plain Python.  Every other ``cluster`` test is skipped;
 - ``pytest -m cluster tests/integration/scale_out``: the same test, selected by marker;
-- full (~20 min on a loaded box): ``RIVERBED_SCALE_OUT_FULL=1 pytest -m cluster
+- full (~18 min at load 25): ``RIVERBED_SCALE_OUT_FULL=1 pytest -m cluster
   tests/integration/scale_out`` adds a Spark standalone cluster (a master and two 1-core
   workers) running the demo and the ``enrich`` (fed by ``riverbed cdc sqlite``) and
   ``timeline`` examples with ``--master``, ``search-clicks`` on local Spark, each with a
