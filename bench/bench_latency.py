@@ -25,8 +25,9 @@ Run: ``.venv/bin/python bench/bench_latency.py [--sizes 1024,100] [--rate MSGS]
 [--fraction 0.5] [--seconds 5] [--repeat 5] [--linger 5] [--peers riverbed,kafka]
 [--json PATH]``.  Peer ``riverbed-nofsync`` is a second Riverbed broker on Kafka's flush
 policy (``flush.messages``/``flush.ms`` at Long.MAX_VALUE: no fsync before the ack), so
-the fsync's share of the latency shows.  Exit status 0 whether or not a goal is met (this
-is a measurement).
+the fsync's share of the latency shows; peer ``baseline`` is a Riverbed broker imported
+from ``--baseline-src DIR`` (a copy of ``src/``), for before/after runs.  Exit status 0
+whether or not a goal is met (this is a measurement).
 """
 
 from __future__ import annotations
@@ -128,12 +129,16 @@ def rate_limited(
 # Kafka's default flush policy (no fsync per append: page cache) for Riverbed, to tell the
 # fsync's share of Riverbed's latency from the rest (docs/storage.md, flush policies).
 NO_FSYNC = ("flush.messages=9223372036854775807", "flush.ms=9223372036854775807")
-PEERS = ("riverbed", "riverbed-nofsync", "kafka")
+PEERS = ("riverbed", "riverbed-nofsync", "baseline", "kafka")
 
 
-def peers_context(peer: str) -> contextlib.AbstractContextManager[str]:
+def peers_context(peer: str, baseline_src: str | None) -> contextlib.AbstractContextManager[str]:
     if peer == "riverbed":
         return riverbed_subprocess(False)
+    if peer == "baseline":
+        if baseline_src is None:
+            raise ValueError("peer baseline needs --baseline-src")
+        return riverbed_subprocess(False, str(Path(baseline_src).resolve()))
     if peer == "riverbed-nofsync":
         return riverbed_subprocess(False, config=NO_FSYNC)
     return kafka_reference()
@@ -152,6 +157,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--linger", type=float, default=5.0, help="linger.ms")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--json", type=Path, help="write every run here")
+    parser.add_argument(
+        "--baseline-src",
+        metavar="DIR",
+        help="peer 'baseline': the Riverbed broker imported from DIR (a copy of src/)",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
@@ -164,7 +174,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     runs: list[Run] = []
     with contextlib.ExitStack() as stack:
-        bootstraps = {peer: stack.enter_context(peers_context(peer)) for peer in peers}
+        bootstraps = {
+            peer: stack.enter_context(peers_context(peer, args.baseline_src)) for peer in peers
+        }
         rates: dict[int, float] = {}
         for size in sizes:
             if args.rate is not None:
