@@ -2,7 +2,7 @@
 
 Three forms:
 
-- default suite (CI; 2-3.5 min on this loaded 2-core box): the one test marked
+- default suite (CI; ~1 min at load 6-9, 2-3.5 min at 15-28 here): the one test marked
   ``cluster_smoke`` -- the quick demo on the Kafka cluster (256 MB heaps) with local
   Spark, the leader of ``pageviews-0`` SIGKILLed mid-run, its table checked against the
   batch job computed in plain Python.  Every other ``cluster`` test is skipped;
