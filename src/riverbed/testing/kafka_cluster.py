@@ -41,10 +41,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from riverbed.errors import RiverbedError
 from riverbed.testing.kafka_reference import _LOG4J2, _cluster_id, free_port, resolve_jars
+from riverbed.testing.lifecycle import StartStopContext
 
 CLUSTER_KAFKA_VERSION = "4.4.0"
 _STARTED_MARKER = "Kafka Server started"
@@ -65,7 +65,7 @@ class _Node:
 
 
 @dataclass
-class KafkaCluster:
+class KafkaCluster(StartStopContext):
     """``nodes`` Kafka broker+controller JVMs on 127.0.0.1.  Use as a context manager."""
 
     nodes: int = 3
@@ -148,17 +148,6 @@ class KafkaCluster:
             atexit.unregister(self.stop)
         if self.workdir is not None and not os.environ.get("RIVERBED_KEEP_KAFKA_DIR"):
             shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> KafkaCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- observation -------------------------------------------------------------------
 

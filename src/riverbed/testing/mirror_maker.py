@@ -41,16 +41,15 @@ import atexit
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from riverbed.errors import RiverbedError
 from riverbed.testing.kafka_reference import LOG4J_VERSION, SLF4J_VERSION, _flock
+from riverbed.testing.lifecycle import StartStopContext, log_tail, stop_process_group
 
 MIRROR_MAKER_VERSION = "4.3.1"
 
@@ -188,7 +187,7 @@ def mm2_properties(
 
 
 @dataclass
-class MirrorMaker2:
+class MirrorMaker2(StartStopContext):
     """One dedicated-mode MM2 JVM replicating ``source`` into ``target``.
 
     Use as a context manager.  Readiness is the caller's to wait for (a topic appearing on
@@ -253,33 +252,15 @@ class MirrorMaker2:
     def tail(self, lines: int = 40) -> str:
         if self.workdir is None:
             return ""
-        out = []
-        for name in ("stdout", "mm2.log"):
-            path = self.workdir / name
-            if path.exists():
-                out.append(f"--- {name}\n" + "\n".join(path.read_text().splitlines()[-lines:]))
-        return "\n".join(out)
+        return log_tail(self.workdir, ("stdout", "mm2.log"), lines)
 
     def stop(self) -> None:
-        """SIGKILL the JVM and remove the work dir (idempotent)."""
+        """Kill the JVM's process group (SIGTERM, then SIGKILL at once) and remove the work
+        dir (idempotent)."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(30)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            stop_process_group(proc, timeout_s=0)
         with contextlib.suppress(Exception):
             atexit.unregister(self.stop)
         if self.workdir is not None and not os.environ.get("RIVERBED_KEEP_KAFKA_DIR"):
             shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> MirrorMaker2:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -33,10 +33,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from riverbed.errors import RiverbedError
 from riverbed.testing.kafka_reference import free_port
+from riverbed.testing.lifecycle import StartStopContext
 
 
 class SparkStandaloneError(RiverbedError):
@@ -51,7 +51,7 @@ def spark_home() -> Path:
 
 
 @dataclass
-class SparkStandalone:
+class SparkStandalone(StartStopContext):
     """A master and ``workers`` workers of ``cores`` cores each.  Use as a context manager."""
 
     workers: int = 2
@@ -119,17 +119,6 @@ class SparkStandalone:
             atexit.unregister(self.stop)
         if self.workdir is not None and not os.environ.get("RIVERBED_KEEP_SPARK_DIR"):
             shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> SparkStandalone:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _launch(self, main_class: str, args: list[str], log: Path) -> None:
         java = shutil.which("java")
