@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from click.core import ParameterSource
@@ -177,7 +178,7 @@ def demo_command(
             raise click.UsageError(f"{option} needs --chapter")
     if replication_factor is not None and bootstrap_servers is None:
         raise click.UsageError("--replication-factor needs --bootstrap-server")
-    from riverbed.demo.logs import log_path, tail
+    from riverbed.demo.logs import log_path
     from riverbed.demo.runner import DemoOptions, run_demo
 
     options = DemoOptions(
@@ -206,13 +207,7 @@ def demo_command(
         )
         sys.exit(130)
     except Exception as exc:
-        lines = tail(log)
-        if lines:
-            click.echo(f"last lines of {log}:", err=True)
-            for line in lines:
-                click.echo(f"  {line[:200]}", err=True)
-        click.echo(f"riverbed demo: error: {_one_line(exc)}", err=True)
-        sys.exit(1)
+        _fail_with_log_tail("riverbed demo", log, exc)
 
 
 def _chapter(
@@ -227,7 +222,7 @@ def _chapter(
     failed (one line, the log's tail), 2 for a bad option."""
     from riverbed.console.server import parse_listen
     from riverbed.demo.chapter import ChapterOptions, run_chapter
-    from riverbed.demo.logs import log_path, tail
+    from riverbed.demo.logs import log_path
     from riverbed.errors import ConfigError
 
     try:
@@ -258,13 +253,22 @@ def _chapter(
         click.echo(f"riverbed demo --chapter: error: {_one_line(exc)}", err=True)
         sys.exit(2)
     except Exception as exc:
-        lines = tail(log) if log.exists() else []
-        if lines:
-            click.echo(f"last lines of {log}:", err=True)
-            for line in lines:
-                click.echo(f"  {line[:200]}", err=True)
-        click.echo(f"riverbed demo --chapter: error: {_one_line(exc)}", err=True)
-        sys.exit(1)
+        _fail_with_log_tail("riverbed demo --chapter", log, exc)
+
+
+def _fail_with_log_tail(command: str, log: Path, exc: BaseException) -> NoReturn:
+    """Print ``log``'s tail (:func:`riverbed.demo.logs.tail`, each line cut to 200
+    characters; nothing when there is no log) and ``<command>: error: <exc's first line>``
+    to stderr, then exit 1."""
+    from riverbed.demo.logs import tail
+
+    lines = tail(log)
+    if lines:
+        click.echo(f"last lines of {log}:", err=True)
+        for line in lines:
+            click.echo(f"  {line[:200]}", err=True)
+    click.echo(f"{command}: error: {_one_line(exc)}", err=True)
+    sys.exit(1)
 
 
 def _one_line(exc: BaseException, limit: int = 300) -> str:
