@@ -21,9 +21,11 @@ Contract (``riverbed pipeline run approx-pageviews``; docs/time-and-patterns.md)
   window has at most 50 distinct urls).
 
 Both outputs are final, one record per window, emitted when the watermark (max ``ts`` of
-earlier micro-batches - 10 min - 1 ms) reaches the window's end; a view at or behind the
-watermark when it arrives is counted in neither (Spark's aggregation and
-``windowed_top_k`` both drop it).  Two queries on the input,
+earlier micro-batches - 10 min - 1 ms) reaches the window's end; a view up to exactly
+10 min late is counted in both.  A view at or behind the watermark when it arrives is
+dropped by ``windowed_top_k``, but Spark's stats aggregation drops it only once its
+window has ended at the watermark (``window_end <= W``, measured), so a view more than
+10 min late (outside the contract) may be counted in the stats only.  Two queries on the input,
 state under ``<checkpoint>/pageview-stats`` and ``<checkpoint>/top-urls``.  Records
 that are not a JSON object with a string ``user_id`` and an integer ``ts`` are skipped
 (and a view with a null ``url`` in ``top-urls``).

@@ -15,8 +15,10 @@ Contract (``riverbed pipeline run clock-skew``; docs/time-and-patterns.md):
   window_end)``, emitted once, final, when the watermark (max ``corrected_ts`` of earlier
   micro-batches - 10 min - 1 ms) reaches ``window_end``.
 
-Disorder is measured on the corrected time: an event whose ``corrected_ts`` is at or
-behind the watermark when it arrives is dropped by Spark (not counted).  Spark's window
+Disorder is measured on the corrected time: an event up to exactly 10 min behind is
+always counted.  Spark's window aggregation drops an event only when its window has
+ended at the watermark when it arrives (``window_end <= W``, measured; not ``ts <= W``),
+so one more than 10 min late is still counted while its window is open.  Spark's window
 aggregation in append mode; state ``<checkpoint>/device-event-counts``.  Records that are
 not a JSON object with a string ``device_id`` and the three integer times are skipped.
 """
