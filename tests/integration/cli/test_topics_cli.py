@@ -12,7 +12,6 @@ import pty
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -219,7 +218,6 @@ def test_unreachable_broker_is_reported_at_once() -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    started = time.monotonic()
     for command in (
         ["list"],
         ["describe", "t"],
@@ -229,5 +227,7 @@ def test_unreachable_broker_is_reported_at_once() -> None:
         code, out, err = run(f"127.0.0.1:{port}", *command)
         assert code == 1 and out == ""
         assert err.startswith(f"riverbed: error: cannot reach a broker at 127.0.0.1:{port}")
+        # the refused connect itself is reported, not a request timeout after it (no timed
+        # assertion: on a loaded 2-core box four CLI starts alone can take over 10 s)
+        assert "Connection refused" in err and "timed out" not in err.lower(), err
         assert len(err.splitlines()) == 1
-    assert time.monotonic() - started < 10, "waited for a request timeout"
