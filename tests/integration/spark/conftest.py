@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -23,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from pyspark.sql import SparkSession  # noqa: E402
 
 import riverbed.spark  # noqa: E402
+from riverbed.testing import waiting  # noqa: E402
 from riverbed.testing.embedded import EmbeddedBroker  # noqa: E402
 
 
@@ -107,9 +107,5 @@ def produce(
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 90) -> None:
-    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+    """:func:`riverbed.testing.waiting.wait_until` with ``what`` first, 90 s by default."""
+    waiting.wait_until(condition, timeout_s, what)
