@@ -30,37 +30,15 @@ from .contract import (
     sessions_of,
     shuffle_within,
 )
+from .group_state import FakeGroupState
 
 
-class FakeState:
-    """The part of pyspark's GroupState the function uses."""
-
-    def __init__(self, saved: tuple[str] | None, watermark_ms: int) -> None:
-        self.saved = saved
-        self.watermark_ms = watermark_ms
-        self.timeout: int | None = None
-
-    @property
-    def exists(self) -> bool:
-        return self.saved is not None
-
-    @property
-    def get(self) -> tuple[str]:
-        assert self.saved is not None
-        return self.saved
-
-    def update(self, value: tuple[str]) -> None:
-        self.saved = value
-
-    def remove(self) -> None:
-        self.saved = None
-
-    def getCurrentWatermarkMs(self) -> int:
-        return self.watermark_ms
+class FakeState(FakeGroupState):
+    """:class:`FakeGroupState` that checks each timer is not before the watermark."""
 
     def setTimeoutTimestamp(self, ts: int) -> None:
         assert ts >= self.watermark_ms
-        self.timeout = ts
+        super().setTimeoutTimestamp(ts)
 
 
 def run(arrivals: list[dict[str, Any]], batch: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -26,6 +26,8 @@ from pyspark.sql import functions as F
 
 from riverbed.pipelines.approx import WindowTopKFunction, windowed_top_k
 
+from .group_state import FakeGroupState
+
 MINUTE = 60_000
 WINDOW = 5 * MINUTE
 T0 = 1_700_000_100_000 - 1_700_000_100_000 % WINDOW
@@ -70,35 +72,6 @@ def _check(rows: list[dict[str, Any]], got: list[dict[str, Any]], delay: int) ->
     return trimmed
 
 
-class FakeState:
-    """The part of GroupState the function uses."""
-
-    def __init__(self, saved: tuple[str] | None, timed_out: bool, watermark: int | None) -> None:
-        self.saved, self.hasTimedOut, self.timeout = saved, timed_out, None
-        self.watermark = 0 if watermark is None else watermark
-
-    def getCurrentWatermarkMs(self) -> int:
-        return self.watermark
-
-    @property
-    def exists(self) -> bool:
-        return self.saved is not None
-
-    @property
-    def get(self) -> tuple[str]:
-        assert self.saved is not None
-        return self.saved
-
-    def update(self, value: tuple[str]) -> None:
-        self.saved = value
-
-    def remove(self) -> None:
-        self.saved = None
-
-    def setTimeoutTimestamp(self, ts: int) -> None:
-        self.timeout = ts
-
-
 @pytest.mark.parametrize("seed", range(20))
 def test_operator_bounds_over_simulated_micro_batches(seed: int) -> None:
     rng = random.Random(seed)
@@ -116,7 +89,7 @@ def test_operator_bounds_over_simulated_micro_batches(seed: int) -> None:
         for r in batch:  # Spark hands the function late rows too
             by_window.setdefault(r["ts"] - r["ts"] % WINDOW, []).append(r)
         for start, window_rows in by_window.items():
-            state = FakeState(states.get(start), False, watermark)
+            state = FakeGroupState(states.get(start), watermark)
             frames = iter([pd.DataFrame(window_rows)])
             got.extend(
                 f for frame in function((start,), frames, state) for f in frame.to_dict("records")
@@ -132,7 +105,7 @@ def test_operator_bounds_over_simulated_micro_batches(seed: int) -> None:
         ):
             if start in by_window:
                 continue
-            state = FakeState(states.pop(start), True, watermark)
+            state = FakeGroupState(states.pop(start), watermark, timed_out=True)
             del timers[start]
             for frame in function((start,), iter([]), state):
                 got.extend(frame.to_dict("records"))
@@ -142,7 +115,9 @@ def test_operator_bounds_over_simulated_micro_batches(seed: int) -> None:
             watermark = top if watermark is None else max(watermark, top)
     # the last no-data batch fires the timers the final watermark passed
     for start in sorted(s for s, t in timers.items() if watermark is not None and t < watermark):
-        for frame in function((start,), iter([]), FakeState(states.pop(start), True, watermark)):
+        for frame in function(
+            (start,), iter([]), FakeGroupState(states.pop(start), watermark, timed_out=True)
+        ):
             got.extend(frame.to_dict("records"))
     assert _check(rows, got, delay) > 0
 
