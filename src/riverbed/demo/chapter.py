@@ -65,6 +65,7 @@ from riverbed.demo.logs import (
     FAILURE_MARK,
     KAFKA_LOGGER,
     log_path,
+    run_cleanups,
     spark_log_options,
     stderr_to,
     stdout_to,
@@ -224,11 +225,7 @@ class _Chapter:
             raise
         finally:
             with _signals_ignored():
-                for name, cleanup in reversed(self.cleanups):
-                    try:
-                        cleanup()
-                    except Exception:
-                        logger.warning("stopping %s failed", name, exc_info=True)
+                run_cleanups(self.cleanups, logger)
 
     # -- start ----------------------------------------------------------------------
 

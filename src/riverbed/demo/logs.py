@@ -28,7 +28,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -37,6 +37,20 @@ FAILURE_MARK = "riverbed demo failed"
 """The message of the log record (with traceback) the runner writes when the demo fails."""
 KAFKA_LOGGER = logging.getLogger("riverbed.demo.librdkafka")
 _FORMAT = "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s"
+
+
+def run_cleanups(
+    cleanups: Sequence[tuple[str, Callable[[], object]]], logger: logging.Logger
+) -> None:
+    """Call each ``(name, cleanup)`` of ``cleanups`` in reverse order (last started, first
+    stopped).  A cleanup raising an ``Exception`` is logged to ``logger`` as the warning
+    ``stopping <name> failed`` (with traceback) and the others still run; a
+    ``BaseException`` (Ctrl-C) propagates at once."""
+    for name, cleanup in reversed(cleanups):
+        try:
+            cleanup()
+        except Exception:
+            logger.warning("stopping %s failed", name, exc_info=True)
 
 
 def log_path(data_dir: Path) -> Path:

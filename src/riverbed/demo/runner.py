@@ -63,6 +63,7 @@ from riverbed.demo.logs import (
     FAILURE_MARK,
     KAFKA_LOGGER,
     log_path,
+    run_cleanups,
     spark_log_options,
     stderr_to,
     stdout_to,
@@ -230,11 +231,7 @@ class _Demo:
         finally:
             self.display.end_line()
             with _interrupts_ignored():
-                for name, cleanup in reversed(self.cleanups):
-                    try:
-                        cleanup()
-                    except Exception:
-                        logger.warning("stopping %s failed", name, exc_info=True)
+                run_cleanups(self.cleanups, logger)
 
     def _run(self) -> DemoResult:
         from riverbed.testing.embedded import EmbeddedBroker
