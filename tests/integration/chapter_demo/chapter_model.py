@@ -11,6 +11,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from pipelines_time.contract import sessions_of as contract_sessions_of
+
 from riverbed.demo.chapter_inputs import END_USER, read_topic
 
 MINUTE_MS = 60_000
@@ -71,28 +73,8 @@ def enrich(activities: list[dict[str, Any]], changes: list[dict[str, Any]]) -> l
 
 
 def sessions_of(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    by_user: dict[str, list[dict[str, Any]]] = {}
-    for view in views:
-        by_user.setdefault(view["user_id"], []).append(view)
-    out = []
-    for user, user_views in by_user.items():
-        user_views.sort(key=lambda v: (v["ts"], v["url"]))
-        current: list[dict[str, Any]] = []
-        for view in [*user_views, None]:
-            if current and (view is None or view["ts"] - current[-1]["ts"] > GAP_MS):
-                out.append(
-                    {
-                        "user_id": user,
-                        "session_start": current[0]["ts"],
-                        "session_end": current[-1]["ts"],
-                        "views": len(current),
-                        "urls": [v["url"] for v in current],
-                    }
-                )
-                current = []
-            if view is not None:
-                current.append(view)
-    return out
+    """The chapter's sessions: :func:`pipelines_time.contract.sessions_of` with its gap."""
+    return contract_sessions_of(views, GAP_MS)
 
 
 def fraud_alerts(logins: list[dict[str, Any]]) -> list[dict[str, Any]]:

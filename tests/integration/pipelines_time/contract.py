@@ -4,10 +4,13 @@ batch side of the differential tests), and seeded generators of disordered input
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from riverbed.pipelines.event_order import EventOrderBuffer
 from riverbed.pipelines.examples import WATERMARK_DELAY_MS
+from riverbed.pipelines.patterns import Match, Matcher, Pattern
 
 MINUTE_MS = 60_000
 GAP_MS = 30 * MINUTE_MS
@@ -24,8 +27,9 @@ class Arrival:
     value: dict[str, Any]
 
 
-def sessions_of(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every session of ``views`` ({user_id, url, ts}), as the contract's values."""
+def sessions_of(views: list[dict[str, Any]], gap_ms: int = GAP_MS) -> list[dict[str, Any]]:
+    """Every session of ``views`` ({user_id, url, ts}), as the contract's values: per user,
+    views (sorted by ts, then url) more than ``gap_ms`` apart start a new session."""
     by_user: dict[str, list[dict[str, Any]]] = {}
     for view in views:
         by_user.setdefault(view["user_id"], []).append(view)
@@ -34,7 +38,7 @@ def sessions_of(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
         user_views.sort(key=lambda v: (v["ts"], v["url"]))
         current: list[dict[str, Any]] = []
         for view in user_views:
-            if current and view["ts"] - current[-1]["ts"] > GAP_MS:
+            if current and view["ts"] - current[-1]["ts"] > gap_ms:
                 out.append(_session(user, current))
                 current = []
             current.append(view)
@@ -126,4 +130,42 @@ def generate_logins(
         step = rng.choice([0, 20_000, MINUTE_MS, 2 * MINUTE_MS, 3 * MINUTE_MS, 40 * MINUTE_MS])
         clock[user] += step
         out.append({"user_id": user, "ok": rng.random() < 0.3, "ts": clock[user]})
+    return out
+
+
+def pattern_in_batches(
+    arrivals: list[dict[str, Any]],
+    batch: int,
+    pattern: Pattern,
+    alert: Callable[[str, Match], dict[str, Any]],
+    tie: Callable[[dict[str, Any]], Any],
+) -> list[dict[str, Any]]:
+    """``pattern`` (a :class:`Matcher` fed by an :class:`EventOrderBuffer`, per user) over
+    login ``arrivals`` ({user_id, ts, ok}) in simulated micro-batches of ``batch`` rows:
+    the watermark of a batch is the max ts of earlier ones minus the delay; a final
+    no-data batch with the last watermark; state saved and restored between batches as
+    JSON-like values.  ``tie(fields)`` orders events of equal ts; ``alert`` builds each
+    match's output row."""
+    states: dict[str, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    max_ts: int | None = None
+    batches = [arrivals[i : i + batch] for i in range(0, len(arrivals), batch)] + [[]]
+    for rows in batches:
+        watermark = 0 if max_ts is None else max_ts - DELAY_MS
+        for user in sorted({r["user_id"] for r in rows} | set(states)):
+            saved = states.pop(user, {})
+            buffer = EventOrderBuffer(saved.get("buffer"))
+            matcher = Matcher(pattern, saved.get("runs"))
+            for r in rows:
+                if r["user_id"] == user:
+                    fields = {"ok": r["ok"]}
+                    buffer.add(r["ts"], fields, tie(fields))
+            for event in buffer.release(watermark):
+                out.extend(alert(user, m) for m in matcher.feed(event))
+            out.extend(alert(user, m) for m in matcher.advance_to(watermark))
+            if len(buffer) or matcher.open_runs:
+                states[user] = {"buffer": buffer.state(), "runs": matcher.state()}
+        if rows:
+            top = max(r["ts"] for r in rows)
+            max_ts = top if max_ts is None else max(max_ts, top)
     return out

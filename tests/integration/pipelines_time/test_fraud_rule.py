@@ -8,41 +8,22 @@ from typing import Any
 
 import pytest
 
-from riverbed.pipelines.event_order import EventOrderBuffer
 from riverbed.pipelines.fraud import FRAUD, alert, failures_first
-from riverbed.pipelines.patterns import Matcher
 
-from .contract import DELAY_MS, T0, fraud_alerts, generate_logins, shuffle_within
+from .contract import (
+    DELAY_MS,
+    T0,
+    fraud_alerts,
+    generate_logins,
+    pattern_in_batches,
+    shuffle_within,
+)
 
 
 def run_in_batches(arrivals: list[dict[str, Any]], batch: int) -> list[dict[str, Any]]:
-    """Simulate micro-batches: the watermark of a batch is the max ts of earlier ones
-    minus the delay; a final no-data batch with the last watermark; state saved and
-    restored between batches as JSON-like values."""
-    states: dict[str, dict[str, Any]] = {}
-    out: list[dict[str, Any]] = []
-    max_ts: int | None = None
-    batches = [arrivals[i : i + batch] for i in range(0, len(arrivals), batch)] + [[]]
-    for rows in batches:
-        watermark = 0 if max_ts is None else max_ts - DELAY_MS
-        touched = {r["user_id"] for r in rows} | set(states)
-        for user in sorted(touched):
-            saved = states.pop(user, {})
-            buffer = EventOrderBuffer(saved.get("buffer"))
-            matcher = Matcher(FRAUD, saved.get("runs"))
-            for r in rows:
-                if r["user_id"] == user:
-                    fields = {"ok": r["ok"]}
-                    buffer.add(r["ts"], fields, failures_first(fields))
-            for event in buffer.release(watermark):
-                out.extend(alert(user, m) for m in matcher.feed(event))
-            out.extend(alert(user, m) for m in matcher.advance_to(watermark))
-            if len(buffer) or matcher.open_runs:
-                states[user] = {"buffer": buffer.state(), "runs": matcher.state()}
-        if rows:
-            top = max(r["ts"] for r in rows)
-            max_ts = top if max_ts is None else max(max_ts, top)
-    return out
+    """The fraud pattern over simulated micro-batches (:func:`contract.pattern_in_batches`),
+    failures before a success at the same ts."""
+    return pattern_in_batches(arrivals, batch, FRAUD, alert, failures_first)
 
 
 def _key(a: dict[str, Any]) -> tuple[Any, ...]:

@@ -16,12 +16,10 @@ from typing import Any
 import pytest
 
 import riverbed.pipelines.sliding_failures as example
-from riverbed.pipelines.event_order import EventOrderBuffer
-from riverbed.pipelines.patterns import Matcher
 from riverbed.testing.broker_process import BrokerProcess
 
 from .conftest import RunExample, create_topics, drain, produce_json
-from .contract import DELAY_MS, T0, generate_logins, shuffle_within
+from .contract import DELAY_MS, T0, generate_logins, pattern_in_batches, shuffle_within
 
 S = 1000
 
@@ -45,29 +43,8 @@ def bursts(logins: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def run_in_batches(arrivals: list[dict[str, Any]], batch: int) -> list[dict[str, Any]]:
-    """Simulated micro-batches as Spark runs them (see test_fraud_rule.py)."""
-    states: dict[str, dict[str, Any]] = {}
-    out: list[dict[str, Any]] = []
-    max_ts: int | None = None
-    batches = [arrivals[i : i + batch] for i in range(0, len(arrivals), batch)] + [[]]
-    for rows in batches:
-        watermark = 0 if max_ts is None else max_ts - DELAY_MS
-        for user in sorted({r["user_id"] for r in rows} | set(states)):
-            saved = states.pop(user, {})
-            buffer = EventOrderBuffer(saved.get("buffer"))
-            matcher = Matcher(example.BURST, saved.get("runs"))
-            for r in rows:
-                if r["user_id"] == user:
-                    buffer.add(r["ts"], {"ok": r["ok"]}, 0)
-            for event in buffer.release(watermark):
-                out.extend(example.alert(user, m) for m in matcher.feed(event))
-            out.extend(example.alert(user, m) for m in matcher.advance_to(watermark))
-            if len(buffer) or matcher.open_runs:
-                states[user] = {"buffer": buffer.state(), "runs": matcher.state()}
-        if rows:
-            top = max(r["ts"] for r in rows)
-            max_ts = top if max_ts is None else max(max_ts, top)
-    return out
+    """The example's pattern over simulated micro-batches (see test_fraud_rule.py)."""
+    return pattern_in_batches(arrivals, batch, example.BURST, example.alert, lambda _: 0)
 
 
 def _key(a: dict[str, Any]) -> tuple[Any, ...]:
