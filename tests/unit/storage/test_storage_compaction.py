@@ -221,19 +221,28 @@ def test_crash_during_group_swap_recovers_the_new_group(tmp_path: Path, crash_af
     # "swap" - right after the swap is committed, before any old segment is retired
     # (the first retire renames a .log); "retire" - after every old segment is retired,
     # before the swap is renamed to .log.
-    suffix = ".log" if crash_after == "swap" else SWAP_SUFFIX
-    with faults.inject(
-        "file.rename", error=errno.EIO, match=lambda path: path.endswith(suffix)
-    ) as crash:
-        assert LogCleaner(clock).clean(log) is None
-    assert crash.hits == 1
-    log.close_unclean()
-    reopened = PartitionLog.open(tmp_path / "c-0", log.config, clock=clock)
+    reopened = _crash_cleaning(log, clock, crash_after, tmp_path / "c-0")
     assert all_records(reopened) == expected
     assert [s.base_offset for s in reopened.segments()] == [0, 40]
     names = {p.name for p in (tmp_path / "c-0").iterdir()}
     assert not any(n.endswith((".swap", ".deleted", ".cleaned")) for n in names)
     reopened.close()
+
+
+def _crash_cleaning(
+    log: PartitionLog, clock: ManualClock, crash_after: str, path: Path
+) -> PartitionLog:
+    """Clean ``log`` with its first rename of a ``.log`` (``crash_after`` "swap") or of a
+    swap file ("retire") failing once, drop it uncleanly as a crash would, and return the
+    log reopened from ``path``."""
+    suffix = ".log" if crash_after == "swap" else SWAP_SUFFIX
+    with faults.inject(
+        "file.rename", error=errno.EIO, match=lambda name: name.endswith(suffix)
+    ) as crash:
+        assert LogCleaner(clock).clean(log) is None
+    assert crash.hits == 1
+    log.close_unclean()
+    return PartitionLog.open(path, log.config, clock=clock)
 
 
 def _superseded_log(path: Path, clock: ManualClock) -> PartitionLog:
@@ -286,14 +295,7 @@ def test_crash_during_swap_of_a_group_cleaned_short_deletes_the_whole_group(
     (they would, with the end read from the swap's last batch)."""
     clock = ManualClock(T0)
     log = _superseded_log(tmp_path / "c-0", clock)
-    suffix = ".log" if crash_after == "swap" else SWAP_SUFFIX
-    with faults.inject(
-        "file.rename", error=errno.EIO, match=lambda path: path.endswith(suffix)
-    ) as crash:
-        assert LogCleaner(clock).clean(log) is None
-    assert crash.hits == 1
-    log.close_unclean()
-    reopened = PartitionLog.open(tmp_path / "c-0", log.config, clock=clock)
+    reopened = _crash_cleaning(log, clock, crash_after, tmp_path / "c-0")
     offsets = [o for o, _k, _v in all_records(reopened)]
     assert offsets[0] == 8 and 4 not in offsets
     assert [s.base_offset for s in reopened.segments()][:2] == [0, 8]
