@@ -31,8 +31,8 @@ until ``kafkaConsumer.pollTimeoutMs`` has passed, then :class:`ConfigError`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_INVALID, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -42,6 +42,8 @@ from confluent_kafka.admin import OffsetSpec as KafkaOffsetSpec  # type: ignore[
 from riverbed.errors import ConfigError, UnknownTopicOrPartitionError
 from riverbed.protocol.topic_partition import TopicPartition
 from riverbed.spark.offsets import PartitionOffsets
+
+T = TypeVar("T")
 
 ATTEMPT_S = 10.0
 """Longest one ListOffsets or Metadata attempt waits before its client is replaced and it
@@ -71,20 +73,18 @@ class OffsetLookup:
     def partition_counts(self) -> dict[str, int]:
         """Every topic's current partition count (a Metadata request; retried with a
         fresh client when an attempt times out, as :meth:`_list_offsets`)."""
-        deadline = time.monotonic() + self._timeout_s
-        while True:
+
+        def attempt(attempt_s: float) -> Any:
             self._admin.poll(0)  # serve queued error_cb events so they cannot pile up
-            attempt_s = max(0.5, min(ATTEMPT_S, deadline - time.monotonic()))
-            try:
-                metadata = self._admin.list_topics(timeout=attempt_s)
-                break
-            except KafkaException as exc:
-                if time.monotonic() >= deadline:
-                    raise ConfigError(
-                        f"cannot reach kafka.bootstrap.servers={self._servers!r} within "
-                        f"{self._timeout_s:g} s: {exc.args[0] if exc.args else exc}"
-                    ) from None
-            self._admin = AdminClient(self._config)
+            return self._admin.list_topics(timeout=attempt_s)
+
+        def failure(exc: Exception) -> str:
+            return (
+                f"cannot reach kafka.bootstrap.servers={self._servers!r} within "
+                f"{self._timeout_s:g} s: {exc.args[0] if exc.args else exc}"
+            )
+
+        metadata = self._with_fresh_clients(attempt, KafkaException, failure)
         return {
             name: len(topic.partitions)
             for name, topic in metadata.topics.items()
@@ -147,21 +147,40 @@ class OffsetLookup:
         if not specs:
             return {}
         request = {KafkaTopicPartition(tp.topic, tp.partition): spec for tp, spec in specs.items()}
-        deadline = time.monotonic() + self._timeout_s
-        while True:
-            attempt_s = max(0.5, min(ATTEMPT_S, deadline - time.monotonic()))
+
+        def attempt(attempt_s: float) -> PartitionOffsets:
             futures = self._admin.list_offsets(
                 request, isolation_level=self._isolation, request_timeout=attempt_s
             )
+            return self._collect(futures, time.monotonic() + attempt_s)
+
+        def failure(exc: Exception) -> str:
+            assert isinstance(exc, _Retry)
+            return (
+                f"ListOffsets for {exc.partition} failed on {self._servers!r} "
+                f"for {self._timeout_s:g} s: {exc.reason}"
+            )
+
+        return self._with_fresh_clients(attempt, _Retry, failure)
+
+    def _with_fresh_clients(
+        self,
+        attempt: Callable[[float], T],
+        retried: type[Exception],
+        failure: Callable[[Exception], str],
+    ) -> T:
+        """``attempt(attempt_s)`` (each try at most ``ATTEMPT_S``, at least 0.5 s) until it
+        returns, for up to the lookup's timeout; after each ``retried`` exception a fresh
+        client, which asks for metadata again (a dead leader's successor).  Past the
+        deadline, :class:`ConfigError` with ``failure(exc)``; other exceptions propagate."""
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            attempt_s = max(0.5, min(ATTEMPT_S, deadline - time.monotonic()))
             try:
-                return self._collect(futures, time.monotonic() + attempt_s)
-            except _Retry as retry:
+                return attempt(attempt_s)
+            except retried as exc:
                 if time.monotonic() >= deadline:
-                    raise ConfigError(
-                        f"ListOffsets for {retry.partition} failed on {self._servers!r} "
-                        f"for {self._timeout_s:g} s: {retry.reason}"
-                    ) from None
-            # A fresh client asks for metadata again: a dead leader's successor.
+                    raise ConfigError(failure(exc)) from None
             self._admin = AdminClient(self._config)
 
     def _collect(self, futures: Mapping[Any, Any], until: float) -> PartitionOffsets:
