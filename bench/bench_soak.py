@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,9 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_produce_consume import _free_port, _wait_accepting
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -52,13 +54,6 @@ class Sample:
     produced: int
     consumed: int
     load1: float
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def rss_mib(pid: int) -> float:
@@ -99,16 +94,7 @@ def broker() -> Iterator[tuple[str, int]]:
     ]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"riverbed broker exited with {proc.returncode}")
-            with contextlib.suppress(OSError):
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError("riverbed broker did not accept connections in 60 s")
-            time.sleep(0.05)  # polling interval; the condition is the port accepting
+        _wait_accepting(port, proc, 60)
         yield f"127.0.0.1:{port}", proc.pid
     finally:
         proc.send_signal(signal.SIGTERM)
