@@ -58,6 +58,7 @@ from riverbed.broker.handlers import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    partition_reassignments,
     produce,
     sasl_authenticate,
     sasl_handshake,
@@ -115,6 +116,8 @@ HANDLERS: Mapping[int, HandlerFn] = MappingProxyType(
         alter_configs.ALTER_CONFIGS_KEY: alter_configs.handle_alter,
         alter_configs.INCREMENTAL_ALTER_CONFIGS_KEY: alter_configs.handle_incremental,
         create_partitions.API_KEY: create_partitions.handle,
+        partition_reassignments.ALTER_KEY: partition_reassignments.handle_alter,
+        partition_reassignments.LIST_KEY: partition_reassignments.handle_list,
         describe_cluster.API_KEY: describe_cluster.handle,
         # -- security (riverbed.broker.security); on SASL listeners the connection
         # answers SaslHandshake/SaslAuthenticate from its session instead --
@@ -187,6 +190,8 @@ def bind_handlers(broker: Broker) -> dict[int, Route]:
             alter_configs.handle_incremental, broker
         ),
         create_partitions.API_KEY: partial(create_partitions.handle, broker),
+        partition_reassignments.ALTER_KEY: partial(partition_reassignments.handle_alter, broker),
+        partition_reassignments.LIST_KEY: partial(partition_reassignments.handle_list, broker),
         describe_cluster.API_KEY: partial(describe_cluster.handle, broker),
         sasl_handshake.API_KEY: partial(sasl_handshake.handle, broker),
         sasl_authenticate.API_KEY: partial(sasl_authenticate.handle, broker),

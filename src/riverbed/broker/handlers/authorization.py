@@ -27,6 +27,8 @@ DescribeGroups             group DESCRIBE;  ListGroups: cluster DESCRIBE or filt
 DeleteGroups, OffsetDelete group DELETE
 CreateTopics               cluster CREATE or topic CREATE
 DeleteTopics, DeleteRecords topic DELETE;  CreatePartitions: topic ALTER
+Alter/ListPartitionReass.  cluster ALTER / DESCRIBE (every partition and the top level
+                           CLUSTER_AUTHORIZATION_FAILED / the top level)
 DescribeConfigs            topic / cluster DESCRIBE_CONFIGS;  (Incremental)AlterConfigs:
                            ALTER_CONFIGS
 InitProducerId             transactional id WRITE; idempotent: cluster
@@ -77,6 +79,7 @@ from riverbed.protocol.messages import (
     AddPartitionsToTxnResponse,
     AlterClientQuotasResponse,
     AlterConfigsResponse,
+    AlterPartitionReassignmentsResponse,
     AlterUserScramCredentialsResponse,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatResponse,
@@ -101,6 +104,7 @@ from riverbed.protocol.messages import (
     JoinGroupResponse,
     LeaveGroupResponse,
     ListOffsetsResponse,
+    ListPartitionReassignmentsResponse,
     MetadataResponse,
     OffsetCommitResponse,
     OffsetDeleteResponse,
@@ -931,6 +935,40 @@ def _alter_scram(c: Check, request: Any, route: Route) -> Any:
     )
 
 
+def _alter_reassignments(c: Check, request: Any, route: Route) -> Any:
+    if c.cluster(Op.ALTER):
+        return route(c.ctx, request)
+    answer = AlterPartitionReassignmentsResponse
+    return answer(
+        throttle_time_ms=0,
+        allow_replication_factor_change=request.allow_replication_factor_change,
+        error_code=CLUSTER_DENIED,
+        error_message=None,
+        responses=[
+            answer.ReassignableTopicResponse(
+                name=t.name,
+                partitions=[
+                    answer.ReassignablePartitionResponse(
+                        partition_index=p.partition_index,
+                        error_code=CLUSTER_DENIED,
+                        error_message=None,
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )
+
+
+def _list_reassignments(c: Check, request: Any, route: Route) -> Any:
+    if c.cluster(Op.DESCRIBE):
+        return route(c.ctx, request)
+    return ListPartitionReassignmentsResponse(
+        throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=None, topics=[]
+    )
+
+
 GATES: dict[int, Gate] = {
     0: _produce,
     1: _fetch,
@@ -985,6 +1023,8 @@ GATES: dict[int, Gate] = {
     37: _create_partitions,
     42: _delete_groups,
     44: _alter_configs_gate(IncrementalAlterConfigsResponse.AlterConfigsResourceResponse),
+    45: _alter_reassignments,
+    46: _list_reassignments,
     47: _group_gate(
         Op.DELETE,
         lambda r, v: OffsetDeleteResponse(error_code=GROUP_DENIED, throttle_time_ms=0, topics=[]),

@@ -398,6 +398,16 @@ class DescribeProducersDeps(Protocol):
     def topics(self) -> PartitionLogs[ProducerStatesLog]: ...
 
 
+class ReassignmentDeps(Protocol):
+    """Alter/ListPartitionReassignments: this node's id and topic lookups."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def topics(self) -> TopicNames: ...
+
+
 class ProducerStatesLog(Protocol):
     """DescribeProducers' view of a partition log."""
 
