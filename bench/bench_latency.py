@@ -42,14 +42,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from confluent_kafka import Producer
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_produce_consume import (
+    DeliveryLatencies,
     create_topic,
+    durable_producer,
     kafka_reference,
     percentile,
     produce,
+    produce_paced,
     riverbed_subprocess,
 )
 
@@ -78,52 +79,19 @@ def rate_limited(
 ) -> tuple[float, list[float]]:
     """Produce ``size``-byte values at ``rate`` msg/s for ``seconds``; returns the rate
     reached and the delivery latencies (s)."""
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": linger_ms,
-            "batch.size": 1 << 20,
-            "compression.type": "none",
-        }
-    )
-    latencies: list[float] = []
-    errors: list[str] = []
-
-    def on_delivery(err: object, msg: object) -> None:
-        if err is not None:
-            errors.append(str(err))
-            return
-        latency = msg.latency()  # type: ignore[attr-defined]
-        if latency is not None:
-            latencies.append(latency)
-
+    producer = durable_producer(bootstrap, linger_ms)
+    delivered = DeliveryLatencies()
     value = os.urandom(size)
-    for _ in range(100):  # connections, metadata, producer id
-        producer.produce(topic, value=value, on_delivery=on_delivery)
-    producer.flush(60)
-    latencies.clear()
-    sent = 0
+    delivered.warm_up(producer, topic, value, 100)
     start = time.perf_counter()
     end = start + seconds
-    while True:
-        now = time.perf_counter()
-        if now >= end:
-            break
-        due = int((now - start) * rate)
-        while sent < due:
-            try:
-                producer.produce(topic, value=value, on_delivery=on_delivery)
-                sent += 1
-            except BufferError:
-                producer.poll(0.001)
-        producer.poll(0.001)  # delivery reports; paces the loop at ~1 ms
+    sent = produce_paced(producer, topic, value, rate, delivered, lambda: time.perf_counter() < end)
     elapsed = time.perf_counter() - start
     remaining = producer.flush(60)
-    if remaining or errors:
+    if remaining or delivered.errors:
+        errors = delivered.errors
         raise RuntimeError(f"{remaining} undelivered, {len(errors)} errors: {errors[:3]}")
-    return sent / elapsed, latencies
+    return sent / elapsed, delivered.latencies
 
 
 # Kafka's default flush policy (no fsync per append: page cache) for Riverbed, to tell the

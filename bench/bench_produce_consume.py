@@ -267,35 +267,78 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         future.result(30)
 
 
-def produce(bootstrap: str, topic: str, messages: int, size: int) -> tuple[float, list[float]]:
-    """Seconds to produce ``messages`` values of ``size`` bytes, and their latencies (s)."""
-    producer = Producer(
+def durable_producer(bootstrap: str, linger_ms: float = 5, **settings: object) -> Producer:
+    """The benchmarks' producer: ``acks=all``, idempotent, ``linger.ms`` ``linger_ms``,
+    1 MiB batches, no compression; ``settings`` add to or override librdkafka's."""
+    return Producer(
         {
             "bootstrap.servers": bootstrap,
             "acks": "all",
             "enable.idempotence": True,
-            "linger.ms": 5,
+            "linger.ms": linger_ms,
             "batch.size": 1 << 20,
-            "batch.num.messages": 10_000,
             "compression.type": "none",
+            **settings,
         }
     )
-    latencies: list[float] = []
-    errors: list[str] = []
 
-    def on_delivery(err: object, msg: object) -> None:
+
+class DeliveryLatencies:
+    """A delivery callback that keeps each acknowledged message's latency (s, librdkafka's
+    ``Message.latency()``: ``produce()`` to acknowledgement) and each error's text."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.errors: list[str] = []
+
+    def __call__(self, err: object, msg: object) -> None:
         if err is not None:
-            errors.append(str(err))
+            self.errors.append(str(err))
             return
         latency = msg.latency()  # type: ignore[attr-defined]
         if latency is not None:
-            latencies.append(latency)
+            self.latencies.append(latency)
 
+    def warm_up(self, producer: Producer, topic: str, value: bytes, messages: int) -> None:
+        """Send ``messages`` values (connections, metadata, producer id), then forget them."""
+        for _ in range(messages):
+            producer.produce(topic, value=value, on_delivery=self)
+        producer.flush(60)
+        self.latencies.clear()
+
+
+def produce_paced(
+    producer: Producer,
+    topic: str,
+    value: bytes,
+    rate: float,
+    on_delivery: Callable[[object, object], None],
+    keep_going: Callable[[], bool],
+) -> int:
+    """Send ``value`` at ``rate`` msg/s while ``keep_going()``: every ~1 ms, what is due
+    since the start (a full queue is served by polling); returns the messages sent.  Does
+    not flush."""
+    start = time.perf_counter()
+    sent = 0
+    while keep_going():
+        due = int((time.perf_counter() - start) * rate)
+        while sent < due:
+            try:
+                producer.produce(topic, value=value, on_delivery=on_delivery)
+                sent += 1
+            except BufferError:
+                producer.poll(0.001)
+        producer.poll(0.001)  # serves delivery reports; paces the loop at ~1 ms
+    return sent
+
+
+def produce(bootstrap: str, topic: str, messages: int, size: int) -> tuple[float, list[float]]:
+    """Seconds to produce ``messages`` values of ``size`` bytes, and their latencies (s)."""
+    producer = durable_producer(bootstrap, **{"batch.num.messages": 10_000})
+    delivered = DeliveryLatencies()
+    on_delivery, latencies, errors = delivered, delivered.latencies, delivered.errors
     value = os.urandom(size)
-    for _ in range(WARMUP_MESSAGES):  # connections, metadata, producer id
-        producer.produce(topic, value=value, on_delivery=on_delivery)
-    producer.flush(60)
-    latencies.clear()
+    delivered.warm_up(producer, topic, value, WARMUP_MESSAGES)
     send = producer.produce
     poll = producer.poll
     start = time.perf_counter()

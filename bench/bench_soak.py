@@ -37,11 +37,11 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_produce_consume import _free_port, _wait_accepting
+from bench_produce_consume import _free_port, _wait_accepting, durable_producer, produce_paced
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -141,15 +141,7 @@ def run_consumer(
 def run_producer(
     bootstrap: str, topic: str, rate: float, size: int, stop: threading.Event, c: Counters
 ) -> None:
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 5,
-            "compression.type": "none",
-        }
-    )
+    producer = durable_producer(bootstrap)
 
     def on_delivery(err: object, _msg: object) -> None:
         if err is not None:
@@ -157,18 +149,7 @@ def run_producer(
         else:
             c.produced += 1
 
-    value = os.urandom(size)
-    start = time.perf_counter()
-    sent = 0
-    while not stop.is_set():
-        due = int((time.perf_counter() - start) * rate)
-        while sent < due:
-            try:
-                producer.produce(topic, value=value, on_delivery=on_delivery)
-                sent += 1
-            except BufferError:
-                producer.poll(0.001)
-        producer.poll(0.001)  # serves delivery reports; paces the loop at ~1 ms
+    produce_paced(producer, topic, os.urandom(size), rate, on_delivery, lambda: not stop.is_set())
     producer.flush(60)
 
 
