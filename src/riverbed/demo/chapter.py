@@ -59,6 +59,7 @@ from riverbed.demo.chapter_inputs import (
     captured_until,
     create_users_db,
     read_topic,
+    wait_changes_captured,
 )
 from riverbed.demo.clickstream import DEFAULT_START_MS, create_topics
 from riverbed.demo.logs import (
@@ -430,6 +431,9 @@ class _Chapter:
         # -- drain: every change and event in, then every watermark past them ------------
         self.say("draining   inputs stopped; end-of-input events sent; waiting for the queries")
         mutator.stop()
+        # the connector's last poll may predate the mutator's last changes: let it take them
+        if not wait_changes_captured(database, 120, cdc_thread.is_alive):
+            self.say("note: the CDC connector did not capture every change before stopping")
         stop_cdc()
         events.stop()
         undelivered = events.finish()

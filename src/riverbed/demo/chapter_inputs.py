@@ -147,6 +147,24 @@ def captured_until(path: Path) -> Callable[[], int]:
     return until
 
 
+def wait_changes_captured(path: Path, timeout_s: float, alive: Callable[[], bool]) -> bool:
+    """Wait until the connector has acknowledged every change of the database at ``path``
+    (its change table is empty: a row is deleted only once the broker acknowledged it), at
+    most ``timeout_s``, while ``alive()``; True when drained.  Call once the writers have
+    stopped: changes written after the last poll are otherwise left for a later run."""
+    from riverbed.cdc.sqlite.triggers import CHANGES
+
+    deadline = time.monotonic() + timeout_s
+    with sqlite3.connect(path, timeout=30, isolation_level=None) as conn:
+        while True:
+            (pending,) = conn.execute(f"SELECT COUNT(*) FROM {CHANGES}").fetchone()
+            if pending == 0:
+                return True
+            if time.monotonic() >= deadline or not alive():
+                return False
+            time.sleep(0.1)
+
+
 # -- the event generator --------------------------------------------------------------
 
 
