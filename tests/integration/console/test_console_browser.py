@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry, start_http_server
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from riverbed.console.pipelines import SHOWN as PIPELINE_COLUMNS
@@ -82,11 +82,30 @@ def _text(driver: Any, css: str) -> str:
     return str(driver.find_element(By.CSS_SELECTOR, css).text)
 
 
+def _replaced(element: Any) -> Callable[[Any], bool]:
+    """Selenium's ``staleness_of``, also taking chromedriver's answer for a node caught
+    while its document is being replaced ("Node with given id does not belong to the
+    document", a plain WebDriverException) as gone."""
+
+    def gone(_driver: Any) -> bool:
+        try:
+            element.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+        return False
+
+    return gone
+
+
 def _click(driver: Any, by: str, value: str) -> None:
     """Click, then wait for the next page to replace this one (a form submit returns early)."""
     page = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(by, value).click()
-    WebDriverWait(driver, 90).until(staleness_of(page))
+    WebDriverWait(driver, 90).until(_replaced(page))
     WebDriverWait(driver, 90).until(
         lambda d: d.execute_script("return document.readyState") == "complete"
     )
