@@ -12,15 +12,12 @@ Kafka's DescribeConfigs also returns synonyms and more GROUP keys (``*.assignmen
 from __future__ import annotations
 
 import itertools
-import socket
-import struct
 import time
 import uuid
 from typing import Any
 
 from riverbed.broker.security.scram import ScramMechanism, salted_password
 from riverbed.protocol.error_codes import ErrorCode as E
-from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
 from riverbed.protocol.messages import (
     AlterUserScramCredentialsRequest as Scram,
 )
@@ -34,6 +31,7 @@ from riverbed.protocol.messages import (
 from riverbed.protocol.messages import (
     IncrementalAlterConfigsRequest as Alter,
 )
+from riverbed.testing.wire import WireClient
 
 GROUP = 32
 SET, DELETE, APPEND = 0, 1, 2
@@ -41,34 +39,11 @@ DEFAULT_CONFIG, GROUP_CONFIG = 5, 8
 _ids = itertools.count()
 
 
-class Wire:
-    """One blocking connection speaking the generated codec."""
+class Wire(WireClient):
+    """A wire client named ``riverbed-compat``."""
 
     def __init__(self, bootstrap: str) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=30)
-        self.correlation = 0
-
-    def call(self, api_key: int, version: int, request: Any) -> Any:
-        self.correlation += 1
-        header = RequestHeader(api_key, version, self.correlation, "riverbed-compat")
-        self.sock.sendall(encode_request(header, request))
-        size = struct.unpack(">i", self._exactly(4))[0]
-        got, response = decode_response(self._exactly(size), api_key, version)
-        assert got == self.correlation
-        return response
-
-    def _exactly(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            buf += chunk
-        return bytes(buf)
-
-    def close(self) -> None:
-        self.sock.close()
+        super().__init__(bootstrap, client_id="riverbed-compat")
 
 
 def _alter(

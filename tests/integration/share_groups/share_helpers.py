@@ -10,8 +10,6 @@ produced after that are all delivered.
 from __future__ import annotations
 
 import contextlib
-import socket
-import struct
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -20,8 +18,8 @@ from confluent_kafka import AcknowledgeType, Message, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
 from riverbed.protocol.messages import IncrementalAlterConfigsRequest
+from riverbed.testing.wire import WireClient
 
 LOCK_MS = 3_000
 BROKER_CONFIG = {
@@ -36,35 +34,11 @@ PROBE = b"__probe__"
 INCREMENTAL_ALTER_CONFIGS, GROUP_RESOURCE = 44, 32
 
 
-class Wire:
-    """A blocking Kafka client speaking Riverbed's generated codec over one socket."""
+class Wire(WireClient):
+    """A wire client named ``share-test``."""
 
     def __init__(self, bootstrap: str, timeout_s: float = 30.0) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout_s)
-        self._next = 1
-
-    def call(self, api_key: int, version: int, request: Any) -> Any:
-        correlation_id = self._next
-        self._next += 1
-        header = RequestHeader(api_key, version, correlation_id, "share-test")
-        self.sock.sendall(encode_request(header, request))
-        size = struct.unpack(">i", self._exactly(4))[0]
-        got, response = decode_response(self._exactly(size), api_key, version)
-        assert got == correlation_id
-        return response
-
-    def _exactly(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            buf += chunk
-        return bytes(buf)
-
-    def close(self) -> None:
-        self.sock.close()
+        super().__init__(bootstrap, timeout_s, client_id="share-test")
 
 
 def set_group_configs(bootstrap: str, group: str, **configs: str) -> None:
