@@ -23,7 +23,8 @@ on a private event loop, so there is one path.  The loop never waits on a disk.
 Visibility: a created topic (or new partitions, or new configs) becomes visible to every
 connection at once, on the loop, after its logs (files) exist; a deleted topic
 disappears at once, before its directories go.  A name being created is taken: a second
-create is TOPIC_ALREADY_EXISTS, an auto-create waits for it.  Commands reach the disk in
+create is TOPIC_ALREADY_EXISTS; :meth:`TopicManager.ensure_topic_async` waits for it,
+Metadata's :meth:`TopicManager.begin_auto_create` leaves it be.  Commands reach the disk in
 queue order, so a delete and a re-create of one name do too, and a grow queued before a
 delete is deleted with the rest.  Requests on one connection see each change in
 request order through :class:`~riverbed.broker.barrier.Barrier`.
@@ -51,6 +52,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,6 +63,7 @@ from riverbed.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
     InvalidTopicError,
+    RiverbedError,
     TopicAlreadyExistsError,
     TopicDeletionDisabledError,
     TopicPolicyViolationError,
@@ -230,6 +233,7 @@ class TopicManager:
         self._creating: dict[str, _Creation] = {}  # names taken, not yet visible
         self._growing: dict[str, int] = {}  # partition count a queued grow will reach
         self._plogs: dict[tuple[str, int], PartitionLog] = {}
+        self._auto_creations: set[asyncio.Future[Any]] = set()  # begin_auto_create's, held
         self._worker: ThreadPoolExecutor | None = None
         self._load(data_dir / TOPICS_FILE)
 
@@ -265,12 +269,6 @@ class TopicManager:
             return self.default_log_config
         return LogConfig.from_kafka_props(storage_props(overrides), self.default_log_config)
 
-    def needs_creation(self, name: str) -> bool:
-        """Whether :meth:`ensure_topic_async` would create ``name`` or wait for its creation."""
-        return name not in self._topics and (
-            name in self._creating or self._config.auto_create_topics_enable
-        )
-
     # -- changes (event loop) --------------------------------------------------------
     async def create_topic_async(
         self,
@@ -286,6 +284,48 @@ class TopicManager:
         topic = self._check_create(name, num_partitions, replication_factor, configs)
         if validate_only:
             return topic
+        return await self._begin_create(topic)
+
+    def begin_auto_create(
+        self, name: str, create: Callable[[], Coroutine[Any, Any, object]] | None = None
+    ) -> bool:
+        """Start creating ``name`` in the background, as Kafka's AutoTopicCreationManager
+        does for Metadata: nothing waits for it, the asker learns of the topic by asking
+        again.  ``create`` makes it instead of a plain default topic (the coordinators'
+        internal topics, with their own partition counts and configs; they share one
+        creation between callers).  Returns whether a creation started: not when
+        ``auto.create.topics.enable`` is false, the topic exists or is being created, or
+        it cannot be created (the partition cap, the name); a creation that fails later
+        (disk, a concurrent CreateTopics) is logged, as Kafka's controller answer is."""
+        if (
+            not self._config.auto_create_topics_enable
+            or name in self._topics
+            or name in self._creating
+        ):
+            return False
+        try:
+            if create is not None:
+                started: asyncio.Future[Any] = asyncio.ensure_future(create())
+            else:
+                started = self._begin_create(self._check_create(name, -1, -1, None))
+        except RiverbedError as exc:
+            log.info("not auto-creating topic %s: %s", name, exc)
+            return False
+        self._auto_creations.add(started)
+        started.add_done_callback(partial(self._auto_created, name))
+        return True
+
+    def _auto_created(self, name: str, done: asyncio.Future[Any]) -> None:
+        self._auto_creations.discard(done)
+        if done.cancelled():
+            return
+        exc = done.exception()
+        if exc is not None:
+            log.info("auto-creation of topic %s failed: %s", name, exc)
+
+    def _begin_create(self, topic: Topic) -> asyncio.Future[Topic]:
+        """Take ``topic``'s name and queue its creation (checked by :meth:`_check_create`)."""
+        name = topic.name
         done: asyncio.Future[Topic] = asyncio.get_running_loop().create_future()
         self._creating[name] = _Creation(topic.partitions, done)
 
@@ -305,7 +345,7 @@ class TopicManager:
             log.info("created topic %s with %d partition(s)", name, topic.partitions)
             return topic
 
-        return await self._command(publish, self._disk.create, topic.copy())
+        return self._command(publish, self._disk.create, topic.copy())
 
     async def ensure_topic_async(self, name: str) -> Topic | None:
         """Auto-create ``name`` when auto.create.topics.enable (None when not allowed);

@@ -3,6 +3,7 @@ request order; big fetches are written from the log's bytes (scatter) intact."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from riverbed.protocol.error_codes import ErrorCode
@@ -100,18 +101,25 @@ def test_pipelined_create_then_produce_sees_the_topic(wire: Wire) -> None:
     assert recreated.error_code == ErrorCode.NONE and recreated.high_watermark == 0
 
 
-def test_pipelined_metadata_auto_create_then_produce(wire: Wire) -> None:
+def test_metadata_auto_create_answers_at_once_then_the_topic_appears(wire: Wire) -> None:
+    # As Kafka 4.x: Metadata starts the creation and answers UNKNOWN_TOPIC_OR_PARTITION
+    # without waiting (it holds no barrier); a later Metadata finds the partitions.
     request = MetadataRequest(
         topics=[MetadataRequest.MetadataRequestTopic(name="auto")],
         allow_auto_topic_creation=True,
     )
-    meta_cid = wire.send(METADATA, 12, request)
-    produce_cid = wire.send(PRODUCE, 9, _produce("auto", 0, build_batch([(None, b"x")])))
-    got, meta = wire.recv(METADATA, 12)
-    assert got == meta_cid and meta.topics[0].error_code == ErrorCode.NONE
+    meta = wire.call(METADATA, 12, request)
+    assert meta.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert meta.topics[0].partitions == []
+    deadline = time.monotonic() + 60
+    while meta.topics[0].error_code != ErrorCode.NONE:
+        assert meta.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert time.monotonic() < deadline, "the auto-created topic never appeared"
+        time.sleep(0.05)
+        meta = wire.call(METADATA, 12, request)
     assert len(meta.topics[0].partitions) >= 1
-    got, produced = wire.recv(PRODUCE, 9)
-    assert got == produce_cid and _partition_error(produced) == ErrorCode.NONE
+    produced = wire.call(PRODUCE, 9, _produce("auto", 0, build_batch([(None, b"x")])))
+    assert _partition_error(produced) == ErrorCode.NONE
 
 
 def test_big_fetch_round_trips_byte_for_byte(wire: Wire) -> None:

@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,9 +47,13 @@ def test_broker_serves_and_stops_on_sigterm(tmp_path: Path, connect: Connect) ->
                 break
         assert port is not None
         wire = connect(f"127.0.0.1:{port}")
-        resp = wire.call(
-            3, 12, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="cli")])
-        )
+        ask = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="cli")])
+        resp = wire.call(3, 12, ask)  # starts the auto-creation, answers at once (as Kafka)
+        deadline = time.monotonic() + 60
+        while not resp.topics[0].partitions:
+            assert time.monotonic() < deadline, "the auto-created topic never appeared"
+            time.sleep(0.05)
+            resp = wire.call(3, 12, ask)
         assert len(resp.topics[0].partitions) == 3  # num.partitions from the file
         wire.close()
         proc.send_signal(signal.SIGTERM)

@@ -312,7 +312,13 @@ def test_metadata_auto_create_and_cluster(tmp_path: object, connect: Connect) ->
         w.close()
     with EmbeddedBroker(tmp_path) as b:  # type: ignore[arg-type]
         w = connect(b.bootstrap_servers)
-        resp = w.call(METADATA, 12, req)
+        resp = w.call(METADATA, 12, req)  # starts the creation, answers at once (as Kafka)
+        assert resp.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        deadline = time.monotonic() + 60
+        while resp.topics[0].error_code != ErrorCode.NONE:
+            assert time.monotonic() < deadline, "the auto-created topic never appeared"
+            time.sleep(0.05)
+            resp = w.call(METADATA, 12, req)
         topic = resp.topics[0]
         assert topic.error_code == ErrorCode.NONE and len(topic.partitions) == 1
         assert resp.cluster_id == cluster.cluster_id  # persisted in the data dir

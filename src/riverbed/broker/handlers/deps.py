@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from riverbed.broker.topic_configs import ConfigTopics, ConfigView
 
@@ -117,11 +117,12 @@ class PartitionLogs(TopicNames, Protocol[L_co]):
 
 
 class AutoCreate(TopicNames, Protocol):
-    """Metadata's auto-creation (run on the topic manager's worker)."""
+    """Metadata's auto-creation: started in the background, never waited for
+    (:meth:`~riverbed.broker.topics.TopicManager.begin_auto_create`)."""
 
-    def needs_creation(self, name: str) -> bool: ...
-
-    async def ensure_topic_async(self, name: str) -> Topic | None: ...
+    def begin_auto_create(
+        self, name: str, create: Callable[[], Coroutine[Any, Any, object]] | None = None
+    ) -> bool: ...
 
 
 class TopicAdmin(TopicNames, ConfigTopics, Protocol):
@@ -310,9 +311,32 @@ class DeleteRecordsDeps(Protocol):
     def topics(self) -> PartitionLogs[TrimLog]: ...
 
 
+class InternalTopic(Protocol):
+    """A coordinator that creates its internal topic on first use (callers share one)."""
+
+    async def ensure_topic(self) -> None: ...
+
+
+class ShareStateTopic(Protocol):
+    @property
+    def partitions(self) -> InternalTopic: ...
+
+
 class MetadataDeps(ClusterInfo, Protocol):
+    """Metadata: topic lookups, auto-creation, and the coordinators that create the
+    internal topics Metadata may auto-create."""
+
     @property
     def topics(self) -> AutoCreate: ...
+
+    @property
+    def groups(self) -> InternalTopic: ...
+
+    @property
+    def transactions(self) -> InternalTopic: ...
+
+    @property
+    def share_groups(self) -> ShareStateTopic: ...
 
 
 class ApiVersionsDeps(Protocol):

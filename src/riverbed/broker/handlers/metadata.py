@@ -1,14 +1,20 @@
 """Metadata (key 3): the single node, the cluster id and the topics asked for.
 
-``topics = null`` lists every topic; unknown names are auto-created when the request
-allows it (v4+ ``allow_auto_topic_creation``; always for v0-3) and the broker's
-``auto.create.topics.enable`` is true, else UNKNOWN_TOPIC_OR_PARTITION — or
-INVALID_TOPIC_EXCEPTION for a name Kafka would refuse (illegal characters, too long).
+``topics = null`` lists every topic.  A topic asked for that does not exist answers
+UNKNOWN_TOPIC_OR_PARTITION with no partitions (topic id zero, ``is_internal`` by name) --
+or INVALID_TOPIC_EXCEPTION for a name Kafka would refuse (illegal characters, too long).
+When the request allows it (v4+ ``allow_auto_topic_creation``; always for v0-3) and the
+broker's ``auto.create.topics.enable`` is true, Metadata also starts creating the topic in
+the background and answers at once, as Kafka 4.x's AutoTopicCreationManager does (measured
+against Kafka 4.4: UNKNOWN_TOPIC_OR_PARTITION, not LEADER_NOT_AVAILABLE, while a creation
+is under way); a Metadata after the creation finished answers the partitions.  Clients
+retry on that error (it is retriable).  ``__consumer_offsets``, ``__transaction_state``
+and ``__share_group_state`` are auto-created by their coordinators, with their own
+partition counts and configs.  Names asked for twice are answered once, as in Kafka.
 From v10 topics carry their persisted id; from v12 a topic may be asked for by id alone.  Every
-partition's leader, replica and ISR is this node (leader epoch 0).  Auto-creation runs
-on the topic manager's worker thread (a :class:`Barrier`); the answer comes once the
-topics exist, as before.  ``is_internal`` is true for Kafka's internal topics
-(:data:`~riverbed.broker.topics.INTERNAL_TOPICS`), not for any ``__`` name.
+partition's leader, replica and ISR is this node (leader epoch 0).  ``is_internal`` is
+true for Kafka's internal topics (:data:`~riverbed.broker.topics.INTERNAL_TOPICS`), not
+for any ``__`` name.
 Authorized operations (v8+), when asked for: every operation Kafka supports on a topic
 (and, v8-10, on the cluster), as Kafka answers without an authorizer; with one, the
 authorization gate narrows them to the principal's
@@ -19,13 +25,16 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable, Coroutine
+from typing import Any
 
-from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.authorized_operations import OMITTED, all_operations
 from riverbed.broker.handlers.deps import MetadataDeps
 from riverbed.broker.security.authorizer import ResourceType
+from riverbed.broker.share_partitions import SHARE_STATE_TOPIC_NAME
 from riverbed.broker.topics import Topic, is_internal_topic, validate_topic_name
+from riverbed.coordinator.partitioning import OFFSETS_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from riverbed.errors import (
     ProtocolError,
     RiverbedError,
@@ -45,16 +54,12 @@ ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_OMITTED = OMITTED
 
 
-def handle(
-    deps: MetadataDeps, ctx: RequestContext, request: MetadataRequest
-) -> MetadataResponse | Barrier:
+def handle(deps: MetadataDeps, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     answer = _handle(deps, ctx, request)
     if not (
         request.include_topic_authorized_operations or request.include_cluster_authorized_operations
     ):
         return answer
-    if isinstance(answer, Barrier):
-        return Barrier(_operations_later(answer, request))
     return with_all_operations(answer, request)
 
 
@@ -69,42 +74,32 @@ def with_all_operations(response: MetadataResponse, request: MetadataRequest) ->
     return response
 
 
-async def _operations_later(answer: Barrier, request: MetadataRequest) -> MetadataResponse:
-    response: MetadataResponse = await answer.awaitable
-    return with_all_operations(response, request)
-
-
-def _handle(
-    deps: MetadataDeps, ctx: RequestContext, request: MetadataRequest
-) -> MetadataResponse | Barrier:
+def _handle(deps: MetadataDeps, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     version = ctx.api_version
-    allow_auto = version < AUTO_CREATE_FLAG_VERSION or bool(request.allow_auto_topic_creation)
     if request.topics is None:
         return _response(deps, [_topic(deps, t) for t in deps.topics.topics()], ctx.endpoint)
-    wanted = request.topics
-    if allow_auto:
-        missing = [w.name for w in wanted if w.name is not None]
-        missing = [name for name in missing if deps.topics.needs_creation(name)]
-        if missing:
-            return Barrier(_create_then_answer(deps, wanted, missing, ctx))
-    return _response(deps, [_lookup(deps, w, {}, version) for w in wanted], ctx.endpoint)
+    allow_auto = version < AUTO_CREATE_FLAG_VERSION or bool(request.allow_auto_topic_creation)
+    asked: set[str] = set()
+    topics = []
+    for wanted in request.topics:
+        if wanted.name is not None:
+            if wanted.name in asked:
+                continue  # Kafka asks its metadata cache for a set of names
+            asked.add(wanted.name)
+        topics.append(_lookup(deps, wanted, version, allow_auto))
+    return _response(deps, topics, ctx.endpoint)
 
 
-async def _create_then_answer(
-    deps: MetadataDeps,
-    wanted: list[MetadataRequest.MetadataRequestTopic],
-    missing: list[str],
-    ctx: RequestContext,
-) -> MetadataResponse:
-    """Auto-create ``missing`` (off the loop, see TopicManager), then answer."""
-    errors: dict[str, RiverbedError] = {}
-    for name in dict.fromkeys(missing):
-        try:
-            await deps.topics.ensure_topic_async(name)
-        except RiverbedError as exc:
-            errors[name] = exc
-    version = ctx.api_version
-    return _response(deps, [_lookup(deps, w, errors, version) for w in wanted], ctx.endpoint)
+def _begin_auto_create(deps: MetadataDeps, name: str) -> None:
+    """Start creating ``name`` (no wait); the coordinators make their internal topics."""
+    create: Callable[[], Coroutine[Any, Any, None]] | None = None
+    if name == OFFSETS_TOPIC_NAME:
+        create = deps.groups.ensure_topic
+    elif name == TRANSACTION_STATE_TOPIC_NAME:
+        create = deps.transactions.ensure_topic
+    elif name == SHARE_STATE_TOPIC_NAME:
+        create = deps.share_groups.partitions.ensure_topic
+    deps.topics.begin_auto_create(name, create)
 
 
 def _response(
@@ -130,8 +125,8 @@ def _response(
 def _lookup(
     deps: MetadataDeps,
     wanted: MetadataRequest.MetadataRequestTopic,
-    creation_errors: dict[str, RiverbedError],
     version: int,
+    allow_auto: bool,
 ) -> MetadataResponse.MetadataResponseTopic:
     name = wanted.name
     topic_id = getattr(wanted, "topic_id", None)
@@ -146,12 +141,11 @@ def _lookup(
             if found is None:
                 raise UnknownTopicIdError(f"unknown topic id {topic_id}")
             return _topic(deps, found)
-        failed = creation_errors.get(name)
-        if failed is not None:
-            raise failed
         existing = deps.topics.get(name)
         if existing is None:
             validate_topic_name(name)  # Kafka: an illegal name is INVALID_TOPIC_EXCEPTION
+            if allow_auto:
+                _begin_auto_create(deps, name)
             raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
         return _topic(deps, existing)
     except RiverbedError as exc:

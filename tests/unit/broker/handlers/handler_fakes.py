@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -128,6 +128,8 @@ class FakeTopics:
         self._topics: dict[str, Topic] = {}
         self.logs: dict[tuple[str, int], FakeLog] = {}
         self.auto_create = False
+        self.auto_created: list[tuple[str, object]] = []  # begin_auto_create's (name, create)
+        self.created_later: list[str] = []
         self.errors: dict[str, Exception] = {}  # name -> what a change of it raises
         self.default_log_config = LogConfig()
         self.deleted: list[str] = []
@@ -159,8 +161,23 @@ class FakeTopics:
     def log_config(self, overrides: Mapping[str, str]) -> LogConfig:
         return LogConfig.from_kafka_props(dict(overrides), self.default_log_config)
 
-    def needs_creation(self, name: str) -> bool:
-        return name not in self._topics and self.auto_create
+    def begin_auto_create(
+        self, name: str, create: Callable[[], Coroutine[Any, Any, object]] | None = None
+    ) -> bool:
+        """Records the start; :meth:`finish_auto_creations` completes the plain ones
+        ``errors`` does not name (the Metadata answering now never sees them)."""
+        if not self.auto_create or name in self._topics:
+            return False
+        self.auto_created.append((name, create))
+        if create is None and name not in self.errors:
+            self.created_later.append(name)
+        return True
+
+    def finish_auto_creations(self) -> None:
+        """The background creations started so far complete."""
+        for name in self.created_later:
+            self.add(name)
+        self.created_later.clear()
 
     async def ensure_topic_async(self, name: str) -> Topic | None:
         if name in self.errors:
@@ -342,6 +359,18 @@ class FakeTransactions:
         return ProduceVerdict(dict.fromkeys(partitions, self.produce_code))
 
 
+class FakeShareState:
+    async def ensure_topic(self) -> None:
+        return None
+
+
+@dataclass
+class FakeShareGroups:
+    """Only what Metadata needs: the share-state topic's creator."""
+
+    partitions: FakeShareState = field(default_factory=FakeShareState)
+
+
 @dataclass
 class FakeBroker:
     """Satisfies every handler's deps protocol; each test uses the parts it needs."""
@@ -349,6 +378,7 @@ class FakeBroker:
     topics: FakeTopics = field(default_factory=FakeTopics)
     groups: FakeGroups = field(default_factory=FakeGroups)
     transactions: FakeTransactions = field(default_factory=FakeTransactions)
+    share_groups: FakeShareGroups = field(default_factory=FakeShareGroups)
     purgatory: RecordingPurgatory = field(default_factory=RecordingPurgatory)
     config: BrokerConfig = field(default_factory=lambda: BrokerConfig(node_id=7))
     closing: bool = False

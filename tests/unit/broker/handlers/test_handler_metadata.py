@@ -8,7 +8,6 @@ from typing import Any
 from handler_fakes import FakeBroker, answer, ctx
 
 from riverbed.broker.handlers import api_versions, describe_cluster, find_coordinator, metadata
-from riverbed.errors import TopicPolicyViolationError
 from riverbed.protocol.api import API_BY_KEY
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.framing import RequestHeader
@@ -58,12 +57,17 @@ def test_unknown_and_illegal_names_without_auto_creation() -> None:
     ]
 
 
-def test_auto_creation_when_asked_and_allowed() -> None:
+def test_auto_creation_starts_and_answers_unknown_as_kafka_does() -> None:
     broker = FakeBroker()
     broker.topics.auto_create = True
     request = MetadataRequest(topics=[Wanted(name="new")], allow_auto_topic_creation=True)
+    # Kafka 4.4 answers a topic it starts creating UNKNOWN_TOPIC_OR_PARTITION, no partitions
+    assert _topics(_metadata(broker, 9, request)) == [
+        ("new", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0, False)
+    ]
+    assert broker.topics.auto_created == [("new", None)]
+    broker.topics.finish_auto_creations()
     assert _topics(_metadata(broker, 9, request)) == [("new", ErrorCode.NONE, 1, False)]
-    assert broker.topics.get("new") is not None
 
 
 def test_no_auto_creation_when_the_request_says_no() -> None:
@@ -71,19 +75,40 @@ def test_no_auto_creation_when_the_request_says_no() -> None:
     broker.topics.auto_create = True
     request = MetadataRequest(topics=[Wanted(name="new")], allow_auto_topic_creation=False)
     assert _topics(_metadata(broker, 9, request))[0][1] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    assert broker.topics.get("new") is None
+    assert broker.topics.auto_created == []
     # v0-3 have no flag: they always may create
-    assert _topics(_metadata(broker, 3, request))[0][1] == ErrorCode.NONE
+    assert _topics(_metadata(broker, 3, request))[0][1] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert broker.topics.auto_created == [("new", None)]
 
 
-def test_a_failed_auto_creation_answers_its_error() -> None:
+def test_an_illegal_name_is_not_auto_created() -> None:
     broker = FakeBroker()
     broker.topics.auto_create = True
-    broker.topics.errors["capped"] = TopicPolicyViolationError("max.broker.partitions")
-    request = MetadataRequest(topics=[Wanted(name="capped")], allow_auto_topic_creation=True)
-    assert _topics(_metadata(broker, 9, request)) == [
-        ("capped", ErrorCode.POLICY_VIOLATION, 0, False)
+    request = MetadataRequest(topics=[Wanted(name="bad name!")], allow_auto_topic_creation=True)
+    assert _topics(_metadata(broker, 12, request)) == [
+        ("bad name!", ErrorCode.INVALID_TOPIC_EXCEPTION, 0, False)
     ]
+    assert broker.topics.auto_created == []
+
+
+def test_internal_topics_are_auto_created_by_their_coordinators() -> None:
+    broker = FakeBroker()
+    broker.topics.auto_create = True
+    names = ["__consumer_offsets", "__transaction_state", "__share_group_state"]
+    request = MetadataRequest(topics=[Wanted(name=n) for n in names])
+    assert _topics(_metadata(broker, 12, request)) == [
+        (n, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0, True) for n in names
+    ]
+    assert [(n, create is not None) for n, create in broker.topics.auto_created] == [
+        (n, True) for n in names
+    ]
+
+
+def test_a_name_asked_twice_is_answered_once() -> None:
+    broker = FakeBroker()
+    broker.topics.add("t")
+    request = MetadataRequest(topics=[Wanted(name="t"), Wanted(name="u"), Wanted(name="t")])
+    assert [t.name for t in _metadata(broker, 9, request).topics] == ["t", "u"]
 
 
 def test_lookup_by_id_from_v12_and_null_names_before() -> None:
