@@ -14,7 +14,12 @@ coordinator:
   creation (COORDINATOR_NOT_AVAILABLE); unset, it counts as 1 (Kafka's default is 3).
 * **Persistence.**  Every record a handler, a timer or a marker completion returns is
   appended to its id's partition before the answer is sent; under a durable flush
-  policy the answer waits for the fsync covering it (:class:`Executed`).
+  policy the answer waits for the fsync covering it (:class:`Executed`) -- except an
+  Ongoing record (AddPartitionsToTxn, AddOffsetsToTxn, implicit adds), answered once
+  appended and once its id's earlier records are durable (:meth:`_append`).  A crash may
+  lose it while the data partitions keep the producer's batches: on start,
+  :meth:`_abort_unlisted` aborts such transactions
+  (:mod:`riverbed.coordinator.transactions.orphans`).
 * **Markers** (Kafka's WriteTxnMarkers, done locally): once the PrepareCommit /
   PrepareAbort record is durable, a COMMIT/ABORT control batch is appended to every
   partition of the transaction (:meth:`PartitionLog.append_control_marker`); when those
@@ -65,6 +70,7 @@ from riverbed.coordinator.transactions import (
     TV_2,
     AddPartitionsToTxnRequest,
     MarkerRequest,
+    OpenTransaction,
     TransactionCoordinator,
     TransactionCoordinatorConfig,
     TransactionRecord,
@@ -97,6 +103,8 @@ REPLICATION_FACTOR_KEY = "transaction.state.log.replication.factor"
 REPLAY_READ_BYTES = 1 << 20
 MARKER_RETRY_S = 1.0
 ANSWER_FIRST_YIELDS = 2
+UNDURABLE_PRUNE_AT = 4096
+"""Above this many ids with a tracked fsync, the done ones are dropped (bounded memory)."""
 """Loop turns the marker writer lets pass after the Prepare record is durable, so the
 EndTxn answer waiting on the same fsync goes out first (:meth:`_write_markers`)."""
 
@@ -124,7 +132,8 @@ class PendingOffset:
 @dataclass(frozen=True, slots=True)
 class ProduceVerdict:
     """Per-partition codes of :meth:`TransactionService.verify_produce`, and the fsyncs
-    of what an implicit add wrote (the produce answer waits for them)."""
+    an implicit add must wait for before the data is appended (the id's previous
+    decision, if not durable yet; see :meth:`TransactionService._append`)."""
 
     errors: Mapping[TopicPartition, ErrorCode]
     flushes: tuple[concurrent.futures.Future[None], ...] = ()
@@ -193,6 +202,9 @@ class TransactionService:
         self._creating: asyncio.Future[None] | None = None
         self._tasks: set[asyncio.Future[None]] = set()
         self._marker_waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._undurable: dict[str, concurrent.futures.Future[None]] = {}
+        """Per transactional id, the fsync of its last record whose answer waits for it
+        (dropped once seen done): an Ongoing record is answered only after it."""
         self._closed = False
         topic = host.topics.get(TRANSACTION_STATE_TOPIC_NAME)
         self.num_partitions: int | None = None if topic is None else topic.partitions
@@ -265,9 +277,18 @@ class TransactionService:
         if self.num_partitions is None:
             return 0
         count = 0
+        unflushed: dict[int, concurrent.futures.Future[None]] = {}
         for p in range(self.num_partitions):
             plog = self._host.topics.partition_log(TRANSACTION_STATE_TOPIC_NAME, p)
             count += self._replay_partition(plog)
+            if plog.durable_acks and plog.flushed_offset < plog.log_end_offset:
+                # read back from the page cache after a kill -9, perhaps never fsynced:
+                # the next Ongoing record of these ids waits for it (see _append)
+                unflushed[p] = plog.flush_future(plog.log_end_offset - 1)
+        for transactional_id in self.coordinator.transactional_ids() if unflushed else ():
+            fut = unflushed.get(partition_for(transactional_id, self.num_partitions))
+            if fut is not None:
+                self._undurable[transactional_id] = fut
         if count:
             log.info(
                 "transaction coordinator loaded %d record(s) from %s",
@@ -275,10 +296,62 @@ class TransactionService:
                 TRANSACTION_STATE_TOPIC_NAME,
             )
         self._handle(self.coordinator.recover(self._clock.now_ms()))
+        self._abort_unlisted()
         self._rearm()
         if self._marker_waiters:
             self._wake()
         return count
+
+    def open_transactions(self) -> list[OpenTransaction]:
+        """Every transaction open in a partition's producer state (all topics but
+        ``__transaction_state``; ``__consumer_offsets`` included), as rebuilt at start."""
+        found: list[OpenTransaction] = []
+        topics = self._host.topics
+        for topic in topics.topics():
+            if topic.name == TRANSACTION_STATE_TOPIC_NAME:
+                continue
+            for p in range(topic.partitions):
+                try:
+                    plog = topics.partition_log(topic.name, p)
+                except UnknownTopicOrPartitionError:
+                    continue
+                if not plog.ongoing_transactions():
+                    continue
+                tp = TopicPartition(topic.name, p)
+                found += (
+                    OpenTransaction(tp, entry.producer_id, entry.producer_epoch)
+                    for entry in plog.producer_states()
+                    if entry.current_txn_first_offset >= 0
+                )
+        return found
+
+    def _abort_unlisted(self) -> None:
+        """Start-up, after ``recover``: abort the open transactions the coordinator does
+        not list (their Ongoing record was lost in a crash; see
+        :mod:`riverbed.coordinator.transactions.orphans`).  Its PrepareAbort records are
+        durable before its markers are written, as any abort's."""
+        open_txns = self.open_transactions()
+        if not open_txns:
+            return
+        reply = self.coordinator.abort_unlisted(open_txns, self._clock.now_ms())
+        report = reply.response
+        for transactional_id, partitions in sorted(report.fenced.items()):
+            log.warning(
+                "transaction of %s: %s held data its lost Ongoing record did not list;"
+                " aborting the transaction (the producer is fenced)",
+                transactional_id,
+                ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(partitions)),
+            )
+        for txn in report.direct:
+            log.warning(
+                "%s-%d: transaction of producer %d epoch %d open with no coordinator"
+                " transaction; aborting it",
+                txn.partition.topic,
+                txn.partition.partition,
+                txn.producer_id,
+                txn.producer_epoch,
+            )
+        self._handle(reply)
 
     def _replay_partition(self, plog: PartitionLog) -> int:
         offset, end, count = plog.log_start_offset, plog.log_end_offset, 0
@@ -380,11 +453,12 @@ class TransactionService:
         """Check a transactional Produce (KIP-890): each partition must be in the ongoing
         transaction of ``producer_id``/``producer_epoch``; ``implicit_add`` (Produce v12+,
         transaction version 2) adds it instead, as a partition leader's
-        AddPartitionsToTxn v5 would (its record is appended now; the produce answer waits
-        for the returned flushes too).  Codes as Kafka's produce answers them: not in the
-        transaction TRANSACTION_ABORTABLE (INVALID_TXN_STATE below Produce v11), a
-        coordinator that is busy or unavailable NOT_ENOUGH_REPLICAS (retriable), a fenced
-        epoch INVALID_PRODUCER_EPOCH."""
+        AddPartitionsToTxn v5 would (its Ongoing record is appended now, not waited for;
+        the returned flushes are those of the id's previous decision if it is not durable
+        yet, which the data must wait for before it is appended).  Codes as Kafka's
+        produce answers them: not in the transaction TRANSACTION_ABORTABLE
+        (INVALID_TXN_STATE below Produce v11), a coordinator that is busy or unavailable
+        NOT_ENOUGH_REPLICAS (retriable), a fenced epoch INVALID_PRODUCER_EPOCH."""
         tps = frozenset(partitions)
         req = AddPartitionsToTxnRequest(
             transactional_id,
@@ -463,11 +537,33 @@ class TransactionService:
     def _append(
         self, records: Iterable[TransactionRecord]
     ) -> tuple[concurrent.futures.Future[None], ...]:
+        """Append ``records`` (one batch per ``__transaction_state`` partition) and return
+        the fsyncs the answer must wait for.
+
+        A record with ``answer_waits`` (Empty, PrepareX, CompleteX, tombstones): its own
+        fsync.  An Ongoing record: none of its own (the flusher makes it durable with
+        the next group commit, see :mod:`riverbed.coordinator.transactions.orphans`),
+        but the fsync of its id's last waited record if that is not durable yet --
+        typically the previous transaction's CompleteCommit, appended by the marker task
+        just before.  So when an Ongoing record is answered (and the client may write
+        data), every earlier decision of its id is durable: a crash can lose the new
+        transaction's registration (repaired at start-up) but never replay the id back
+        to PrepareX, whose re-sent markers would close the new transaction's data."""
         by_partition: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
+        by_partition_ids: dict[int, list[TransactionRecord]] = {}
+        prerequisites: list[concurrent.futures.Future[None]] = []
         assert self.num_partitions is not None
         for record in records:
             p = partition_for(record.transactional_id, self.num_partitions)
             by_partition.setdefault(p, []).append((record.key, record.value))
+            by_partition_ids.setdefault(p, []).append(record)
+            if not record.answer_waits:
+                before = self._undurable.get(record.transactional_id)
+                if before is not None:
+                    if before.done():
+                        del self._undurable[record.transactional_id]
+                    elif before not in prerequisites:
+                        prerequisites.append(before)
         if not by_partition:
             return ()
         flushes: list[concurrent.futures.Future[None]] = []
@@ -477,7 +573,12 @@ class TransactionService:
                 result = plog.append(build_batch(items, clock=self._clock), check_producer=False)
                 self._host.purgatory.notify(TopicPartition(TRANSACTION_STATE_TOPIC_NAME, p))
                 if plog.durable_acks:
-                    flushes.append(plog.flush_future(result.last_offset))
+                    flush = plog.flush_future(result.last_offset)  # requests the group commit
+                    waited = [r for r in by_partition_ids[p] if r.answer_waits]
+                    for record in waited:
+                        self._undurable[record.transactional_id] = flush
+                    if waited:
+                        flushes.append(flush)
         except Exception:
             log.exception(
                 "appending to %s failed; reloading the transaction coordinator",
@@ -485,7 +586,9 @@ class TransactionService:
             )
             self.load()
             raise
-        return tuple(flushes)
+        if len(self._undurable) > UNDURABLE_PRUNE_AT:
+            self._undurable = {t: f for t, f in self._undurable.items() if not f.done()}
+        return tuple(prerequisites + flushes)
 
     # -- markers ----------------------------------------------------------------------
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:

@@ -27,7 +27,11 @@ answered at once: it waits for the markers (at most
 it) and runs once more, as Kafka's partition leader retries the verification; a client
 then avoids its retry backoff (Java: ``retry.backoff.ms``, 100 ms).  Such a request is a
 :class:`~riverbed.broker.barrier.Barrier`: the frames behind it on its connection wait, so
-a producer's pipelined batches are still appended in their sequence order.
+a producer's pipelined batches are still appended in their sequence order.  So is an
+implicit add (v12) whose transactional id's previous decision (the last transaction's
+CompleteCommit) is not durable yet: it waits for that fsync before appending its data
+(the new transaction's own Ongoing record is not waited for: see
+:mod:`riverbed.coordinator.transactions.orphans`).
 """
 
 from __future__ import annotations
@@ -84,10 +88,12 @@ def _handle(
     if transactional_id is not None and acks_error is None:
         verified: list[concurrent.futures.Future[None]] = []
         refused = _verify_transaction(deps, request, version, verified)
-        if (
-            may_wait
-            and ErrorCode.NOT_ENOUGH_REPLICAS in refused.values()
-            and deps.transactions.preparing(transactional_id)
+        if may_wait and (
+            verified  # an implicit add whose id's previous decision is not durable yet
+            or (
+                ErrorCode.NOT_ENOUGH_REPLICAS in refused.values()
+                and deps.transactions.preparing(transactional_id)
+            )
         ):
             return Barrier(_after_markers(deps, ctx, request, transactional_id, verified))
         if acks == -1:

@@ -3,7 +3,9 @@
 Every transaction handler decodes its request into a
 :mod:`riverbed.coordinator.transactions` value, calls
 :meth:`TransactionService.execute` synchronously (calls reach the coordinator in arrival
-order) and answers once the records it wrote are durable (under a durable flush policy).
+order) and answers once the records it wrote are durable (under a durable flush policy),
+except an Ongoing record, answered once appended (see
+:meth:`~riverbed.broker.transactions.TransactionService._append`).
 A service that is not available (``__transaction_state`` not created, broker stopping)
 answers COORDINATOR_NOT_AVAILABLE, so the client looks the coordinator up again.
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH to request versions that predate

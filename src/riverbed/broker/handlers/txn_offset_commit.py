@@ -101,6 +101,10 @@ def _handle(
         ):
             # the previous transaction's markers are being written: wait, then run again
             return _after_markers(deps, ctx, request)
+        if flushes and may_wait:
+            # the id's previous decision (CompleteCommit) is not durable yet: the offsets
+            # are written only after it, then the implicit add is a no-op
+            return _after_markers(deps, ctx, request, flushes)
     if code == ErrorCode.NONE:
         code = legacy_code(_check(deps, version, request), version, FENCED_VERSION)
     results: list[tuple[str, int, ErrorCode]] = []
@@ -141,8 +145,13 @@ def _handle(
 
 
 async def _after_markers(
-    deps: TxnOffsetCommitDeps, ctx: RequestContext, request: TxnOffsetCommitRequest
+    deps: TxnOffsetCommitDeps,
+    ctx: RequestContext,
+    request: TxnOffsetCommitRequest,
+    before: tuple[concurrent.futures.Future[None], ...] = (),
 ) -> TxnOffsetCommitResponse:
+    for fut in before:
+        await asyncio.wrap_future(fut)
     await deps.transactions.markers_done(request.transactional_id, MARKERS_WAIT_S)
     answer = _handle(deps, ctx, request, may_wait=False)
     if isinstance(answer, TxnOffsetCommitResponse):

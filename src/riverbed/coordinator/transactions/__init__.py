@@ -10,6 +10,7 @@ rebuild state after a restart.  See :mod:`.transaction_coordinator` for the cont
 ``docs/transactions.md`` for the formats and the state machine.
 """
 
+from riverbed.coordinator.transactions.orphans import OpenTransaction, OrphanReport
 from riverbed.coordinator.transactions.transaction_api import (
     MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -65,6 +66,8 @@ __all__ = [
     "ListTransactionsResponse",
     "ListedTransaction",
     "MarkerRequest",
+    "OpenTransaction",
+    "OrphanReport",
     "TransactionCoordinator",
     "TransactionCoordinatorConfig",
     "TransactionCoordinatorError",

@@ -27,7 +27,10 @@ PrepareCommit/PrepareAbort record is durable loses the EndTxn (the producer was 
 answered; the transaction is still Ongoing and times out or is retried); after it, the
 decision stands: :meth:`recover` re-sends every marker of every PrepareX transaction
 (markers are idempotent), and the transaction completes.  A crash between markers and
-the CompleteX record does the same.  Not thread-safe: call it from one thread or loop.
+the CompleteX record does the same.  The broker answers AddPartitionsToTxn /
+AddOffsetsToTxn once their Ongoing record is appended, not durable: a crash may lose it
+while the partitions hold the producer's data, and :meth:`abort_unlisted` (after
+:meth:`recover`) aborts such transactions.  Not thread-safe: call it from one thread or loop.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ from riverbed.coordinator.transactions import admin as _admin
 from riverbed.coordinator.transactions import expiration as _expiration
 from riverbed.coordinator.transactions.end_transaction import end_transaction
 from riverbed.coordinator.transactions.init_producer_id import init_producer_id
+from riverbed.coordinator.transactions.orphans import (
+    OpenTransaction,
+    OrphanReport,
+    abort_unlisted,
+)
 from riverbed.coordinator.transactions.transaction_api import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -202,6 +210,15 @@ class TransactionCoordinator:
             if meta.state.is_prepare:
                 markers += self._ctx.start_markers(meta, records, now_ms)
         return TxnReply(None, tuple(records), tuple(markers))
+
+    def abort_unlisted(
+        self, open_txns: Iterable[OpenTransaction], now_ms: int
+    ) -> TxnReply[OrphanReport]:
+        """After :meth:`recover`: abort every transaction left open in a data partition
+        that the coordinator does not list for that producer id and epoch (its Ongoing
+        record was appended but not durable when the broker crashed).  See
+        :mod:`.orphans` for the rule and the invariant it relies on."""
+        return abort_unlisted(self._ctx, open_txns, now_ms)
 
     def snapshot(self) -> dict[str, tuple[object, ...]]:
         """What survives a restart, as plain values (replay tests compare these)."""

@@ -51,11 +51,18 @@ class TransactionRecord:
     """One record for ``__transaction_state``: append ``key``/``value`` to the partition of
     ``transactional_id`` (:func:`riverbed.coordinator.partition_for` with
     ``transaction.state.log.num.partitions``).  ``transactional_id`` is not serialized
-    separately; it tells the broker where the record goes."""
+    separately; it tells the broker where the record goes.
+
+    ``answer_waits``: whether the answer to the call that wrote it waits for the record
+    to be durable.  False for Ongoing records (AddPartitionsToTxn, AddOffsetsToTxn, the
+    implicit add of Produce v12+): they are answered once appended; a crash that loses
+    one is repaired at start-up by :func:`~.orphans.abort_unlisted`, and a later durable
+    PrepareX record of the same id (same partition log, a prefix) makes it durable."""
 
     transactional_id: str
     key: bytes
     value: bytes | None
+    answer_waits: bool = True
 
 
 def value_version_for(transaction_version: int) -> int:
@@ -135,7 +142,10 @@ def decode_value(transactional_id: str, value: bytes) -> TransactionMetadata:
 
 def metadata_record(meta: TransactionMetadata, version: int) -> TransactionRecord:
     return TransactionRecord(
-        meta.transactional_id, encode_key(meta.transactional_id), encode_value(meta, version)
+        meta.transactional_id,
+        encode_key(meta.transactional_id),
+        encode_value(meta, version),
+        answer_waits=meta.state is not TransactionState.ONGOING,
     )
 
 
