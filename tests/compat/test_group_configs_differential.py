@@ -1,20 +1,29 @@
-"""GROUP resource configs (type 32) beyond share.* and AlterUserScramCredentials duplicates,
-on the reference Kafka and on Riverbed: the same requests, the same observations.
+"""GROUP resource configs (type 32) and AlterUserScramCredentials duplicates, on Apache
+Kafka 4.4 and on Riverbed: the same requests, the same observations.
 
 Each scenario sends raw requests (Riverbed's generated codec over one socket: clients
 validate too much to send some of these) and returns what the broker answered; the
-expected values are Kafka 4.4's, measured against the reference broker, and both servers
-must give them (``server`` is parametrised over both; ``-m "not kafka"`` runs Riverbed's).
-Kafka's DescribeConfigs also returns synonyms and more GROUP keys (``*.assignment.interval
-.ms``, ``share.session.timeout.ms`` ...): only the keys named are compared.
+expected values are Kafka 4.4's (its ``GroupConfig``: 27 keys, their defaults, types,
+broker synonyms and validation words), measured against the reference broker, and both
+servers must give them.  ``server`` is parametrised here over a Kafka 4.4 reference
+started for this module (the session's reference is 4.1, whose GROUP configs differ) and
+Riverbed's broker; ``-m "not kafka"`` runs Riverbed's only.  Normalised: entries are
+sorted by name (Kafka's order is a hash map's), documentation is not asked for, and a
+change is described once Kafka has applied it (it goes through the metadata log, a moment
+after the answer).  Riverbed's one deliberate difference, ``share.auto.offset.reset=
+by_duration:...`` refused, is checked on Riverbed alone.
 """
 
 from __future__ import annotations
 
 import itertools
+import shutil
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from riverbed.broker.security.scram import ScramMechanism, salted_password
 from riverbed.protocol.error_codes import ErrorCode as E
@@ -31,12 +40,32 @@ from riverbed.protocol.messages import (
 from riverbed.protocol.messages import (
     IncrementalAlterConfigsRequest as Alter,
 )
+from riverbed.testing.kafka_reference import KafkaReference
 from riverbed.testing.wire import WireClient
 
 GROUP = 32
-SET, DELETE, APPEND = 0, 1, 2
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 DEFAULT_CONFIG, GROUP_CONFIG = 5, 8
+CST, HBI = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+KAFKA_VERSION = "4.4.0"
 _ids = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def kafka44() -> Iterator[KafkaReference]:
+    for tool in ("java", "mvn"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not on PATH")
+    with KafkaReference(version=KAFKA_VERSION) as broker:
+        yield broker
+
+
+@pytest.fixture(
+    params=[pytest.param("kafka44", marks=pytest.mark.kafka, id="kafka"), "riverbed_broker"]
+)
+def server(request: pytest.FixtureRequest) -> Any:
+    """Kafka 4.4 (this module's reference) or Riverbed (the session's broker)."""
+    return request.getfixturevalue(request.param)
 
 
 class Wire(WireClient):
@@ -65,69 +94,454 @@ def _alter(
     return answer.error_code, answer.error_message
 
 
-def _describe(wire: Wire, group: str, keys: list[str]) -> list[tuple[str, str | None, int]]:
+def _describe(
+    wire: Wire, group: str, keys: list[str] | None, synonyms: bool = False
+) -> list[tuple[Any, ...]]:
+    """``(name, value, source, type[, synonyms])`` sorted by name (Kafka's order is a hash
+    map's)."""
     request = Describe(
         resources=[
             Describe.DescribeConfigsResource(
                 resource_type=GROUP, resource_name=group, configuration_keys=keys
             )
         ],
-        include_synonyms=False,
+        include_synonyms=synonyms,
         include_documentation=False,
     )
     result = wire.call(32, 4, request).results[0]
-    assert result.error_code == E.NONE
-    return sorted((c.name, c.value, c.config_source) for c in result.configs)
+    assert result.error_code == E.NONE, result
+    return sorted(
+        (c.name, c.value, c.config_source, c.config_type)
+        + ((tuple((s.name, s.value, s.source) for s in c.synonyms),) if synonyms else ())
+        for c in result.configs
+    )
 
 
-CST, HBI = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+def _settled(wire: Wire, group: str, key: str, want: str | None) -> list[tuple[Any, ...]]:
+    """Describe ``key`` (with synonyms) once its value is ``want`` (None: the default, not
+    the group's): Kafka applies a GROUP config through its metadata log, a moment after
+    the answer."""
+    deadline = time.monotonic() + 60
+    while True:
+        got = _describe(wire, group, [key], synonyms=True)
+        own = [c for c in got if c[2] == GROUP_CONFIG]
+        if (want is None and not own) or (want is not None and own and own[0][1] == want):
+            return got
+        assert time.monotonic() < deadline, (key, want, got)
+        time.sleep(0.1)
 
 
-def _words_of_44(server: Any) -> bool:
-    """Kafka 4.4's messages (the session's reference Kafka may be older: 4.1 words its
-    range errors differently, with the same code)."""
-    version = getattr(server, "version", None)
-    return version is None or tuple(int(x) for x in version.split(".")[:2]) >= (4, 4)
+# Kafka 4.4's GROUP keys as measured on the reference broker (with its defaults):
+# name -> (default, type, broker synonym or None, internal)
+BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7
+KEYS: dict[str, tuple[str, int, str | None, bool]] = {
+    "consumer.session.timeout.ms": ("45000", INT, "group.consumer.session.timeout.ms", False),
+    "consumer.heartbeat.interval.ms": ("5000", INT, "group.consumer.heartbeat.interval.ms", False),
+    "consumer.assignment.interval.ms": (
+        "1000",
+        INT,
+        "group.consumer.assignment.interval.ms",
+        False,
+    ),
+    "consumer.assignor.offload.enable": (
+        "true",
+        BOOLEAN,
+        "group.consumer.assignor.offload.enable",
+        True,
+    ),
+    "share.session.timeout.ms": ("45000", INT, "group.share.session.timeout.ms", False),
+    "share.heartbeat.interval.ms": ("5000", INT, "group.share.heartbeat.interval.ms", False),
+    "share.record.lock.duration.ms": ("30000", INT, "group.share.record.lock.duration.ms", False),
+    "share.delivery.count.limit": ("5", INT, "group.share.delivery.count.limit", False),
+    "share.partition.max.record.locks": (
+        "2000",
+        INT,
+        "group.share.partition.max.record.locks",
+        False,
+    ),
+    "share.auto.offset.reset": ("latest", STRING, None, False),
+    "share.isolation.level": ("read_uncommitted", STRING, None, False),
+    "share.renew.acknowledge.enable": ("true", BOOLEAN, None, False),
+    "share.assignment.interval.ms": ("1000", INT, "group.share.assignment.interval.ms", False),
+    "share.assignor.offload.enable": ("true", BOOLEAN, "group.share.assignor.offload.enable", True),
+    "streams.session.timeout.ms": ("45000", INT, "group.streams.session.timeout.ms", False),
+    "streams.heartbeat.interval.ms": ("5000", INT, "group.streams.heartbeat.interval.ms", False),
+    "streams.num.standby.replicas": ("0", INT, "group.streams.num.standby.replicas", False),
+    "streams.initial.rebalance.delay.ms": (
+        "3000",
+        INT,
+        "group.streams.initial.rebalance.delay.ms",
+        False,
+    ),
+    "streams.assignment.interval.ms": ("1000", INT, "group.streams.assignment.interval.ms", False),
+    "streams.assignor.offload.enable": (
+        "true",
+        BOOLEAN,
+        "group.streams.assignor.offload.enable",
+        True,
+    ),
+    "streams.task.offset.interval.ms": (
+        "60000",
+        INT,
+        "group.streams.task.offset.interval.ms",
+        True,
+    ),
+    "streams.num.warmup.replicas": ("2", INT, "group.streams.num.warmup.replicas", True),
+    "streams.rack.aware.assignment.tags": (
+        "",
+        LIST,
+        "group.streams.rack.aware.assignment.tags",
+        False,
+    ),
+    "streams.acceptable.recovery.lag": (
+        "10000",
+        LONG,
+        "group.streams.acceptable.recovery.lag",
+        True,
+    ),
+    "streams.assignor.name": ("sticky", STRING, "group.streams.assignors", False),
+    "errors.deadletterqueue.topic.name": ("", STRING, None, False),
+    "errors.deadletterqueue.copy.record.enable": ("false", BOOLEAN, None, False),
+}
+
+# a value to SET -> what DescribeConfigs then shows
+VALID: list[tuple[str, str, str]] = [
+    ("consumer.session.timeout.ms", "60000", "60000"),
+    ("consumer.session.timeout.ms", " 050000 ", "50000"),
+    ("consumer.heartbeat.interval.ms", "15000", "15000"),
+    ("consumer.assignment.interval.ms", "0", "0"),
+    ("consumer.assignor.offload.enable", "false", "false"),
+    ("share.session.timeout.ms", "60000", "60000"),
+    ("share.heartbeat.interval.ms", "15000", "15000"),
+    ("share.record.lock.duration.ms", "15000", "15000"),
+    ("share.delivery.count.limit", "10", "10"),
+    ("share.partition.max.record.locks", "100", "100"),
+    ("share.auto.offset.reset", " earliest ", "earliest"),
+    ("share.isolation.level", "read_committed", "read_committed"),
+    ("share.renew.acknowledge.enable", "false", "false"),
+    ("share.assignment.interval.ms", "5000", "5000"),
+    ("share.assignor.offload.enable", "false", "false"),
+    ("streams.session.timeout.ms", "45000", "45000"),
+    ("streams.heartbeat.interval.ms", "7000", "7000"),
+    ("streams.num.standby.replicas", "2", "2"),
+    ("streams.initial.rebalance.delay.ms", "100000", "100000"),
+    ("streams.assignment.interval.ms", "0", "0"),
+    ("streams.assignor.offload.enable", "false", "false"),
+    ("streams.task.offset.interval.ms", "100000", "100000"),
+    ("streams.num.warmup.replicas", "0", "0"),
+    ("streams.rack.aware.assignment.tags", "a ,b ", "a,b"),
+    ("streams.acceptable.recovery.lag", "99999999999", "99999999999"),
+    ("streams.assignor.name", "sticky", "sticky"),
+    ("errors.deadletterqueue.topic.name", "dlq.x", "dlq.x"),
+    ("errors.deadletterqueue.copy.record.enable", "True", "true"),
+]
+
+_RESET = (
+    "Invalid value {v} for configuration share.auto.offset.reset: Invalid value `{v}` for "
+    "configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' "
+    "or of the format 'by_duration:<PnDTnHnMn.nS>'."
+)
 
 
-def test_consumer_group_configs_validate_like_kafka(server: Any) -> None:
-    group = f"gc-{next(_ids)}-{uuid.uuid4().hex[:6]}"
-    words = _words_of_44(server)
+def _int(key: str, value: str, kind: str = "INT") -> str:
+    return f"Invalid value {value} for configuration {key}: Not a number of type {kind}"
+
+
+def _least(key: str, value: int, least: int) -> str:
+    return f"Invalid value {value} for configuration {key}: Value must be at least {least}"
+
+
+def _range(key: str, low: int, high: int) -> str:
+    return f"{key} must be in the range {low} to {high} inclusive."
+
+
+def _bool(key: str, value: str) -> str:
+    return (
+        f"Invalid value {value} for configuration {key}: Expected value to be either true or false"
+    )
+
+
+# a value to SET -> Kafka 4.4's INVALID_CONFIG message
+INVALID: list[tuple[str, str, str]] = [
+    (CST, "44999", _range(CST, 45000, 60000)),
+    (CST, "60001", _range(CST, 45000, 60000)),
+    (CST, "abc", _int(CST, "abc")),
+    (CST, "1e3", _int(CST, "1e3")),
+    (CST, "", _int(CST, "")),
+    (CST, "2147483648", _int(CST, "2147483648")),
+    (CST, "0", _least(CST, 0, 1)),
+    (CST, "-1", _least(CST, -1, 1)),
+    (HBI, "4999", _range(HBI, 5000, 15000)),
+    (HBI, "15001", _range(HBI, 5000, 15000)),
+    ("consumer.assignment.interval.ms", "-1", _least("consumer.assignment.interval.ms", -1, 0)),
+    (
+        "consumer.assignment.interval.ms",
+        "999999",
+        _range("consumer.assignment.interval.ms", 0, 15000),
+    ),
+    ("consumer.assignor.offload.enable", "yes", _bool("consumer.assignor.offload.enable", "yes")),
+    ("consumer.assignor.offload.enable", "1", _bool("consumer.assignor.offload.enable", "1")),
+    ("share.session.timeout.ms", "44999", _range("share.session.timeout.ms", 45000, 60000)),
+    ("share.heartbeat.interval.ms", "15001", _range("share.heartbeat.interval.ms", 5000, 15000)),
+    (
+        "share.record.lock.duration.ms",
+        "14999",
+        _range("share.record.lock.duration.ms", 15000, 60000),
+    ),
+    ("share.record.lock.duration.ms", "999", _least("share.record.lock.duration.ms", 999, 1000)),
+    ("share.delivery.count.limit", "1", _least("share.delivery.count.limit", 1, 2)),
+    ("share.delivery.count.limit", "11", _range("share.delivery.count.limit", 2, 10)),
+    ("share.partition.max.record.locks", "99", _least("share.partition.max.record.locks", 99, 100)),
+    (
+        "share.partition.max.record.locks",
+        "4001",
+        _range("share.partition.max.record.locks", 100, 4000),
+    ),
+    ("share.auto.offset.reset", "EARLIEST", _RESET.format(v="EARLIEST")),
+    ("share.auto.offset.reset", "none", _RESET.format(v="none")),
+    ("share.auto.offset.reset", "", _RESET.format(v="")),
+    ("share.auto.offset.reset", "by_duration:-PT1H", _RESET.format(v="by_duration:-PT1H")),
+    ("share.auto.offset.reset", "by_duration:xx", _RESET.format(v="by_duration:xx")),
+    ("share.auto.offset.reset", "BY_DURATION:PT1H", _RESET.format(v="BY_DURATION:PT1H")),
+    (
+        "share.isolation.level",
+        "READ_COMMITTED",
+        "Invalid value READ_COMMITTED for configuration share.isolation.level: String must be "
+        "one of: read_committed, read_uncommitted",
+    ),
+    ("share.renew.acknowledge.enable", "x", _bool("share.renew.acknowledge.enable", "x")),
+    ("share.assignment.interval.ms", "-1", _least("share.assignment.interval.ms", -1, 0)),
+    ("share.assignor.offload.enable", "x", _bool("share.assignor.offload.enable", "x")),
+    ("streams.session.timeout.ms", "60001", _range("streams.session.timeout.ms", 45000, 60000)),
+    ("streams.heartbeat.interval.ms", "4999", _range("streams.heartbeat.interval.ms", 5000, 15000)),
+    (
+        "streams.num.standby.replicas",
+        "3",
+        "streams.num.standby.replicas must be less than or equal to 2",
+    ),
+    ("streams.num.standby.replicas", "-1", _least("streams.num.standby.replicas", -1, 0)),
+    (
+        "streams.initial.rebalance.delay.ms",
+        "-1",
+        _least("streams.initial.rebalance.delay.ms", -1, 0),
+    ),
+    (
+        "streams.assignment.interval.ms",
+        "100000",
+        _range("streams.assignment.interval.ms", 0, 15000),
+    ),
+    ("streams.assignor.offload.enable", "x", _bool("streams.assignor.offload.enable", "x")),
+    (
+        "streams.task.offset.interval.ms",
+        "1",
+        "streams.task.offset.interval.ms must be greater than or equal to 15000",
+    ),
+    ("streams.task.offset.interval.ms", "0", _least("streams.task.offset.interval.ms", 0, 1)),
+    (
+        "streams.num.warmup.replicas",
+        "100",
+        "streams.num.warmup.replicas must be less than or equal to 20",
+    ),
+    (
+        "streams.rack.aware.assignment.tags",
+        "a,a",
+        "streams.rack.aware.assignment.tags must not contain duplicate tag keys.",
+    ),
+    (
+        "streams.rack.aware.assignment.tags",
+        "a,,b",
+        "Configuration 'streams.rack.aware.assignment.tags' values must not be empty.",
+    ),
+    ("streams.acceptable.recovery.lag", "-1", _least("streams.acceptable.recovery.lag", -1, 0)),
+    (
+        "streams.acceptable.recovery.lag",
+        "abc",
+        _int("streams.acceptable.recovery.lag", "abc", "LONG"),
+    ),
+    (
+        "streams.assignor.name",
+        "highest",
+        "streams.assignor.name 'highest' is not a registered task assignor. Registered assignors "
+        "are: [sticky].",
+    ),
+    (
+        "errors.deadletterqueue.topic.name",
+        "__x",
+        "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'",
+    ),
+    (
+        "errors.deadletterqueue.copy.record.enable",
+        "x",
+        _bool("errors.deadletterqueue.copy.record.enable", "x"),
+    ),
+    ("no.such.config", "1", "Unknown group config name: no.such.config"),
+]
+
+
+def _group() -> str:
+    return f"gc-{next(_ids)}-{uuid.uuid4().hex[:6]}"
+
+
+def test_a_fresh_group_is_described_like_kafka(server: Any) -> None:
+    shown = {k: v for k, v in KEYS.items() if not v[3]}  # internal keys only once set
+    plain = sorted((k, d, DEFAULT_CONFIG, t) for k, (d, t, _s, _i) in shown.items())
+    with_synonyms = sorted(
+        (k, d, DEFAULT_CONFIG, t, ((s or k, d, DEFAULT_CONFIG),))
+        for k, (d, t, s, _i) in shown.items()
+    )
     wire = Wire(server.bootstrap_servers)
     try:
-        assert _alter(wire, group, [(CST, SET, "50000")]) == (E.NONE, None)
-        assert _alter(wire, group, [(HBI, SET, "6000")]) == (E.NONE, None)
-        for key, values, low, high in [
-            (CST, ("1000", "70000"), 45000, 60000),
-            (HBI, ("100", "50000"), 5000, 15000),
-        ]:
-            for value in values:
-                code, message = _alter(wire, group, [(key, SET, value)])
-                assert code == E.INVALID_CONFIG
-                if words:
-                    assert message == f"{key} must be in the range {low} to {high} inclusive."
-        assert _alter(wire, group, [(CST, SET, "abc")]) == (
-            E.INVALID_CONFIG,
-            f"Invalid value abc for configuration {CST}: Not a number of type INT",
-        )
-        assert _alter(wire, group, [("no.such.config", SET, "1")]) == (
-            E.INVALID_CONFIG,
-            "Unknown group config name: no.such.config",
-        )
-        assert _alter(wire, group, [(CST, APPEND, "1")]) == (
-            E.INVALID_CONFIG,
-            f"Can't APPEND to key {CST} because its type is not LIST.",
-        )
-        # validate_only changes nothing
-        other = group + "-v"
-        assert _alter(wire, other, [(CST, SET, "55000")], validate=True) == (E.NONE, None)
-        assert _describe(wire, other, [CST]) == [(CST, "45000", DEFAULT_CONFIG)]
-        assert _describe(wire, group, [CST, HBI]) == [
-            (HBI, "6000", GROUP_CONFIG),
-            (CST, "50000", GROUP_CONFIG),
+        group = _group()
+        assert _describe(wire, group, None) == plain
+        assert _describe(wire, group, None, synonyms=True) == with_synonyms
+        assert _describe(wire, group, [CST, "no.such.config"]) == [
+            (CST, "45000", DEFAULT_CONFIG, INT)
         ]
-        assert _alter(wire, group, [(CST, DELETE, None)]) == (E.NONE, None)
-        assert _describe(wire, group, [CST]) == [(CST, "45000", DEFAULT_CONFIG)]
+        assert _describe(wire, group, ["streams.num.warmup.replicas"]) == []  # internal
+    finally:
+        wire.close()
+
+
+def test_every_key_set_and_deleted_is_described_like_kafka(server: Any) -> None:
+    wire = Wire(server.bootstrap_servers)
+    try:
+        for key, value, shown in VALID:
+            default, kind, synonym, internal = KEYS[key]
+            group = _group()
+            assert _alter(wire, group, [(key, SET, value)]) == (E.NONE, None), (key, value)
+            assert _settled(wire, group, key, shown) == [
+                (
+                    key,
+                    shown,
+                    GROUP_CONFIG,
+                    kind,
+                    ((key, shown, GROUP_CONFIG), (synonym or key, default, DEFAULT_CONFIG)),
+                )
+            ]
+            assert _describe(wire, group, [key]) == [(key, shown, GROUP_CONFIG, kind)]
+            assert _alter(wire, group, [(key, DELETE, None)]) == (E.NONE, None)
+            after = (
+                []
+                if internal
+                else [
+                    (
+                        key,
+                        default,
+                        DEFAULT_CONFIG,
+                        kind,
+                        ((synonym or key, default, DEFAULT_CONFIG),),
+                    )
+                ]
+            )
+            assert _settled(wire, group, key, None) == after
+    finally:
+        wire.close()
+
+
+def test_invalid_values_are_refused_with_kafkas_words(server: Any) -> None:
+    wire = Wire(server.bootstrap_servers)
+    try:
+        group = _group()
+        for key, value, message in INVALID:
+            assert _alter(wire, group, [(key, SET, value)]) == (E.INVALID_CONFIG, message), key
+        assert _describe(wire, group, None) == _describe(wire, _group(), None)  # none applied
+    finally:
+        wire.close()
+
+
+def test_requests_are_checked_like_kafka(server: Any) -> None:
+    wire = Wire(server.bootstrap_servers)
+    try:
+        group = _group()
+        # Kafka's order of checks when several things are wrong: names, rack tags, types
+        # (definition order), then the broker bounds (validateValues order)
+        cases: list[tuple[list[tuple[str, int, str | None]], tuple[int, str | None]]] = [
+            ([(CST, SET, "50000"), (HBI, SET, "1")], (E.INVALID_CONFIG, _range(HBI, 5000, 15000))),
+            ([(HBI, SET, "1"), (CST, SET, "1")], (E.INVALID_CONFIG, _range(HBI, 5000, 15000))),
+            (
+                [("streams.num.standby.replicas", SET, "9"), (CST, SET, "abc")],
+                (E.INVALID_CONFIG, _int(CST, "abc")),
+            ),
+            (
+                [
+                    ("streams.num.standby.replicas", SET, "9"),
+                    ("nope", SET, "abc"),
+                    ("streams.rack.aware.assignment.tags", SET, "a,a"),
+                ],
+                (E.INVALID_CONFIG, "Unknown group config name: nope"),
+            ),
+            (
+                [(CST, SET, "abc"), ("streams.rack.aware.assignment.tags", SET, "a,a")],
+                (
+                    E.INVALID_CONFIG,
+                    "streams.rack.aware.assignment.tags must not contain duplicate tag keys.",
+                ),
+            ),
+            (
+                [(CST, SET, "50000"), (CST, DELETE, None)],
+                (E.INVALID_REQUEST, "Error due to duplicate config keys"),
+            ),
+            ([(CST, SET, None)], (E.INVALID_REQUEST, f"Null value not supported for : {CST}")),
+            (
+                [(CST, APPEND, "1")],
+                (E.INVALID_CONFIG, f"Can't APPEND to key {CST} because its type is not LIST."),
+            ),
+            (
+                [("streams.rack.aware.assignment.tags", SUBTRACT, "a")],
+                (
+                    E.INVALID_CONFIG,
+                    "Can't SUBTRACT to key streams.rack.aware.assignment.tags because its type "
+                    "is not LIST.",
+                ),
+            ),
+            (
+                [("nope", APPEND, "a")],
+                (E.INVALID_CONFIG, "Can't APPEND to key nope because its type is not LIST."),
+            ),
+            ([(CST, 9, "1")], (E.UNKNOWN_SERVER_ERROR, None)),
+            ([("nope", DELETE, None)], (E.NONE, None)),  # deleting what is not set: fine
+        ]
+        for ops, expected in cases:
+            assert _alter(wire, group, ops) == expected, ops
+        assert _describe(wire, group, None) == _describe(wire, _group(), None)  # none applied
+        assert _alter(wire, "", [(CST, SET, "50000")]) == (
+            E.INVALID_REQUEST,
+            "Default group resources are not allowed.",
+        )
+        empty = Describe(
+            resources=[
+                Describe.DescribeConfigsResource(
+                    resource_type=GROUP, resource_name="", configuration_keys=None
+                )
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        result = wire.call(32, 4, empty).results[0]
+        assert (result.error_code, result.error_message) == (
+            E.INVALID_REQUEST,
+            "Group name must not be empty",
+        )
+        # validate_only changes nothing; two keys in one request are applied together
+        other = _group()
+        assert _alter(wire, other, [(CST, SET, "55000")], validate=True) == (E.NONE, None)
+        assert _describe(wire, other, [CST]) == [(CST, "45000", DEFAULT_CONFIG, INT)]
+        assert _alter(wire, group, [(CST, SET, "50000"), (HBI, SET, "6000")]) == (E.NONE, None)
+        _settled(wire, group, HBI, "6000")
+        assert _settled(wire, group, CST, "50000")[0][:3] == (CST, "50000", GROUP_CONFIG)
+    finally:
+        wire.close()
+
+
+def test_by_duration_is_refused_by_riverbed(riverbed_broker: Any) -> None:
+    """Kafka 4.4 accepts ``by_duration:PT1H``; Riverbed's share partitions start only at
+    the earliest or latest offset, so it refuses it rather than start at the latest."""
+    wire = Wire(riverbed_broker.bootstrap_servers)
+    try:
+        key = "share.auto.offset.reset"
+        code, message = _alter(wire, _group(), [(key, SET, "by_duration:PT1H")])
+        assert code == E.INVALID_CONFIG
+        assert message is not None and "by_duration is not supported by Riverbed" in message
     finally:
         wire.close()
 

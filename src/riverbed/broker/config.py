@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from riverbed.broker.group_configs import BROKER_KEYS as GROUP_CONFIG_BROKER_KEYS
 from riverbed.broker.metrics_endpoint import METRICS_KEYS, metrics_listen
 from riverbed.broker.quotas import QUOTA_KEYS
 from riverbed.broker.security.authorizer import AUTHORIZER_KEYS
@@ -228,6 +229,7 @@ class BrokerConfig:
                 or key in QUOTA_KEYS
                 or key in TRANSACTION_COORDINATOR_KEYS
                 or key in SHARE_GROUP_KEYS
+                or key in GROUP_CONFIG_BROKER_KEYS
             ):
                 continue  # parsed by riverbed.coordinator.config, riverbed.broker.quotas
             else:

@@ -1,18 +1,23 @@
-"""Share group configs (Kafka 4.2's GROUP resources) in IncrementalAlterConfigs and
-DescribeConfigs.
+"""GROUP resource configs (type 32) in IncrementalAlterConfigs and DescribeConfigs, as
+Kafka 4.4 answers them (the keys, checks and words: :mod:`riverbed.broker.group_configs`).
 
-IncrementalAlterConfigs (key 44) resources of type GROUP (32) are answered here, from a
-route wrapper (:func:`incremental_alter_configs`), so the topic-config adapter
-(:mod:`.alter_configs`) stays as it is: SET and DELETE of the share settings
-(:data:`~riverbed.broker.share_partitions.GROUP_CONFIG_KEYS`, e.g.
-``share.auto.offset.reset=earliest``, ``share.record.lock.duration.ms``) go to the share
-group service, and so do the KIP-848 consumer and streams settings of
-:mod:`riverbed.broker.group_configs` (validated there, with Kafka's ranges and words); an
-unknown name ("Unknown group config name: N") or a bad value is INVALID_CONFIG, and so is
-APPEND / SUBTRACT (no GROUP config is a list), as Kafka 4.4 answers.  Other resource
-types go to the wrapped route and the answers are merged in request order.
-DescribeConfigs (key 32) of a GROUP resource lists those settings: the group's own
-value (source GROUP_CONFIG, 8) or the broker's default (DEFAULT_CONFIG, 5).
+IncrementalAlterConfigs (key 44) resources of type GROUP are answered here, from a route
+wrapper (:func:`incremental_alter_configs`), so the topic-config adapter
+(:mod:`.alter_configs`) stays as it is; other resource types go to the wrapped route and
+the answers are merged in request order.  Per resource, as Kafka does: an empty group name
+is INVALID_REQUEST "Default group resources are not allowed.", a name twice in one
+resource INVALID_REQUEST "Error due to duplicate config keys", SET without a value
+INVALID_REQUEST "Null value not supported for : N", APPEND / SUBTRACT INVALID_CONFIG ("Can't
+APPEND to key N because its type is not LIST.", for every GROUP key), an unknown operation
+UNKNOWN_SERVER_ERROR; then the group's configs after the change are validated whole
+(:func:`riverbed.broker.group_configs.validate`) and nothing is changed on any error.
+DELETE of a name the group does not set (even an unknown one) succeeds.
+
+DescribeConfigs (key 32) of a GROUP resource lists every non-internal key (and the internal
+ones the group set): the group's value (source GROUP_CONFIG, 8), else the broker's
+setting of the synonym (STATIC_BROKER_CONFIG, 4), else Kafka's default (DEFAULT_CONFIG, 5),
+with Kafka's synonyms when ``include_synonyms``.  An empty group name is INVALID_REQUEST
+"Group name must not be empty".
 
 Group configs are saved in the data dir (``share_group_configs.json``) before the answer
 is sent, and read back at start.  Event-loop only.
@@ -22,13 +27,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from riverbed.broker import group_configs
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
-from riverbed.broker.share_partitions import GROUP_CONFIG_KEYS
-from riverbed.coordinator.config import GroupCoordinatorConfig
 from riverbed.errors import ConfigError
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
@@ -38,22 +41,19 @@ from riverbed.protocol.messages import (
     IncrementalAlterConfigsResponse,
 )
 
+if TYPE_CHECKING:
+    from riverbed.broker.config import BrokerConfig
+
 Route = Any  # see riverbed.broker.handlers.Route
 GROUP_RESOURCE = 32
-SET, DELETE = 0, 1
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 Resp = IncrementalAlterConfigsResponse
-
-
-GROUP_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 8, 5
-STRING, INT = 2, 3  # DescribeConfigs config_type
 
 
 class GroupConfigs(Protocol):
     def set_group_config(self, group_id: str, configs: Mapping[str, str | None]) -> None: ...
 
     def group_config(self, group_id: str) -> Mapping[str, str]: ...
-
-    def default_group_config(self) -> Mapping[str, str]: ...
 
     async def save_group_configs(self) -> None: ...
 
@@ -63,13 +63,21 @@ class ShareConfigHost(Protocol):
     def share_groups(self) -> GroupConfigs: ...
 
 
+def _broker_settings(host: ShareConfigHost) -> Mapping[str, str]:
+    """The broker's settings as given (Kafka's names): the synonyms and bounds."""
+    config: BrokerConfig | None = getattr(host, "config", None)  # the Broker has one
+    return config.source if config is not None else {}
+
+
 def incremental_alter_configs(host: ShareConfigHost, route: Route) -> Route:
     def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
         groups = [r for r in request.resources if r.resource_type == GROUP_RESOURCE]
         if not groups:
             return route(ctx, request)
+        broker = _broker_settings(host)
         answers = {
-            id(r): _alter_group(host.share_groups, r, bool(request.validate_only)) for r in groups
+            id(r): _alter_group(host.share_groups, r, bool(request.validate_only), broker)
+            for r in groups
         }
         order = list(request.resources)
         request.resources = [r for r in order if r.resource_type != GROUP_RESOURCE]
@@ -88,32 +96,47 @@ def incremental_alter_configs(host: ShareConfigHost, route: Route) -> Route:
     return handle
 
 
-def _alter_group(
-    configs: GroupConfigs, res: Any, validate_only: bool
-) -> Resp.AlterConfigsResourceResponse:
-    code, message = ErrorCode.NONE, None
-    change: dict[str, str | None] = {}
+def _check_ops(res: Any) -> tuple[ErrorCode, str | None]:
+    """The request-level checks Kafka makes before validating values."""
+    if not res.resource_name:
+        return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
+    names = [op.name for op in res.configs]
+    if len(set(names)) != len(names):
+        return ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
     for op in res.configs:
-        if op.name not in GROUP_CONFIG_KEYS and op.name not in group_configs.GROUP_CONFIG_KEYS:
-            code, message = ErrorCode.INVALID_CONFIG, f"Unknown group config name: {op.name}"
-            break
+        if op.config_operation in (APPEND, SUBTRACT):
+            verb = "APPEND" if op.config_operation == APPEND else "SUBTRACT"
+            return (
+                ErrorCode.INVALID_CONFIG,
+                f"Can't {verb} to key {op.name} because its type is not LIST.",
+            )
         if op.config_operation not in (SET, DELETE):
-            # Kafka: no GROUP config is a LIST, so APPEND / SUBTRACT never apply
-            verb = "APPEND" if op.config_operation == 2 else "SUBTRACT"
-            code = ErrorCode.INVALID_CONFIG
-            message = f"Can't {verb} to key {op.name} because its type is not LIST."
-            break
-        value = op.value if op.config_operation == SET else None
-        if value is not None and op.name in group_configs.GROUP_CONFIG_KEYS:
-            try:
-                value = group_configs.validate(op.name, value)
-            except ConfigError as exc:
-                code, message = ErrorCode.INVALID_CONFIG, str(exc)
-                break
-        change[op.name] = value
-    if code == ErrorCode.NONE and not validate_only:
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
+        if op.config_operation == SET and op.value is None:
+            return ErrorCode.INVALID_REQUEST, f"Null value not supported for : {op.name}"
+    return ErrorCode.NONE, None
+
+
+def _alter_group(
+    configs: GroupConfigs, res: Any, validate_only: bool, broker: Mapping[str, str]
+) -> Resp.AlterConfigsResourceResponse:
+    code, message = _check_ops(res)
+    if code == ErrorCode.NONE:
+        current = dict(configs.group_config(res.resource_name))
+        for op in res.configs:
+            if op.config_operation == SET:
+                current[op.name] = op.value
+            else:
+                current.pop(op.name, None)
         try:
-            configs.set_group_config(res.resource_name, change)
+            valid = group_configs.validate(current, broker)
+            change: dict[str, str | None] = {
+                op.name: valid[op.name] if op.config_operation == SET else None
+                for op in res.configs
+                if op.name in group_configs.GROUP_CONFIG_KEYS
+            }
+            if not validate_only:
+                configs.set_group_config(res.resource_name, change)
         except (ValueError, ConfigError) as exc:
             code, message = ErrorCode.INVALID_CONFIG, str(exc)
     return Resp.AlterConfigsResourceResponse(
@@ -138,7 +161,9 @@ def describe_configs(host: ShareConfigHost, route: Route) -> Route:
             return route(ctx, request)
         order = list(request.resources)
         mine = {
-            id(r): _describe_group(host.share_groups, r, _group_defaults(host))
+            id(r): _describe_group(
+                host.share_groups, r, _broker_settings(host), bool(request.include_synonyms)
+            )
             for r in order
             if r.resource_type == GROUP_RESOURCE
         }
@@ -153,43 +178,41 @@ def describe_configs(host: ShareConfigHost, route: Route) -> Route:
     return handle
 
 
-def _group_defaults(host: ShareConfigHost) -> Mapping[str, str]:
-    """Defaults of the consumer/streams keys: the broker's coordinator settings."""
-    groups = getattr(host, "_groups", None)  # the broker's GroupService, once started
-    config = getattr(groups, "config", None)
-    if not isinstance(config, GroupCoordinatorConfig):
-        config = GroupCoordinatorConfig()
-    return group_configs.defaults(config)
-
-
 def _describe_group(
-    configs: GroupConfigs, res: Any, group_defaults: Mapping[str, str]
+    configs: GroupConfigs, res: Any, broker: Mapping[str, str], synonyms: bool
 ) -> DescribeConfigsResponse.DescribeConfigsResult:
-    own = configs.group_config(res.resource_name)
-    defaults = {**configs.default_group_config(), **group_defaults}
-    keys = res.configuration_keys
-    entries = []
-    for name in sorted(defaults):
-        if keys is not None and name not in keys:
-            continue
-        mine = name in own
-        value = own[name] if mine else defaults[name]
-        entries.append(
-            DescribeConfigsResponse.DescribeConfigsResourceResult(
-                name=name,
-                value=value,
-                read_only=False,
-                config_source=GROUP_CONFIG_SOURCE if mine else DEFAULT_CONFIG_SOURCE,
-                is_default=not mine,
-                is_sensitive=False,
-                synonyms=[],
-                config_type=INT if value.lstrip("-").isdigit() else STRING,
-                documentation=None,
-            )
+    Result = DescribeConfigsResponse.DescribeConfigsResult
+    if not res.resource_name:
+        return Result(
+            error_code=ErrorCode.INVALID_REQUEST,
+            error_message="Group name must not be empty",
+            resource_type=res.resource_type,
+            resource_name=res.resource_name,
+            configs=[],
         )
-    return DescribeConfigsResponse.DescribeConfigsResult(
+    own = configs.group_config(res.resource_name)
+    entries = [
+        DescribeConfigsResponse.DescribeConfigsResourceResult(
+            name=e.name,
+            value=e.value,
+            read_only=False,
+            config_source=e.source,
+            is_default=False,
+            is_sensitive=False,
+            synonyms=[
+                DescribeConfigsResponse.DescribeConfigsSynonym(name=n, value=v, source=s)
+                for n, v, s in e.synonyms
+            ]
+            if synonyms
+            else [],
+            config_type=e.config_type,
+            documentation=None,
+        )
+        for e in group_configs.describe(own, broker, res.configuration_keys)
+    ]
+    return Result(
         error_code=ErrorCode.NONE,
-        error_message=None,
+        error_message="",
         resource_type=res.resource_type,
         resource_name=res.resource_name,
         configs=entries,
