@@ -21,8 +21,14 @@ the load average is printed before and after.  One run, per peer:
 Then medians over ``--repeat`` runs and the ratio Riverbed/Kafka (above 1: Riverbed faster).
 Client and broker share the machine's cores: compare ratios within one run.
 
+``--before-src DIR`` adds a peer ``before``: ``riverbed broker`` importing ``riverbed`` from
+another source tree (``PYTHONPATH``, e.g. ``git worktree add /tmp/rb-before <commit>`` and
+``--before-src /tmp/rb-before/src --peers riverbed,before``), alternating with the others,
+for a same-run A/B of a change.
+
 Run: ``.venv/bin/python bench/bench_transactions.py [--repeat 5] [--records 500000]
-[--txn-sizes 100,10000] [--broker subprocess|embedded] [--peers riverbed,kafka]``.
+[--txn-sizes 100,10000] [--broker subprocess|embedded] [--peers riverbed,kafka,before]
+[--before-src DIR]``.
 """
 
 from __future__ import annotations
@@ -196,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--broker", choices=("subprocess", "embedded"), default="subprocess")
     parser.add_argument("--peers", default="riverbed,kafka")
+    parser.add_argument("--before-src", help="source tree of the 'before' peer (PYTHONPATH)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.txn_sizes.split(",")]
     print(
@@ -215,6 +222,8 @@ def main(argv: list[str] | None = None) -> None:
                 peers[peer] = stack.enter_context(ours)
             elif peer == "kafka":
                 peers[peer] = stack.enter_context(kafka_reference())
+            elif peer == "before" and args.before_src:
+                peers[peer] = stack.enter_context(riverbed_subprocess(False, args.before_src))
             else:
                 parser.error(f"unknown peer {peer!r}")
         for _ in range(args.repeat):
@@ -229,9 +238,12 @@ def main(argv: list[str] | None = None) -> None:
         print_run(medians[key])
     print()
     for what in dict.fromkeys(r.what for r in runs):
-        ours_run, theirs = medians.get(("riverbed", what)), medians.get(("kafka", what))
-        if ours_run and theirs:
-            print(f"riverbed/kafka {what:<9} x{ours_run.records_per_s / theirs.records_per_s:.2f}")
+        ours_run = medians.get(("riverbed", what))
+        for other in ("kafka", "before"):
+            theirs = medians.get((other, what))
+            if ours_run and theirs:
+                ratio = ours_run.records_per_s / theirs.records_per_s
+                print(f"riverbed/{other:<6} {what:<9} x{ratio:.2f}")
 
 
 if __name__ == "__main__":
