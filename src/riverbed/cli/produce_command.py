@@ -17,6 +17,10 @@ was refused or timed out -- stdin is not read further, what was sent is flushed,
 line names the first error and how many records were not delivered; 2 a usage mistake;
 130 Ctrl-C (records already handed to the client are flushed for up to 5 s first).
 
+A topic that does not exist is auto-created when the broker allows it: its Metadata starts
+the creation and answers the topic unknown (Kafka 4.x, and Riverbed), so the check asks
+again for up to :data:`AUTO_CREATE_WAIT_S` before it reports the topic not available.
+
 Works against any Kafka cluster: confluent-kafka's Producer only, after the shared
 reachability check of :mod:`riverbed.cli.kafka_admin`.
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import codecs
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -83,6 +88,10 @@ def _lines(stream: BinaryIO) -> Iterator[bytes]:
             yield line
 
 
+AUTO_CREATE_WAIT_S = 5.0
+"""How long an unknown topic is asked for again (Metadata auto-creates it in the background)."""
+
+
 @dataclass
 class _Deliveries:
     """Delivery reports, filled by librdkafka callbacks on the producing thread."""
@@ -104,11 +113,17 @@ class _Deliveries:
 def _check_topic(producer: Any, topic: str, partition: int | None) -> None:
     from confluent_kafka import KafkaError, KafkaException
 
-    try:
-        metadata = producer.list_topics(topic, timeout=TIMEOUT_S).topics.get(topic)
-    except KafkaException as exc:
-        raise ProduceError(f"reading metadata of {topic} failed: {exc.args[0].str()}") from None
-    error = metadata.error if metadata is not None else None
+    deadline = time.monotonic() + AUTO_CREATE_WAIT_S
+    while True:
+        try:
+            metadata = producer.list_topics(topic, timeout=TIMEOUT_S).topics.get(topic)
+        except KafkaException as exc:
+            raise ProduceError(f"reading metadata of {topic} failed: {exc.args[0].str()}") from None
+        error = metadata.error if metadata is not None else None
+        unknown = error is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        if not unknown or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)  # being auto-created (if the broker allows it): ask again
     if metadata is None or (
         error is not None
         and error.code()

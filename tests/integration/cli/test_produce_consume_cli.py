@@ -257,3 +257,15 @@ def test_consume_into_a_closed_pipe_exits_quietly(bootstrap: str) -> None:
     )
     assert (done.returncode, done.stdout) == (0, b"line 0\n"), done.stderr
     assert b"Traceback" not in done.stderr and b"Exception" not in done.stderr
+
+
+def test_produce_to_a_topic_the_broker_auto_creates(tmp_path: Path) -> None:
+    """Metadata starts the auto-creation and answers the topic unknown (as Kafka 4.x):
+    ``riverbed produce`` asks again until it exists instead of failing at once."""
+    config = {**BROKER_CONFIG, "auto.create.topics.enable": "true"}
+    with EmbeddedBroker(tmp_path, config) as broker:
+        for i in range(3):  # the race between the creation and the re-ask, three times
+            topic = f"auto-{i}"
+            code, _, err = riverbed(broker.bootstrap_servers, "produce", topic, stdin=b"a\nb\n")
+            assert code == 0, err
+            assert [m.value() for m in read_all(broker.bootstrap_servers, topic)] == [b"a", b"b"]
