@@ -33,6 +33,7 @@ from riverbed.protocol.messages import (
 from riverbed.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     FindCoordinatorRequest,
+    ShareGroupHeartbeatRequest,
 )
 from riverbed.protocol.messages import (
     DescribeConfigsRequest as Describe,
@@ -546,28 +547,44 @@ def test_by_duration_is_refused_by_riverbed(riverbed_broker: Any) -> None:
         wire.close()
 
 
-def test_consumer_heartbeat_interval_of_the_group_is_what_members_get(
-    server: Any, new_topic: Any
+@pytest.mark.parametrize("kind", ["consumer", "share"])
+def test_the_heartbeat_interval_of_the_group_is_what_members_get(
+    server: Any, new_topic: Any, kind: str
 ) -> None:
+    """``consumer.heartbeat.interval.ms`` / ``share.heartbeat.interval.ms`` set on the group
+    is the interval its KIP-848 / KIP-932 members are told."""
     topic = new_topic(partitions=1)
     group = f"hb-{next(_ids)}-{uuid.uuid4().hex[:6]}"
+    key = HBI if kind == "consumer" else "share.heartbeat.interval.ms"
     wire = Wire(server.bootstrap_servers)
     try:
-        assert _alter(wire, group, [(HBI, SET, "7000")]) == (E.NONE, None)
-        join = ConsumerGroupHeartbeatRequest(
-            group_id=group,
-            member_id=str(uuid.uuid4()),
-            member_epoch=0,
-            rebalance_timeout_ms=30_000,
-            subscribed_topic_names=[topic],
-            topic_partitions=[],
-        )
+        assert _alter(wire, group, [(key, SET, "7000")]) == (E.NONE, None)
+        _settled(wire, group, key, "7000")
+        join: Any
+        if kind == "consumer":
+            api, version = 68, 0
+            join = ConsumerGroupHeartbeatRequest(
+                group_id=group,
+                member_id=str(uuid.uuid4()),
+                member_epoch=0,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=[topic],
+                topic_partitions=[],
+            )
+        else:
+            api, version = 76, 1
+            join = ShareGroupHeartbeatRequest(
+                group_id=group,
+                member_id=uuid.uuid4().hex,
+                member_epoch=0,
+                subscribed_topic_names=[topic],
+            )
         deadline = time.monotonic() + 60
         find = FindCoordinatorRequest(key_type=0, coordinator_keys=[group])
         while wire.call(10, 4, find).coordinators[0].error_code != E.NONE:  # Kafka creates
             assert time.monotonic() < deadline, "no coordinator"  # __consumer_offsets here
             time.sleep(0.2)
-        answer = wire.call(68, 0, join)
+        answer = wire.call(api, version, join)
         # the coordinator may still be loading (__consumer_offsets created on first use)
         while answer.error_code in (
             E.COORDINATOR_NOT_AVAILABLE,
@@ -576,7 +593,7 @@ def test_consumer_heartbeat_interval_of_the_group_is_what_members_get(
         ):
             assert time.monotonic() < deadline, answer
             time.sleep(0.2)
-            answer = wire.call(68, 0, join)
+            answer = wire.call(api, version, join)
         assert (answer.error_code, answer.heartbeat_interval_ms) == (E.NONE, 7000)
     finally:
         wire.close()

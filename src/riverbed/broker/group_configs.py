@@ -15,13 +15,15 @@ described only once a group sets them, as Kafka does.
 
 Effect in Riverbed: ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms``
 (KIP-848 members of the group: :meth:`riverbed.coordinator.context.CoordinatorContext.
+session_timeout_ms`), ``share.session.timeout.ms`` / ``share.heartbeat.interval.ms``
+(KIP-932 members: :meth:`riverbed.coordinator.share_group.ShareGroupManager.
 session_timeout_ms`), ``share.record.lock.duration.ms``, ``share.delivery.count.limit``,
 ``share.partition.max.record.locks``, ``share.auto.offset.reset`` (``earliest`` /
 ``latest``; ``by_duration:`` is refused, see below), ``share.isolation.level`` and the
 dead-letter keys (:mod:`riverbed.broker.share_partitions`).  The rest (assignment
-intervals, assignor offload, ``share.session.timeout.ms`` / ``share.heartbeat.interval.ms``,
-``share.renew.acknowledge.enable``, every ``streams.*``: Riverbed has no KIP-1071 streams
-groups) are validated, stored and described without effect (docs/compatibility.md).
+intervals, assignor offload, ``share.renew.acknowledge.enable``, every ``streams.*``:
+Riverbed has no KIP-1071 streams groups) are validated, stored and described without
+effect (docs/compatibility.md).
 
 Validation is Kafka's, in Kafka's order, on the group's configs *after* the change
 (:func:`validate`): unknown names ("Unknown group config name: N"), duplicate rack tags,

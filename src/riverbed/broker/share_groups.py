@@ -85,6 +85,7 @@ class ShareGroupService:
         self.manager = ShareGroupManager(self.config, self._partition_count, self._foreign_group)
         self.sessions = ShareSessionCache()
         self.partitions = SharePartitions(host, self.config)
+        self.manager.group_overrides = self.partitions.group_config  # share.session.timeout.ms
         self.dead_letters = DeadLetters(host, self.partitions)
         self.partitions.add_archive_listener(self.dead_letters.on_archived)
         self._releasers: list[MemberReleaser] = [self]

@@ -157,6 +157,19 @@ class ShareGroupManager:
         self._partition_count = partition_count
         self._foreign_group = foreign_group
         self.groups: dict[str, ShareGroup] = {}
+        self.group_overrides: Callable[[str], Mapping[str, str]] = lambda _g: {}
+        """A group's own GROUP configs (``share.session.timeout.ms``,
+        ``share.heartbeat.interval.ms``: riverbed.broker.group_configs); validated there."""
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """``share.session.timeout.ms`` of the group, else ``group.share.session.timeout.ms``."""
+        value = self.group_overrides(group_id).get("share.session.timeout.ms")
+        return int(value) if value is not None else self.config.share_group_session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """``share.heartbeat.interval.ms`` of the group, else the broker's setting."""
+        value = self.group_overrides(group_id).get("share.heartbeat.interval.ms")
+        return int(value) if value is not None else self.config.share_group_heartbeat_interval_ms
 
     # -- the heartbeat ---------------------------------------------------------------
     def heartbeat(self, req: ShareGroupHeartbeatRequest, now_ms: int) -> Beat:
@@ -215,7 +228,7 @@ class ShareGroupManager:
             if names != member.subscribed_topic_names:
                 member.subscribed_topic_names = names
                 changed = True
-        member.session_deadline_ms = now + self.config.share_group_session_timeout_ms
+        member.session_deadline_ms = now + self.session_timeout_ms(req.group_id)
         metadata = self._subscription_metadata(group)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
@@ -236,7 +249,7 @@ class ShareGroupManager:
                 E.NONE,
                 member_id=member.member_id,
                 member_epoch=member.member_epoch,
-                heartbeat_interval_ms=self.config.share_group_heartbeat_interval_ms,
+                heartbeat_interval_ms=self.heartbeat_interval_ms(req.group_id),
                 assignment=dict(member.assigned) if send else None,
             ),
             removed,

@@ -86,3 +86,19 @@ def test_session_timeout_removes_members_and_admin_sees_it() -> None:
     d = m.describe("g")
     assert d.error_code == E.NONE and d.group_state == "Empty" and d.assignor_name == "simple"
     assert m.delete_group("g") == E.NONE and m.delete_group("g") == E.GROUP_ID_NOT_FOUND
+
+
+def test_a_groups_own_session_timeout_and_heartbeat_interval() -> None:
+    """``share.session.timeout.ms`` / ``share.heartbeat.interval.ms`` set on the group (GROUP
+    configs) beat the broker's settings; other groups keep the broker's."""
+    m = manager()
+    own = {"g": {"share.session.timeout.ms": "3000", "share.heartbeat.interval.ms": "700"}}
+    m.group_overrides = lambda g: own.get(g, {})
+    assert beat(m, "A", 0, now=0).response.heartbeat_interval_ms == 700
+    other = beat(m, "B", 0, now=0, group="h")
+    assert (
+        other.response.heartbeat_interval_ms == ShareGroupConfig().share_group_heartbeat_interval_ms
+    )
+    assert m.tick(1_000) == [("h", "B")]
+    assert m.tick(2_999) == []
+    assert m.tick(3_000) == [("g", "A")]
