@@ -5,18 +5,26 @@ versions.
 * **Describe** answers each share partition's start offset (SPSO) and, from v1, its lag
   (high watermark - start offset - records already delivered past it; -1 where the group
   has no state for the partition, whose start offset is then -1 too).  Null topics mean
-  every share partition the group has state for.  An unknown group id has no state (no
-  error, as Kafka 4.4 answers on the wire); the id of a consumer/classic group answers
-  GROUP_ID_NOT_FOUND for that group.
-* **Alter** sets start offsets.  The group must have no members (NON_EMPTY_GROUP, top
-  level, as Kafka 4.4 answers); an unknown group id is created (empty), as Kafka does.
-  The new state is appended to ``__share_group_state`` as a snapshot and the answer is
-  sent only once it is durable (its fsync), so an altered offset survives a crash.
+  every share partition the group has state for.  Like Kafka 4.4 on the wire, Describe
+  never answers an error for a group or a topic: an unknown group id, the id of a
+  consumer/classic group, an unknown topic (listed after the known ones, topic id zero)
+  and a partition past the topic's end all answer "no state" (-1, -1, error NONE).  The
+  known topics' partitions come in ascending order, as Kafka's answers them.
+* **Alter** sets start offsets.  The group must have no members (NON_EMPTY_GROUP) and
+  must not be a consumer/classic group (GROUP_ID_NOT_FOUND); an unknown group id is
+  created (empty), as Kafka does.  Like Kafka, a top-level error answers no topics; an
+  unknown topic or partition answers UNKNOWN_TOPIC_OR_PARTITION for itself (unknown
+  topics first, as Kafka lists them).  A negative start offset answers INVALID_REQUEST
+  for that partition (a deliberate difference: Kafka 4.4 stores it).  The new state is
+  appended to ``__share_group_state`` as a snapshot and the answer is sent only once it
+  is durable (its fsync), so an altered offset survives a crash.
 * **Delete** forgets the group's state of whole topics (tombstones, durable before the
-  answer); a later fetch starts them again at ``share.auto.offset.reset``.  Empty groups
-  only (NON_EMPTY_GROUP); GROUP_ID_NOT_FOUND for an unknown group.
+  answer); a later fetch starts them again at ``share.auto.offset.reset``.  Empty share
+  groups only: NON_EMPTY_GROUP with members, GROUP_ID_NOT_FOUND for an unknown group or
+  a consumer/classic group's id (top level, no topics).  Unknown topics answer
+  UNKNOWN_TOPIC_OR_PARTITION, listed after the deleted ones (Kafka's order).
 
-Unknown topics or partitions answer UNKNOWN_TOPIC_OR_PARTITION for themselves only.
+Checked against Kafka 4.4 on the wire (``test_share_group_wire.py``).
 Event-loop only; the awaits are the fsync futures (the loop never waits on disk).
 """
 
@@ -75,6 +83,8 @@ class ShareOffsetsPort(Protocol):
 
     def is_share_group(self, group_id: str) -> bool: ...
 
+    def has_members(self, group_id: str) -> bool | None: ...
+
     def start_offsets(self, group_id: str) -> list[tuple[TopicPartition, int, int]]: ...
 
     async def alter_start_offset(
@@ -122,15 +132,14 @@ def _describe_group(
     group: DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup,
 ) -> DescResp.DescribeShareGroupOffsetsResponseGroup:
     shares = deps.share_groups
-    code, message = _group_error(shares, group.group_id)
-    if code != ErrorCode.NONE and "not a share group" not in (message or ""):
-        code, message = ErrorCode.NONE, None  # unknown: no state, as Kafka 4.4 answers
     if shares.closed:
-        code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "the broker is shutting down"
-    if code != ErrorCode.NONE:
         return DescResp.DescribeShareGroupOffsetsResponseGroup(
-            group_id=group.group_id, topics=[], error_code=code, error_message=message
+            group_id=group.group_id,
+            topics=[],
+            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            error_message="the broker is shutting down",
         )
+    # A group that is not a share group (or none) simply has no state, as in Kafka.
     state = {tp: (start, done) for tp, start, done in shares.start_offsets(group.group_id)}
     wanted: list[tuple[str, list[int]]]
     if group.topics is None:
@@ -140,43 +149,48 @@ def _describe_group(
         wanted = list(by_topic.items())
     else:
         wanted = [(t.topic_name, list(t.partitions)) for t in group.topics]
-    topics = []
+    known: list[DescResp.DescribeShareGroupOffsetsResponseTopic] = []
+    unknown: list[DescResp.DescribeShareGroupOffsetsResponseTopic] = []
     for name, partitions in wanted:
         topic = deps.topics.get(name)
-        parts = []
-        for p in partitions:
-            if topic is None or not 0 <= p < topic.partitions:
-                parts.append(
-                    DescResp.DescribeShareGroupOffsetsResponsePartition(
-                        partition_index=p,
-                        start_offset=UNINITIALIZED,
-                        leader_epoch=0,
-                        lag=UNINITIALIZED,
-                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        error_message=NOT_HOSTED,
-                    )
-                )
-                continue
-            start, lag = UNINITIALIZED, UNINITIALIZED
-            found = state.get(TopicPartition(name, p))
-            if found is not None:
-                start, done = found
-                hwm = deps.topics.partition_log(name, p).high_watermark
-                lag = max(hwm - start - done, 0)
-            parts.append(
-                DescResp.DescribeShareGroupOffsetsResponsePartition(
-                    partition_index=p, start_offset=start, leader_epoch=0, lag=lag
+        if topic is None:
+            unknown.append(
+                DescResp.DescribeShareGroupOffsetsResponseTopic(
+                    topic_name=name,
+                    topic_id=ZERO_UUID,
+                    partitions=[_no_state(p) for p in partitions],
                 )
             )
-        topics.append(
+            continue
+        parts = []
+        for p in sorted(partitions):
+            found = state.get(TopicPartition(name, p)) if 0 <= p < topic.partitions else None
+            if found is None:
+                parts.append(_no_state(p))
+                continue
+            start, done = found
+            hwm = deps.topics.partition_log(name, p).high_watermark
+            parts.append(
+                DescResp.DescribeShareGroupOffsetsResponsePartition(
+                    partition_index=p,
+                    start_offset=start,
+                    leader_epoch=0,
+                    lag=max(hwm - start - done, 0),
+                )
+            )
+        known.append(
             DescResp.DescribeShareGroupOffsetsResponseTopic(
-                topic_name=name,
-                topic_id=ZERO_UUID if topic is None else topic.topic_id,
-                partitions=parts,
+                topic_name=name, topic_id=topic.topic_id, partitions=parts
             )
         )
     return DescResp.DescribeShareGroupOffsetsResponseGroup(
-        group_id=group.group_id, topics=topics, error_code=ErrorCode.NONE
+        group_id=group.group_id, topics=known + unknown, error_code=ErrorCode.NONE
+    )
+
+
+def _no_state(partition: int) -> DescResp.DescribeShareGroupOffsetsResponsePartition:
+    return DescResp.DescribeShareGroupOffsetsResponsePartition(
+        partition_index=partition, start_offset=UNINITIALIZED, leader_epoch=0, lag=UNINITIALIZED
     )
 
 
@@ -191,37 +205,34 @@ async def _alter(
     deps: ShareOffsetsDeps, request: AlterShareGroupOffsetsRequest
 ) -> AlterShareGroupOffsetsResponse:
     shares, group_id = deps.share_groups, request.group_id
-    top: tuple[ErrorCode, str | None] = (ErrorCode.NONE, None)
-    if shares.closed:
-        top = (ErrorCode.COORDINATOR_NOT_AVAILABLE, "the broker is shutting down")
-    elif not shares.is_share_group(group_id) and shares.describe(group_id).error_message:
-        top = _foreign(shares, group_id)
+    top = _alter_group_error(shares, group_id)
+    if top[0] != ErrorCode.NONE:
+        return _alter_error(*top)
     flushes: list[concurrent.futures.Future[None]] = []
-    responses = []
+    unknown: list[AltResp.AlterShareGroupOffsetsResponseTopic] = []
+    known: list[AltResp.AlterShareGroupOffsetsResponseTopic] = []
     for t in request.topics:
         topic = deps.topics.get(t.topic_name)
         parts = []
         for p in t.partitions:
-            code, message = top
-            if code == ErrorCode.NONE and (
-                topic is None or not 0 <= p.partition_index < topic.partitions
-            ):
+            code, message = ErrorCode.NONE, None
+            if topic is None or not 0 <= p.partition_index < topic.partitions:
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NOT_HOSTED
-            elif code == ErrorCode.NONE and p.start_offset < 0:
+            elif p.start_offset < 0:
                 code, message = ErrorCode.INVALID_REQUEST, "The start offset must be >= 0."
-            elif code == ErrorCode.NONE:
+            else:
                 tp = TopicPartition(t.topic_name, p.partition_index)
                 code, fsyncs = await shares.alter_start_offset(group_id, tp, p.start_offset)
                 flushes += fsyncs
-                if code == ErrorCode.NON_EMPTY_GROUP:
-                    top = (code, NON_EMPTY)
-                    message = NON_EMPTY
+                if code != ErrorCode.NONE:  # a member joined meanwhile: stop here
+                    await _durable(flushes)
+                    return _alter_error(code, NON_EMPTY)
             parts.append(
                 AltResp.AlterShareGroupOffsetsResponsePartition(
                     partition_index=p.partition_index, error_code=code, error_message=message
                 )
             )
-        responses.append(
+        (unknown if topic is None else known).append(
             AltResp.AlterShareGroupOffsetsResponseTopic(
                 topic_name=t.topic_name,
                 topic_id=ZERO_UUID if topic is None else topic.topic_id,
@@ -229,21 +240,31 @@ async def _alter(
             )
         )
     await _durable(flushes)
-    if top[0] != ErrorCode.NONE:  # Kafka repeats a group-level error on every partition
-        for r in responses:
-            for part in r.partitions:
-                part.error_code, part.error_message = top
     return AlterShareGroupOffsetsResponse(
-        throttle_time_ms=0, error_code=top[0], error_message=top[1], responses=responses
+        throttle_time_ms=0, error_code=ErrorCode.NONE, responses=unknown + known
     )
 
 
-def _foreign(shares: ShareOffsetsPort, group_id: str) -> tuple[ErrorCode, str | None]:
-    """A consumer/classic group's id: Kafka's "Group X is not a share group"."""
-    message = shares.describe(group_id).error_message
-    if message and "not a share group" in message:
-        return ErrorCode.GROUP_ID_NOT_FOUND, message
-    return ErrorCode.NONE, None  # unknown: Alter creates it
+def _alter_group_error(shares: ShareOffsetsPort, group_id: str) -> tuple[ErrorCode, str | None]:
+    """The top-level error of an Alter: the broker closing, a consumer/classic group's id
+    (Kafka's "Group X is not a share group"; an unknown id is created), members."""
+    if shares.closed:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the broker is shutting down"
+    if not shares.is_share_group(group_id):
+        message = shares.describe(group_id).error_message
+        if message and "not a share group" in message:
+            return ErrorCode.GROUP_ID_NOT_FOUND, message
+        return ErrorCode.NONE, None
+    if shares.has_members(group_id):
+        return ErrorCode.NON_EMPTY_GROUP, NON_EMPTY
+    return ErrorCode.NONE, None
+
+
+def _alter_error(code: ErrorCode, message: str | None) -> AlterShareGroupOffsetsResponse:
+    """A top-level error answers no topics, as Kafka's does."""
+    return AlterShareGroupOffsetsResponse(
+        throttle_time_ms=0, error_code=code, error_message=message, responses=[]
+    )
 
 
 # -- DeleteShareGroupOffsets ------------------------------------------------------------
@@ -263,14 +284,17 @@ async def _delete(
             error_message="the broker is shutting down",
         )
     code, message = _group_error(shares, group_id)
+    if code == ErrorCode.NONE and shares.has_members(group_id):
+        code, message = ErrorCode.NON_EMPTY_GROUP, NON_EMPTY
     if code != ErrorCode.NONE:
         return DeleteShareGroupOffsetsResponse(error_code=code, error_message=message)
     flushes: list[concurrent.futures.Future[None]] = []
-    responses = []
+    deleted: list[DelResp.DeleteShareGroupOffsetsResponseTopic] = []
+    unknown: list[DelResp.DeleteShareGroupOffsetsResponseTopic] = []
     for t in request.topics:
         topic = deps.topics.get(t.topic_name)
         if topic is None:
-            responses.append(
+            unknown.append(
                 DelResp.DeleteShareGroupOffsetsResponseTopic(
                     topic_name=t.topic_name,
                     error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -279,16 +303,16 @@ async def _delete(
             )
             continue
         code, fsyncs = await shares.delete_start_offsets(group_id, t.topic_name)
-        if code == ErrorCode.NON_EMPTY_GROUP:
+        flushes += fsyncs
+        if code != ErrorCode.NONE:  # a member joined meanwhile: stop here
             await _durable(flushes)
             return DeleteShareGroupOffsetsResponse(error_code=code, error_message=NON_EMPTY)
-        flushes += fsyncs
-        responses.append(
+        deleted.append(
             DelResp.DeleteShareGroupOffsetsResponseTopic(
                 topic_name=t.topic_name, topic_id=topic.topic_id, error_code=code
             )
         )
     await _durable(flushes)
     return DeleteShareGroupOffsetsResponse(
-        throttle_time_ms=0, error_code=ErrorCode.NONE, responses=responses
+        throttle_time_ms=0, error_code=ErrorCode.NONE, responses=deleted + unknown
     )
