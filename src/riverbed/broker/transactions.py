@@ -304,8 +304,10 @@ class TransactionService:
 
     def open_transactions(self) -> list[OpenTransaction]:
         """Every transaction open in a partition's producer state (all topics but
-        ``__transaction_state``; ``__consumer_offsets`` included), as rebuilt at start."""
-        found: list[OpenTransaction] = []
+        ``__transaction_state``; ``__consumer_offsets`` included), as rebuilt at start,
+        plus the held TxnOffsetCommit offsets whose marker is not in the log (their batch
+        is written without producer-state tracking, so a snapshot may not show it open)."""
+        found: dict[tuple[TopicPartition, int], OpenTransaction] = {}
         topics = self._host.topics
         for topic in topics.topics():
             if topic.name == TRANSACTION_STATE_TOPIC_NAME:
@@ -318,12 +320,34 @@ class TransactionService:
                 if not plog.ongoing_transactions():
                     continue
                 tp = TopicPartition(topic.name, p)
-                found += (
-                    OpenTransaction(tp, entry.producer_id, entry.producer_epoch)
-                    for entry in plog.producer_states()
-                    if entry.current_txn_first_offset >= 0
+                for entry in plog.producer_states():
+                    if entry.current_txn_first_offset >= 0:
+                        found[(tp, entry.producer_id)] = OpenTransaction(
+                            tp, entry.producer_id, entry.producer_epoch
+                        )
+        for producer_id, p in list(self._pending_offsets):
+            tp = TopicPartition(OFFSETS_TOPIC_NAME, p)
+            if (tp, producer_id) not in found:
+                found[(tp, producer_id)] = OpenTransaction(
+                    tp, producer_id, self._offsets_epoch(producer_id, p)
                 )
-        return found
+        return list(found.values())
+
+    def _offsets_epoch(self, producer_id: int, partition: int) -> int:
+        """The epoch of held offsets of ``producer_id``: the partition's producer entry,
+        else the coordinator's current one for that producer id, else 0."""
+        try:
+            plog = self._host.topics.partition_log(OFFSETS_TOPIC_NAME, partition)
+        except UnknownTopicOrPartitionError:
+            plog = None
+        for entry in plog.producer_states() if plog is not None else ():
+            if entry.producer_id == producer_id:
+                return entry.producer_epoch
+        for transactional_id in self.coordinator.transactional_ids():
+            meta = self.coordinator.transaction(transactional_id)
+            if meta is not None and meta.producer_id == producer_id:
+                return meta.producer_epoch
+        return 0
 
     def _abort_unlisted(self) -> None:
         """Start-up, after ``recover``: abort the open transactions the coordinator does

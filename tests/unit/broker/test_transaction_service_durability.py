@@ -4,7 +4,9 @@
 * an Ongoing record (AddPartitionsToTxn) is answered once appended: no fsync of its own;
 * but not before its id's earlier decision is durable: an Ongoing record appended while
   the id's Empty record (InitProducerId) is still unsynced waits for that fsync;
-* decisions (Empty, PrepareCommit) wait for their own fsync, as before.
+* decisions (Empty, PrepareCommit) wait for their own fsync, as before;
+* and at load, a transaction open in a data partition that no coordinator transaction
+  lists is aborted (a direct ABORT marker).
 
 On the code before the change the first check fails (the answer waited for the Ongoing
 record's fsync)."""
@@ -33,9 +35,11 @@ from riverbed.coordinator.transactions import (
     TransactionCoordinatorConfig,
 )
 from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.record_build import build_batch
 from riverbed.protocol.topic_partition import TopicPartition
 from riverbed.storage import faults
 from riverbed.storage.manager import LogManager
+from riverbed.storage.transactions import IsolationLevel
 
 PROPS = {"offsets.topic.num.partitions": "3"}
 TXN_CONFIG = TransactionCoordinatorConfig(
@@ -120,3 +124,30 @@ def test_ongoing_answered_unsynced_but_after_the_ids_earlier_decision(host: Host
         service.close()
 
     asyncio.run(scenario())
+
+
+def test_load_aborts_a_transaction_no_coordinator_lists(host: Host) -> None:
+    # a producer's transactional batch in t-0 that no transaction of the coordinator lists
+    # (its Ongoing record lost): load() writes an ABORT marker and the LSO reaches the end
+    plog = host.topics.partition_log("t", 0)
+    plog.append(
+        build_batch([(None, b"orphan")], producer_id=77, producer_epoch=3, is_transactional=True)
+    )
+    assert plog.last_stable_offset == 0
+
+    async def scenario() -> None:
+        ids = itertools.count(1000)
+        service = TransactionService(host, lambda: next(ids), TXN_CONFIG)
+        await service.ensure_topic()  # __transaction_state exists, nothing in it
+        service.load()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while plog.last_stable_offset != plog.high_watermark:
+            assert loop.time() < deadline, "the orphan was never aborted"
+            await asyncio.sleep(0.01)
+        service.close()
+
+    asyncio.run(scenario())
+    assert plog.ongoing_transactions() == {}
+    result = plog.read(0, 1 << 20, isolation=IsolationLevel.READ_COMMITTED)
+    assert [(a.producer_id, a.first_offset) for a in result.aborted_transactions or ()] == [(77, 0)]
