@@ -17,6 +17,8 @@ name                 where (just before the system call)                        
 ``segment.fsync``    :meth:`LogSegment.fsync`                                       the .log
 ``segment.truncate`` :meth:`LogSegment.truncate_bytes` (recovery, truncation)       the .log
 ``index.flush``      :meth:`LogSegment.flush_indexes` (appending index entries)     the .log
+``index.read``       reading a whole ``.index`` / ``.timeindex`` file (a load; a        the index
+                     lazy open reads only its first and last entries, no point)
 ``file.fsync``       :func:`atomic_file.write_atomically`, fsync of the ``.tmp``     the target
 ``file.rename``      ``write_atomically``'s rename over; retiring a segment         the source
                      (``.deleted``); the compaction swap renames
@@ -67,6 +69,7 @@ POINTS = frozenset(
         "segment.fsync",
         "segment.truncate",
         "index.flush",
+        "index.read",
         "file.fsync",
         "file.rename",
         "dir.fsync",

@@ -13,7 +13,10 @@ increasing in both files.  An entry is added at most once every ``index.interval
 of log, so lookups land near the target and the caller scans forward.
 
 Entries live in memory (two ``array('q')``); :meth:`flush` appends the not-yet-written
-ones to the file without fsync.  Indexes are never trusted blindly: :meth:`load` returns
+ones to the file without fsync.  A segment loads its index files lazily, on first use
+(see :class:`~riverbed.storage.segment.LogSegment`); each whole-file read passes the
+failure point ``index.read`` (:mod:`riverbed.storage.faults`), which tests count.
+Indexes are never trusted blindly: :meth:`load` returns
 ``None`` for a missing or inconsistent file and the segment rebuilds it from the log.  A
 crash can leave an index short or stale, never make a read wrong.
 
@@ -24,10 +27,15 @@ its log's lock.
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 import os
 import struct
+import sys
 from array import array
 from pathlib import Path
+
+from riverbed.storage import faults
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -104,19 +112,62 @@ class _SparseIndex:
         self.path.write_bytes(b"")
 
     def _load_entries(self) -> bool:
+        """Read the whole file (one ``read``, decoded by ``array`` rather than one
+        ``struct`` call per entry); False when it is missing, of a size that is not a
+        whole number of entries, or its keys are not strictly increasing."""
+        faults.point("index.read", self.path)
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return False
         if len(data) % self.entry_size:
             return False
-        for pos in range(0, len(data), self.entry_size):
-            key, value = self._decode(data, pos)
-            if self.keys and key <= self.keys[-1]:
-                return False
-            self._append(key, value)
-        self._written = len(self.keys)
+        keys, values = self._decode_all(data)
+        if not _strictly_increasing(keys):
+            return False
+        self.keys, self.values = keys, values
+        self._written = len(keys)
         return True
+
+    def _decode_all(self, data: bytes) -> tuple[array[int], array[int]]:
+        raise NotImplementedError
+
+    @classmethod
+    def read_edges(cls, path: Path, base_offset: int) -> list[tuple[int, int]] | None:
+        """The first and last entries of the file, decoded (two ``pread`` calls: the rest
+        of the file is not read; ``[]`` for an empty file), or None when it is missing
+        or not a whole number of entries.  What a lazy open checks (see
+        :meth:`LogSegment.open_lazily <riverbed.storage.segment.LogSegment.open_lazily>`)."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            if size % cls.entry_size:
+                return None
+            if size == 0:
+                return []
+            first = os.pread(fd, cls.entry_size, 0)
+            last = os.pread(fd, cls.entry_size, size - cls.entry_size)
+        finally:
+            os.close(fd)
+        if len(first) != cls.entry_size or len(last) != cls.entry_size:
+            return None
+        index = cls(path, base_offset)
+        return [index._decode(first, 0), index._decode(last, 0)]
+
+
+def _strictly_increasing(items: array[int]) -> bool:
+    return all(map(operator.lt, items, itertools.islice(items, 1, None)))
+
+
+def _big_endian(typecode: str, data: bytes) -> array[int]:
+    out = array(typecode)
+    out.frombytes(data)
+    if sys.byteorder == "little":
+        out.byteswap()
+    return out
 
 
 class OffsetIndex(_SparseIndex):
@@ -130,6 +181,12 @@ class OffsetIndex(_SparseIndex):
     def _decode(self, buf: bytes, pos: int) -> tuple[int, int]:
         rel, position = _OFFSET_ENTRY.unpack_from(buf, pos)
         return self.base_offset + rel, position
+
+    def _decode_all(self, data: bytes) -> tuple[array[int], array[int]]:
+        pairs = _big_endian("i", data)  # rel0, pos0, rel1, pos1, ...
+        base = self.base_offset
+        keys = array("q", pairs[0::2]) if base == 0 else array("q", [base + r for r in pairs[0::2]])
+        return keys, array("q", pairs[1::2])
 
     def append(self, offset: int, position: int) -> None:
         if self.keys and offset <= self.keys[-1]:
@@ -154,7 +211,7 @@ class OffsetIndex(_SparseIndex):
             p < 0 or p >= max(log_size, 1) for p in index.values[-1:]
         ):
             return None
-        if any(b <= a for a, b in zip(index.values, index.values[1:], strict=False)):
+        if not _strictly_increasing(index.values):
             return None
         return index
 
@@ -170,6 +227,15 @@ class TimeIndex(_SparseIndex):
     def _decode(self, buf: bytes, pos: int) -> tuple[int, int]:
         ts, rel = _TIME_ENTRY.unpack_from(buf, pos)
         return ts, self.base_offset + rel
+
+    def _decode_all(self, data: bytes) -> tuple[array[int], array[int]]:
+        # 12-byte entries: view them as three int32 words (ts high, ts low, rel)
+        words = _big_endian("i", data)
+        high, low = words[0::3], array("I", words[1::3].tobytes())
+        base = self.base_offset
+        keys = array("q", [(h << 32) | lo for h, lo in zip(high, low, strict=True)])
+        values = array("q", [base + r for r in words[2::3]])
+        return keys, values
 
     def append(self, timestamp: int, offset: int) -> None:
         if self.keys and timestamp <= self.keys[-1]:

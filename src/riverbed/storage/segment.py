@@ -35,8 +35,11 @@ Not thread-safe: the owning :class:`~riverbed.storage.log.PartitionLog` serialis
 
 from __future__ import annotations
 
+import bisect
 import errno
+import logging
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,10 +52,13 @@ from riverbed.storage.index import OffsetIndex, TimeIndex
 from riverbed.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from riverbed.storage.verify import SegmentVerifier
 
+log = logging.getLogger(__name__)
+
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
+_NO_LIMIT = (1 << 63) - 1
 
 
 def _rename_deleted(path: Path) -> Path:
@@ -87,8 +93,14 @@ class LogSegment:
         self.created_ms = created_ms
         name = segment_name(base_offset)
         self.log_path = directory / (name + LOG_SUFFIX)
-        self.offset_index = OffsetIndex(directory / (name + INDEX_SUFFIX), base_offset)
-        self.time_index = TimeIndex(directory / (name + TIME_INDEX_SUFFIX), base_offset)
+        self.offset_index_path = directory / (name + INDEX_SUFFIX)
+        self.time_index_path = directory / (name + TIME_INDEX_SUFFIX)
+        # Both None while the index files are not loaded (a lazy open): the properties
+        # offset_index / time_index load them on first use, under _index_lock.
+        self._offset_index: OffsetIndex | None = OffsetIndex(self.offset_index_path, base_offset)
+        self._time_index: TimeIndex | None = TimeIndex(self.time_index_path, base_offset)
+        self._lazy_last: tuple[tuple[int, int] | None, tuple[int, int] | None] = (None, None)
+        self._index_lock = threading.Lock()
         self.txn_index = TransactionIndex(directory / (name + TXN_INDEX_SUFFIX), base_offset)
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -122,9 +134,141 @@ class LogSegment:
         seg = cls(directory, base_offset, file, size, index_interval_bytes, created_ms)
         seg.txn_index = TransactionIndex.load(seg.txn_index.path, base_offset)
         if size == 0:
-            seg.offset_index.path.touch()
-            seg.time_index.path.touch()
+            seg.offset_index_path.touch()
+            seg.time_index_path.touch()
         return seg
+
+    # -- lazy indexes (Kafka's LazyIndex) ---------------------------------------------------
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        """The offset index, read from its file on first use after :meth:`open_lazily`."""
+        index = self._offset_index
+        return index if index is not None else self._load_lazy_indexes()[0]
+
+    @property
+    def time_index(self) -> TimeIndex:
+        """The time index, read from its file on first use after :meth:`open_lazily`."""
+        index = self._time_index
+        return index if index is not None else self._load_lazy_indexes()[1]
+
+    @property
+    def indexes_loaded(self) -> bool:
+        """False while a lazily opened segment has not read its index files yet."""
+        return self._offset_index is not None and self._time_index is not None
+
+    def open_lazily(self, next_base: int | None) -> bool:
+        """Load a trusted segment (cleanly closed, or fsynced below the recovery point)
+        without reading its index files: O(1) per segment, whatever its size.
+
+        Reads the first and last entry of each index file and replays the batch headers
+        (no CRC) from the last offset-index entry to the end of the file, which sets
+        ``next_offset`` and the max timestamp exactly as :meth:`load_trusted` would (the
+        time index's last entry, else the batches after the last offset-index entry).
+        The whole files are read (and fully checked) on first use of
+        :attr:`offset_index` / :attr:`time_index`.  Returns False, changing nothing, when
+        a check fails (a file missing or of a bad size, an entry outside the segment, the
+        last entry not at a batch of its offset, the headers not ending at the file's
+        end, offsets reaching ``next_base``); the caller then uses :meth:`load_trusted`,
+        which rebuilds what is inconsistent.
+        """
+        offset_edges = OffsetIndex.read_edges(self.offset_index_path, self.base_offset)
+        time_edges = TimeIndex.read_edges(self.time_index_path, self.base_offset)
+        if offset_edges is None or time_edges is None:
+            return False
+        start, key = 0, None
+        if offset_edges:
+            (first_key, _p), (key, start) = offset_edges
+            if first_key < self.base_offset or not 0 <= start < self.size:
+                return False
+        self._reset_state()
+        end = start
+        for pos, header in self.scan(start, verify=False):
+            if key is not None and header.base_offset != key:
+                break
+            key = None
+            self._track(header, pos)
+            end = pos + header.size
+        if (
+            key is not None
+            or end != self.size
+            or (next_base is not None and self.next_offset > next_base)
+            or (time_edges and not self._time_edges_fit(time_edges))
+        ):
+            self._reset_state()
+            return False
+        if time_edges and time_edges[1][0] > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = time_edges[1]
+        self._first_batch_timestamp()
+        self._lazy_last = (
+            offset_edges[1] if offset_edges else None,
+            time_edges[1] if time_edges else None,
+        )
+        self._offset_index = self._time_index = None
+        return True
+
+    def _time_edges_fit(self, edges: list[tuple[int, int]]) -> bool:
+        return all(self.base_offset <= offset < self.next_offset for _ts, offset in edges)
+
+    def _load_lazy_indexes(self) -> tuple[OffsetIndex, TimeIndex]:
+        with self._index_lock:
+            if self._offset_index is None or self._time_index is None:
+                self._offset_index, self._time_index = self._read_lazy_indexes()
+            return self._offset_index, self._time_index
+
+    def _read_lazy_indexes(self) -> tuple[OffsetIndex, TimeIndex]:
+        """The whole index files, fully checked and still ending with the entries seen by
+        :meth:`open_lazily`; else indexes rebuilt from the batch headers (no CRC:
+        serving verifies batches anyway) and rewritten.  Never changes ``next_offset``
+        or the timestamps: when the headers disagree with them the segment is served
+        without index (lookups walk from its start, verified) and an ERROR is logged."""
+        offset_index = OffsetIndex.load(self.offset_index_path, self.base_offset, self.size)
+        time_index = TimeIndex.load(self.time_index_path, self.base_offset, self.next_offset)
+        if (
+            offset_index is not None
+            and time_index is not None
+            and _last_entry(offset_index) == self._lazy_last[0]
+            and _last_entry(time_index) == self._lazy_last[1]
+        ):
+            return offset_index, time_index
+        log.warning(
+            "index files of %s are inconsistent or changed since the start; rebuilding "
+            "them from its batch headers",
+            self.log_path,
+        )
+        offset_index = OffsetIndex(self.offset_index_path, self.base_offset)
+        time_index = TimeIndex(self.time_index_path, self.base_offset)
+        since, max_ts, next_offset, end = 0, -1, self.base_offset, 0
+        for pos, header in self.scan(0, verify=False):
+            if pos > 0 and since >= self.index_interval_bytes:  # _track's rule
+                offset_index.append(header.base_offset, pos)
+                time_index.append(max_ts, next_offset - 1)
+                since = 0
+            since += header.size
+            max_ts = max(max_ts, header.max_timestamp)
+            next_offset, end = header.next_offset, pos + header.size
+        if end != self.size or next_offset != self.next_offset:
+            log.error(
+                "batch headers of %s end at byte %d (offset %d), not at byte %d (offset "
+                "%d) as at the start: serving it without index",
+                self.log_path,
+                end,
+                next_offset,
+                self.size,
+                self.next_offset,
+            )
+            return (
+                OffsetIndex(self.offset_index_path, self.base_offset),
+                TimeIndex(self.time_index_path, self.base_offset),
+            )
+        if max_ts >= 0:
+            time_index.append(max_ts, next_offset - 1)  # seal()'s entry
+        try:
+            offset_index.rewrite()
+            time_index.rewrite()
+        except OSError as exc:  # kept in memory; written again at the next close
+            log.warning("cannot rewrite the indexes of %s: %s", self.log_path, exc)
+        return offset_index, time_index
 
     def load_trusted(self, next_base: int | None) -> None:
         """Load a segment that was fsynced before the crash (or cleanly closed).
@@ -137,7 +281,7 @@ class LogSegment:
             self.rebuild(sealed=True)
             return
         start = offset_index.values[-1] if len(offset_index) else 0
-        self.offset_index = offset_index
+        self._offset_index = offset_index
         self._bytes_since_index = 0
         valid_end = self._replay(start, verify=False)
         if valid_end != self.size:
@@ -150,7 +294,7 @@ class LogSegment:
         if len(time_index) and time_index.keys[-1] > self.max_timestamp:
             self.max_timestamp = time_index.keys[-1]
             self.offset_of_max_timestamp = time_index.values[-1]
-        self.time_index = time_index
+        self._time_index = time_index
         self._first_batch_timestamp()
 
     def rebuild(self, *, sealed: bool) -> int:
@@ -171,6 +315,58 @@ class LogSegment:
         self.time_index.rewrite()
         return valid_end
 
+    def recover(self, recovery_point: int) -> int:
+        """The unclean load of a segment reaching past ``recovery_point``: like
+        ``rebuild(sealed=False)`` but without re-reading what was fsynced before the
+        checkpoint; returns where the valid batches end (the caller cuts or refuses).
+
+        Index entries for batches below the recovery point were written before the
+        fsync that the checkpoint records, so, as after a clean shutdown
+        (:meth:`load_trusted`), the index files are trusted up to there when they are
+        consistent: the batches from the last offset-index entry at or below both the
+        recovery point and the time index's coverage on are CRC-checked and indexed,
+        the prefix before it is not read (it is verified before it is first served,
+        :mod:`riverbed.storage.verify`).  Without a usable entry this is ``rebuild``.
+        """
+        start = self._trusted_prefix(recovery_point) if recovery_point > self.base_offset else 0
+        if start == 0:
+            return self.rebuild(sealed=False)
+        return self._replay(start, verify=True)
+
+    def _trusted_prefix(self, recovery_point: int) -> int:
+        """Load the index entries below ``recovery_point`` and the state they imply;
+        the byte position to CRC-check from (0: nothing usable, state untouched)."""
+        offset_index = OffsetIndex.load(self.offset_index_path, self.base_offset, self.size)
+        time_index = TimeIndex.load(self.time_index_path, self.base_offset, _NO_LIMIT)
+        if offset_index is None or time_index is None or not len(time_index):
+            return 0
+        # A time-index entry (T, O) is written with the offset-index entry at O + 1, so
+        # entries up to there cover every batch before it, even in a short file.
+        limit = min(recovery_point, time_index.values[-1] + 1)
+        i = bisect.bisect_right(offset_index.keys, limit) - 1
+        if i < 0:
+            return 0
+        key, start = offset_index.keys[i], offset_index.values[i]
+        head = self.pread(start, HEADER_SIZE)
+        try:
+            if len(head) < HEADER_SIZE or BatchHeader.parse(head).base_offset != key:
+                return 0
+        except CorruptRecordError:
+            return 0
+        offset_index.truncate_to(key + 1)
+        time_index.truncate_to(key)
+        if not len(time_index):
+            return 0
+        self._reset_state()
+        self._offset_index, self._time_index = offset_index, time_index
+        self.max_timestamp, self.offset_of_max_timestamp = (
+            time_index.keys[-1],
+            time_index.values[-1],
+        )
+        self.next_offset = key
+        self._first_batch_timestamp()
+        return start
+
     def describe_end(self) -> str:
         """Where the valid batches end, for error messages."""
         if self.next_offset == self.base_offset:
@@ -178,8 +374,10 @@ class LogSegment:
         return f"after offset {self.next_offset - 1}"
 
     def _reset_state(self) -> None:
-        self.offset_index.clear()
-        self.time_index.clear()
+        """Forget every entry in memory (fresh, loaded indexes; the files are left alone
+        until a rewrite)."""
+        self._offset_index = OffsetIndex(self.offset_index_path, self.base_offset)
+        self._time_index = TimeIndex(self.time_index_path, self.base_offset)
         self.next_offset = self.base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -196,7 +394,11 @@ class LogSegment:
 
     def _first_batch_timestamp(self) -> None:
         if self.size >= HEADER_SIZE:
-            self.first_batch_timestamp = BatchHeader.parse(self.pread(0, HEADER_SIZE)).max_timestamp
+            try:
+                header = BatchHeader.parse(self.pread(0, HEADER_SIZE))
+            except CorruptRecordError:  # found when served; rolls then go by wall clock
+                return
+            self.first_batch_timestamp = header.max_timestamp
 
     # -- append / read ----------------------------------------------------------------
 
@@ -367,6 +569,9 @@ class LogSegment:
         self.flush_indexes()
 
     def flush_indexes(self) -> None:
+        """Append new index entries to the files (nothing for indexes never loaded)."""
+        if not self.indexes_loaded:
+            return
         faults.point("index.flush", self.log_path)
         self.offset_index.flush()
         self.time_index.flush()
@@ -391,19 +596,28 @@ class LogSegment:
                 self.file.renamed(self.log_path)
         else:
             self.log_path = _rename_deleted(self.log_path)
-        self.offset_index.path = _rename_deleted(self.offset_index.path)
-        self.time_index.path = _rename_deleted(self.time_index.path)
+        with self._index_lock:  # a lazy load reads them by their current names
+            self.offset_index_path = _rename_deleted(self.offset_index_path)
+            self.time_index_path = _rename_deleted(self.time_index_path)
+            if self._offset_index is not None:
+                self._offset_index.path = self.offset_index_path
+            if self._time_index is not None:
+                self._time_index.path = self.time_index_path
         self.txn_index.path = _rename_deleted(self.txn_index.path)
 
     def delete(self) -> None:
         self.close()
         for path in (
             self.log_path,
-            self.offset_index.path,
-            self.time_index.path,
+            self.offset_index_path,
+            self.time_index_path,
             self.txn_index.path,
         ):
             path.unlink(missing_ok=True)
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path.name}, size={self.size}, next={self.next_offset})"
+
+
+def _last_entry(index: OffsetIndex | TimeIndex) -> tuple[int, int] | None:
+    return (index.keys[-1], index.values[-1]) if len(index) else None
