@@ -12,6 +12,11 @@ unless selected: ``pytest -m client_suites tests/compat`` (docs/compatibility.md
 
 At the end of the session the API versions every client used against the reference broker
 are written to ``$RIVERBED_API_VERSIONS_OUT`` (JSON) when that variable is set.
+
+With ``$RIVERBED_COMPAT_RESULTS`` set to a directory, each scenario's outcome per broker
+and each client suite's per-test outcomes (``record_suite``) are written there as JSON when
+the session ends, for docs/compatibility.md's table (``scripts/compat_table.py``;
+:mod:`riverbed.testing.compat_table`).  Unset (the default), nothing is written.
 """
 
 from __future__ import annotations
@@ -26,6 +31,11 @@ from typing import Any
 
 import pytest
 
+from riverbed.testing.compat_recording import (  # noqa: F401  (hooks for this directory)
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+)
+from riverbed.testing.compat_table import RECORDER
 from riverbed.testing.embedded import EmbeddedBroker
 from riverbed.testing.kafka_reference import KafkaReference
 from riverbed.testing.scenarios.admin import create_topic
@@ -101,3 +111,14 @@ def new_topic(server: Any, request: pytest.FixtureRequest) -> Callable[..., str]
         return name
 
     return make
+
+
+@pytest.fixture
+def record_suite(request: pytest.FixtureRequest) -> Callable[[str, str, str, dict[str, str]], None]:
+    """``record_suite(client, form, broker, outcomes)``: a client suite run's per-test
+    outcomes for the compatibility table (a no-op unless ``$RIVERBED_COMPAT_RESULTS``)."""
+
+    def record(client: str, form: str, broker: str, outcomes: dict[str, str]) -> None:
+        RECORDER.suite(request.node.nodeid, client, form, broker, outcomes)
+
+    return record

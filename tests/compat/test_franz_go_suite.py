@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from riverbed.testing.compat_table import FRANZ_GO, FRANZ_GO_CI
 from riverbed.testing.franz_go import (
     FranzGoBroker,
     GoUnavailable,
@@ -82,22 +83,32 @@ def test_allowlist_is_well_formed() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(_suite_timeout_s() + 300)
 def test_franz_go_kgo_suite(
-    kgo_binary: Path, franz_go_broker: FranzGoBroker, tmp_path: Path
+    kgo_binary: Path,
+    franz_go_broker: FranzGoBroker,
+    tmp_path: Path,
+    record_suite: Callable[..., None],
 ) -> None:
-    _run_kgo(kgo_binary, franz_go_broker, tmp_path, _records())
+    _run_kgo(kgo_binary, franz_go_broker, tmp_path, _records(), record_suite)
 
 
 @pytest.mark.client_suites
 @pytest.mark.timeout(3600 + 300)
 def test_franz_go_kgo_suite_default_records(
-    kgo_binary: Path, franz_go_broker: FranzGoBroker, tmp_path: Path
+    kgo_binary: Path,
+    franz_go_broker: FranzGoBroker,
+    tmp_path: Path,
+    record_suite: Callable[..., None],
 ) -> None:
     """The documented full run: franz-go's own 500000 records per ETL test."""
-    _run_kgo(kgo_binary, franz_go_broker, tmp_path, None)
+    _run_kgo(kgo_binary, franz_go_broker, tmp_path, None, record_suite)
 
 
 def _run_kgo(
-    kgo_binary: Path, franz_go_broker: FranzGoBroker, tmp_path: Path, records: int | None
+    kgo_binary: Path,
+    franz_go_broker: FranzGoBroker,
+    tmp_path: Path,
+    records: int | None,
+    record_suite: Callable[..., None],
 ) -> None:
     run = os.environ.get("RIVERBED_FRANZ_GO_RUN") or None
     allowlist = load_allowlist(ALLOWLIST)
@@ -133,6 +144,9 @@ def _run_kgo(
         o: sum(1 for v in result.outcomes.values() if v == o) for o in ("pass", "fail", "skip")
     }
     print(f"franz-go kgo on Riverbed: {counts} in {result.elapsed_s:.0f}s")
+    if run is None:  # docs/compatibility.md's table (recorded when $RIVERBED_COMPAT_RESULTS)
+        form = FRANZ_GO_CI if records == CI_RECORDS else f"KGO_TEST_RECORDS={records or 500000}"
+        record_suite(FRANZ_GO, form, "riverbed", dict(result.outcomes))
     findings = compare(result.outcomes, allowlist)
     if not findings.ok:
         details = [result.output_of(t) for t in findings.unexpected_failures[:5]]

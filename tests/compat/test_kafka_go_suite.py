@@ -29,11 +29,13 @@ fresh broker.  Skips when ``go`` is missing or the proxy is unreachable.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from riverbed.testing import kafka_go
+from riverbed.testing.compat_table import KAFKA_GO
 from riverbed.testing.franz_go import AllowlistEntry, GoUnavailable, compare, load_allowlist
 from riverbed.testing.kafka_go import ensure_test_binary, list_tests, run_isolated
 
@@ -84,8 +86,18 @@ def _isolate() -> bool:
     return False
 
 
-def _check(target: str, binary: Path, work_dir: Path, run: str | None) -> dict[str, AllowlistEntry]:
+def _check(
+    target: str,
+    binary: Path,
+    work_dir: Path,
+    run: str | None,
+    record: Callable[..., None] | None = None,
+) -> dict[str, AllowlistEntry]:
+    """``record``: ``record_suite`` (conftest), called with the outcomes unless
+    ``RIVERBED_KAFKA_GO_RUN`` replaced the selection."""
     allowlist = load_allowlist(ALLOWLISTS[target])
+    if os.environ.get("RIVERBED_KAFKA_GO_RUN"):
+        record = None
     run = os.environ.get("RIVERBED_KAFKA_GO_RUN") or run
     listed = list_tests(binary, run)
     # the expected failures of either target run alone: a panic in one ends the binary
@@ -145,6 +157,8 @@ def _check(target: str, binary: Path, work_dir: Path, run: str | None) -> dict[s
             if single is not None and test in single.tails:
                 tails[test] = single.tails[test]
         findings = compare(outcomes, allowlist)
+    if record is not None:
+        record(KAFKA_GO, "CI subset" if run == CI_RUN else "full", target, outcomes)
     if not findings.ok:
         details = ["\n".join(tails.get(t, ())) for t in findings.unexpected_failures[:5]]
         pytest.fail(
@@ -187,19 +201,25 @@ def test_namespace_check_says_why_in_one_line(monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.slow
 @pytest.mark.timeout(SUITE_TIMEOUT_S + 900)
-def test_kafka_go_suite_reduced(kafka_go_binary: Path, tmp_path: Path) -> None:
-    _check("riverbed", kafka_go_binary, tmp_path, CI_RUN)
+def test_kafka_go_suite_reduced(
+    kafka_go_binary: Path, tmp_path: Path, record_suite: Callable[..., None]
+) -> None:
+    _check("riverbed", kafka_go_binary, tmp_path, CI_RUN, record_suite)
 
 
 @pytest.mark.kafka
 @pytest.mark.client_suites
 @pytest.mark.timeout(SUITE_TIMEOUT_S + 900)
-def test_kafka_go_suite_reduced_on_kafka(kafka_go_binary: Path, tmp_path: Path) -> None:
-    _check("kafka", kafka_go_binary, tmp_path, CI_RUN)
+def test_kafka_go_suite_reduced_on_kafka(
+    kafka_go_binary: Path, tmp_path: Path, record_suite: Callable[..., None]
+) -> None:
+    _check("kafka", kafka_go_binary, tmp_path, CI_RUN, record_suite)
 
 
 @pytest.mark.client_suites
 @pytest.mark.parametrize("target", ["riverbed", pytest.param("kafka", marks=pytest.mark.kafka)])
 @pytest.mark.timeout(SUITE_TIMEOUT_S + 1500)
-def test_kafka_go_suite_full(target: str, kafka_go_binary: Path, tmp_path: Path) -> None:
-    _check(target, kafka_go_binary, tmp_path, None)
+def test_kafka_go_suite_full(
+    target: str, kafka_go_binary: Path, tmp_path: Path, record_suite: Callable[..., None]
+) -> None:
+    _check(target, kafka_go_binary, tmp_path, None, record_suite)

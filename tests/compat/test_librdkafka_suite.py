@@ -16,11 +16,12 @@ Skips when npm or a C toolchain is missing or the build fails.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from riverbed.testing.compat_table import LIBRDKAFKA
 from riverbed.testing.embedded import EmbeddedBroker
 from riverbed.testing.franz_go import compare, load_allowlist
 from riverbed.testing.librdkafka_suite import (
@@ -63,12 +64,16 @@ def test_librdkafka_allowlist_is_well_formed() -> None:
 
 @pytest.mark.client_suites
 @pytest.mark.timeout(3600)
-def test_librdkafka_subset(tests_dir: Path, broker: EmbeddedBroker, tmp_path: Path) -> None:
+def test_librdkafka_subset(
+    tests_dir: Path, broker: EmbeddedBroker, tmp_path: Path, record_suite: Callable[..., None]
+) -> None:
     runs = [run_test(tests_dir, t, broker.bootstrap_servers, tmp_path / "runs") for t in _tests()]
     outcomes = {r.test: r.outcome for r in runs}
     counts = {o: sum(1 for v in outcomes.values() if v == o) for o in ("pass", "fail", "skip")}
     elapsed = sum(r.elapsed_s for r in runs)
     print(f"librdkafka tests on Riverbed: {counts} in {elapsed:.0f}s")
+    if not os.environ.get("RIVERBED_LIBRDKAFKA_TESTS"):
+        record_suite(LIBRDKAFKA, "subset", "riverbed", outcomes)
     findings = compare(outcomes, load_allowlist(ALLOWLIST))
     if not findings.ok:
         details = [

@@ -10,6 +10,10 @@ from typing import Any
 
 import pytest
 
+from riverbed.testing.compat_recording import (  # noqa: F401  (docs/compatibility.md's table)
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+)
 from riverbed.testing.embedded import EmbeddedBroker
 from riverbed.testing.kafka_reference import KafkaReference
 
