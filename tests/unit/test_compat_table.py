@@ -3,7 +3,6 @@ scripts/compat_table.py): recording, merging runs, cells, marker replacement, id
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import json
 import re
@@ -18,17 +17,6 @@ from riverbed.testing.compat_recording import broker_of
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "compatibility.md"
 RESULTS = ROOT / "docs" / "compat-results"
-BROKER_ARGS = {
-    "server",
-    "servers",
-    "acl_server",
-    "kafka_reference",
-    "riverbed_broker",
-    "fixes_kafka",
-    "fixes_riverbed",
-    "broker",
-    "wire",
-}
 
 
 def _script() -> Any:
@@ -100,34 +88,6 @@ def test_a_node_no_rule_names_gets_a_row_of_its_own(tmp_path: Path) -> None:
     rows = ct.table_rows(ct.load_results([tmp_path]))
     assert rows[-len(ct.SUITE_FEATURES) - 1] == (ct.OTHER, rule.feature, "pass", "—")
     assert ct.scenario_for("tests/compat/test_errors_admin.py::test_compare_same_x") is None
-
-
-def test_the_compat_tests_known_here_have_named_rows() -> None:
-    """Every broker test in the compat directories today has a row of SCENARIOS (a new one
-    shows as "other scenarios" until given one)."""
-    unmapped = []
-    for directory in (ROOT / "tests" / "compat", ROOT / "tests" / "integration" / "compat_fixes"):
-        for path in sorted(directory.glob("test_*.py")):
-            if "suite" in path.name:
-                continue  # client suites: record_suite, SUITE_FEATURES
-            where = "compat_fixes/" if "compat_fixes" in str(path) else ""
-            for fn in ast.parse(path.read_text()).body:
-                if not isinstance(fn, ast.FunctionDef) or not fn.name.startswith("test_"):
-                    continue
-                args = {a.arg for a in fn.args.args}
-                if args & BROKER_ARGS or any(a.endswith(("_riverbed", "_server")) for a in args):
-                    guesses = [
-                        f"{where}{path.name}::{fn.name}[{b}-{c}-none]"
-                        for b in ct.BROKERS
-                        for c in ("confluent", "kafka-python", "aiokafka")
-                    ] + [f"{where}{path.name}::{fn.name}[riverbed]"]
-                    rules = [ct.scenario_for(g) for g in guesses]
-                    if all(r is not None and r.client == ct.OTHER for r in rules):
-                        unmapped.append(f"{path.name}::{fn.name}")
-    known = {"test_kafka_go_suite.py", "test_franz_go_suite.py"}
-    assert [u for u in unmapped if u.split("::")[0] not in known] == [], (
-        "give them rows in compat_table.SCENARIOS"
-    )
 
 
 def test_broker_from_params_and_fixtures() -> None:
