@@ -207,6 +207,11 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "raw wire",
+        "`segment.bytes` below 1 MiB refused in Kafka's words; `internal.segment.bytes`",
+        r"test_segment_bytes_differential\.py::",
+    ),
+    Scenario(
+        "raw wire",
         "AlterUserScramCredentials altering one user twice: DUPLICATE_RESOURCE",
         _GC + r"test_one_user_altered_twice",
     ),
