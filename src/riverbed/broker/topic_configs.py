@@ -9,6 +9,15 @@ A topic's explicit overrides are split in two: keys the storage layer implements
 Describe follows Kafka's precedence and synonym order: a topic override
 (DYNAMIC_TOPIC_CONFIG) beats the broker's static setting (STATIC_BROKER_CONFIG, under the
 broker-level name such as ``log.retention.ms``), which beats the default (DEFAULT_CONFIG).
+
+Segment size, as Kafka 4.x: a *request* (CreateTopics, AlterConfigs,
+IncrementalAlterConfigs: :func:`check_requested`) setting ``segment.bytes`` below 1048576 is
+INVALID_CONFIG "Invalid value N for configuration segment.bytes: Value must be at least
+1048576"; the internal topic config ``internal.segment.bytes`` (Kafka's, "for testing
+only") sets any size (Riverbed's storage floor is 14 bytes) and wins over
+``segment.bytes``.  It is described only where a topic sets it, and ``segment.bytes`` is
+then still described as set or defaulted.  Overrides already stored (a data dir from an
+older Riverbed with ``segment.bytes=200``) still load and apply.
 Pure functions; no state.
 """
 
@@ -39,6 +48,9 @@ _BROKER_NAME["max.message.bytes"] = "message.max.bytes"
 STORAGE_KEYS: frozenset[str] = frozenset(LogConfig().to_kafka_props())
 _STORAGE_TYPES = {"cleanup.policy": LIST, "message.timestamp.type": STRING}
 _INT_KEYS = {"max.message.bytes", "index.interval.bytes", "segment.bytes"}
+SEGMENT_BYTES, INTERNAL_SEGMENT_BYTES = "segment.bytes", "internal.segment.bytes"
+MIN_SEGMENT_BYTES = 1 << 20
+"""Kafka 4.x's floor for ``segment.bytes`` set by a request (LogConfig's atLeast(1 MiB))."""
 
 
 def _one_of(*choices: str) -> Callable[[str], bool]:
@@ -100,7 +112,10 @@ def storage_props(props: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in props.items():
         if key in STORAGE_KEYS:
-            out[key] = value
+            out.setdefault(key, value)
+            continue
+        if key == INTERNAL_SEGMENT_BYTES:  # the storage layer's segment size: it wins
+            out[SEGMENT_BYTES] = value
             continue
         extra = EXTRA_TOPIC_CONFIGS.get(key)
         if extra is None:
@@ -108,6 +123,25 @@ def storage_props(props: Mapping[str, str]) -> dict[str, str]:
         if not extra.valid(value):
             raise ConfigError(f"invalid value {value!r} for {key}")
     return out
+
+
+def check_requested(props: Mapping[str, str]) -> None:
+    """The checks Kafka 4.x makes on topic configs a request sets, beyond
+    :func:`storage_props` (which also loads stored overrides): ``segment.bytes`` at least
+    1 MiB (ConfigError with Kafka's words; ``internal.segment.bytes`` is the way to small
+    segments)."""
+    raw = props.get(SEGMENT_BYTES)
+    if raw is None:
+        return
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        return  # LogConfig names the bad value
+    if value < MIN_SEGMENT_BYTES:
+        raise ConfigError(
+            f"Invalid value {value} for configuration {SEGMENT_BYTES}: "
+            f"Value must be at least {MIN_SEGMENT_BYTES}"
+        )
 
 
 class ConfigTopics(Protocol):
@@ -152,6 +186,8 @@ class ConfigEntry:
 
 
 def _topic_type(name: str) -> int:
+    if name == INTERNAL_SEGMENT_BYTES:
+        return INT
     if name in _STORAGE_TYPES:
         return _STORAGE_TYPES[name]
     if name in EXTRA_TOPIC_CONFIGS:
@@ -162,7 +198,11 @@ def _topic_type(name: str) -> int:
 def describe_topic_configs(broker: ConfigView, overrides: Mapping[str, str]) -> list[ConfigEntry]:
     """Every topic config with its effective value, source and synonyms."""
     config = broker.config
-    effective = broker.topics.log_config(overrides).to_kafka_props()
+    internal = overrides.get(INTERNAL_SEGMENT_BYTES)
+    public = {k: v for k, v in overrides.items() if k != INTERNAL_SEGMENT_BYTES}
+    effective = broker.topics.log_config(public).to_kafka_props()
+    if internal is not None:  # described only where set, beside segment.bytes
+        effective[INTERNAL_SEGMENT_BYTES] = internal
     defaults = LogConfig().to_kafka_props()
     for name, extra in EXTRA_TOPIC_CONFIGS.items():
         defaults[name] = extra.default
@@ -175,7 +215,8 @@ def describe_topic_configs(broker: ConfigView, overrides: Mapping[str, str]) -> 
             synonyms.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
         if name in config.topic_defaults:
             synonyms.append((broker_name, config.topic_defaults[name], STATIC_BROKER_CONFIG))
-        synonyms.append((broker_name, defaults.get(name), DEFAULT_CONFIG))
+        if name != INTERNAL_SEGMENT_BYTES:  # Kafka lists no default for it
+            synonyms.append((broker_name, defaults.get(name), DEFAULT_CONFIG))
         entries.append(
             ConfigEntry(
                 name=name,

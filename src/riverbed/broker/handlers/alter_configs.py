@@ -3,7 +3,9 @@
 AlterConfigs replaces a topic's whole set of overrides; IncrementalAlterConfigs applies
 SET (0), DELETE (1), APPEND (2) and SUBTRACT (3, list configs such as
 ``cleanup.policy``) to the current overrides.  Both validate first (INVALID_CONFIG naming
-the key) and change nothing under ``validate_only``.  Broker resources are static
+the key; ``segment.bytes`` below 1 MiB with Kafka 4.x's words, see
+:func:`~riverbed.broker.topic_configs.check_requested`) and change nothing under
+``validate_only``.  Broker resources are static
 (flags / server.properties) and answer INVALID_REQUEST.
 
 The change is a command on the topic manager's worker thread (``topics.json``, then each
@@ -21,6 +23,7 @@ from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import TopicAdminDeps
 from riverbed.broker.handlers.describe_configs import BROKER, TOPIC
+from riverbed.broker.topic_configs import check_requested
 from riverbed.broker.topics import ConfigChange
 from riverbed.errors import ConfigError, ProtocolError, RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
@@ -69,7 +72,7 @@ async def _alter(deps: TopicAdminDeps, request: AlterConfigsRequest) -> AlterCon
             deps,
             res.resource_type,
             res.resource_name,
-            lambda _old, n=new: n,  # type: ignore[misc]
+            _replace(new),
             bool(request.validate_only),
         )
         responses.append(
@@ -81,6 +84,14 @@ async def _alter(deps: TopicAdminDeps, request: AlterConfigsRequest) -> AlterCon
             )
         )
     return AlterConfigsResponse(throttle_time_ms=0, responses=responses)
+
+
+def _replace(new: dict[str, str]) -> ConfigChange:
+    def change(_current: dict[str, str]) -> dict[str, str]:
+        check_requested(new)
+        return new
+
+    return change
 
 
 def _incremental(ops: list[Any]) -> ConfigChange:
@@ -106,6 +117,7 @@ def _incremental(ops: list[Any]) -> ConfigChange:
                 raise ConfigError(
                     f"setting {op.name!r}: unknown config operation {op.config_operation}"
                 )
+        check_requested({op.name: current[op.name] for op in ops if op.name in current})
         return current
 
     return change

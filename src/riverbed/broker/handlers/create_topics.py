@@ -32,7 +32,7 @@ from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import TopicAdminDeps
 from riverbed.broker.replica_assignment import partitions_of_assignment
-from riverbed.broker.topic_configs import describe_topic_configs
+from riverbed.broker.topic_configs import check_requested, describe_topic_configs
 from riverbed.errors import ProtocolError, RiverbedError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
@@ -124,6 +124,7 @@ async def _create(
                 deps.node_id, [(a.partition_index, a.broker_ids) for a in wanted.assignments]
             )
         configs = {c.name: c.value for c in wanted.configs if c.value is not None}
+        check_requested(configs)  # segment.bytes >= 1 MiB, as Kafka 4.x
         topic = await deps.topics.create_topic_async(
             wanted.name,
             num_partitions,
