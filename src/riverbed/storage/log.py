@@ -833,9 +833,13 @@ class PartitionLog:
                     break
             if not committed:
                 return FetchResult(data, end, start, end, lso)
-            data = bound_batches(data, lso)
+            if lso < end:  # else every batch read is below the LSO: nothing to cut
+                data = bound_batches(data, lso)
             aborted: tuple[AbortedTxn, ...] = ()
-            if data:
+            # segments before i end at or below ``offset``: only i on may hold an entry
+            # overlapping the read; none (no abort there, the common case) skips the
+            # header walk and the index search
+            if data and any(seg.txn_index.entries for seg in self._segments[i:]):
                 upper = min(self._last_next_offset(data), lso)
                 aborted = tuple(collect_aborted_transactions(self._segments, offset, upper))
             return FetchResult(data, end, start, end, lso, aborted)
