@@ -7,10 +7,12 @@ ShareFetch                 group READ (top level); topic READ (the topic's parti
                            TOPIC_AUTHORIZATION_FAILED, nothing acquired from them)
 ShareAcknowledge           group READ (top level); topic READ (as ShareFetch; their
                            acknowledgements are not applied)
-DescribeShareGroupOffsets  group DESCRIBE (that group); topic DESCRIBE (the topic's
-                           partitions: TOPIC_AUTHORIZATION_FAILED)
-AlterShareGroupOffsets     group READ (top level); topic READ (the topic's partitions)
-DeleteShareGroupOffsets    group DELETE (top level); topic READ (the topic)
+DescribeShareGroupOffsets  group DESCRIBE (that group); topic DESCRIBE (named: the topic's
+                           partitions TOPIC_AUTHORIZATION_FAILED, listed last; all the
+                           group's: the topic left out)
+AlterShareGroupOffsets     group READ (top level); topic READ (the topic's partitions,
+                           listed first)
+DeleteShareGroupOffsets    group DELETE (top level); topic READ (the topic, listed first)
 =========================  =========================================================
 
 Registered in :data:`riverbed.broker.handlers.authorization.GATES` (:data:`SHARE_GATES`);
@@ -157,23 +159,43 @@ def _share_acknowledge(c: Check, request: Any, route: Route) -> Any:
 
 
 def _describe_offsets(c: Check, request: Any, route: Route) -> Any:
+    """As Kafka 4.4 answers: named topics the principal may not DESCRIBE are taken out of
+    the request and answered TOPIC_AUTHORIZATION_FAILED after the others; with null
+    topics (all the group's), such topics are left out of the answer."""
     R = DescribeShareGroupOffsetsResponse
     denied_groups = [g for g in request.groups if not c.group(Op.DESCRIBE, g.group_id)]
     request.groups = [g for g in request.groups if g not in denied_groups]
-    hidden: dict[str, set[str]] = {}
+    hidden: dict[str, list[Any]] = {}
     for g in request.groups:
-        for t in g.topics or ():
-            if not c.topic(Op.DESCRIBE, t.topic_name):
-                hidden.setdefault(g.group_id, set()).add(t.topic_name)
+        if g.topics is None:
+            continue
+        gone = [t for t in g.topics if not c.topic(Op.DESCRIBE, t.topic_name)]
+        g.topics = [t for t in g.topics if t not in gone]
+        hidden[g.group_id] = gone
 
     def finish(response: Any) -> Any:
         for group in response.groups:
-            for topic in group.topics:
-                name = topic.topic_name
-                if name in hidden.get(group.group_id, ()) or (not c.topic(Op.DESCRIBE, name)):
-                    for p in topic.partitions:
-                        p.start_offset, p.lag = -1, -1
-                        p.error_code, p.error_message = TOPIC_DENIED, None
+            if group.group_id not in hidden:  # null topics: drop what may not be described
+                group.topics = [t for t in group.topics if c.topic(Op.DESCRIBE, t.topic_name)]
+                continue
+            if group.error_code != 0:
+                continue
+            group.topics.extend(
+                R.DescribeShareGroupOffsetsResponseTopic(
+                    topic_name=t.topic_name,
+                    partitions=[
+                        R.DescribeShareGroupOffsetsResponsePartition(
+                            partition_index=p,
+                            start_offset=-1,
+                            leader_epoch=0,
+                            lag=-1,
+                            error_code=TOPIC_DENIED,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in hidden[group.group_id]
+            )
         for g in denied_groups:
             response.groups.append(
                 R.DescribeShareGroupOffsetsResponseGroup(
@@ -183,6 +205,16 @@ def _describe_offsets(c: Check, request: Any, route: Route) -> Any:
         return response
 
     return _then(route(c.ctx, request), finish)
+
+
+def _prepend(extra: list[Any]) -> Callable[[Any], Any]:
+    """Denied topics listed before the route's answers, as Kafka 4.4 lists them."""
+
+    def finish(response: Any) -> Any:
+        response.responses[:0] = extra
+        return response
+
+    return finish
 
 
 def _alter_offsets(c: Check, request: Any, route: Route) -> Any:
@@ -203,7 +235,7 @@ def _alter_offsets(c: Check, request: Any, route: Route) -> Any:
         )
         for t in gone
     ]
-    return _then(route(c.ctx, request), lambda r: (r.responses.extend(extra), r)[1])
+    return _then(route(c.ctx, request), _prepend(extra))
 
 
 def _delete_offsets(c: Check, request: Any, route: Route) -> Any:
@@ -216,7 +248,7 @@ def _delete_offsets(c: Check, request: Any, route: Route) -> Any:
         R.DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, error_code=TOPIC_DENIED)
         for t in gone
     ]
-    return _then(route(c.ctx, request), lambda r: (r.responses.extend(extra), r)[1])
+    return _then(route(c.ctx, request), _prepend(extra))
 
 
 SHARE_GATES: dict[int, ShareGate] = {
