@@ -793,7 +793,7 @@ def _offsets_admin_observations(bs: str, past_end: bool) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     wire = Wire(bs)
     try:
-        for group in ("ob-g", "ob-none", "ob-classic", "ob-neg"):
+        for group in ("ob-g", "ob-none", "ob-classic", "ob-neg", "ob-far"):
             find_coordinator(wire, group)
         seen["alter"] = alter("ob-g", {"ob": {0: 2, 1: 4}})
         seen["alter_bad"] = alter("ob-g", {"ob": {5: 0}, "ob-missing": {0: 0}})
@@ -801,6 +801,8 @@ def _offsets_admin_observations(bs: str, past_end: bool) -> dict[str, Any]:
         seen["alter_classic_missing"] = alter("ob-classic", {"ob": {0: 0}, "ob-missing": {0: 0}})
         seen["alter_negative"] = alter("ob-neg", {"ob": {0: -1, 1: -5}})
         seen["describe_neg"] = describe("ob-neg", None)
+        seen["alter_past_end"] = alter("ob-far", {"ob": {0: 100}})
+        seen["describe_past_end"] = describe("ob-far", None)
         seen["describe_all"] = describe("ob-g", None)
         seen["describe_named"] = describe("ob-g", {"ob": [1, 0, *extra], "ob-missing": [0]})
         seen["describe_classic"] = describe("ob-classic", None)
@@ -830,6 +832,8 @@ OFFSETS_ADMIN_ANSWERS: dict[str, Any] = {
     "alter_negative": (0, [("ob", True, [(0, 0), (1, 0)])]),
     "describe_neg": (0, [("ob", True, [(0, 0, -1, 0, -1), (1, 0, -5, 0, 10)])]),
     "describe_all": (0, [("ob", True, [(0, 0, 2, 0, 3), (1, 0, 4, 0, 1)])]),
+    "alter_past_end": (0, [("ob", True, [(0, 0)])]),
+    "describe_past_end": (0, [("ob", True, [(0, 0, 100, 0, -95)])]),  # lag < 0
     "describe_named": (
         0,
         [

@@ -3,8 +3,9 @@ DeleteShareGroupOffsets (92, v0): the share group offsets admin (KIP-932), at Ka
 versions.
 
 * **Describe** answers each share partition's start offset (SPSO) and, from v1, its lag
-  (high watermark - start offset - records already delivered past it; -1 where the group
-  has no state for the partition, whose start offset is then -1 too).  Null topics mean
+  (high watermark - start offset - records already delivered past it, negative for a
+  start offset altered past the end, as Kafka answers; -1 where the group has no state
+  for the partition, whose start offset is then -1 too).  Null topics mean
   every share partition the group has state for.  Like Kafka 4.4 on the wire, Describe
   never answers an error for a group or a topic: an unknown group id, the id of a
   consumer/classic group, an unknown topic (listed after the known ones, topic id zero)
@@ -175,7 +176,7 @@ def _describe_group(
                     partition_index=p,
                     start_offset=start,
                     leader_epoch=0,
-                    lag=max(hwm - start - done, 0),
+                    lag=hwm - start - done,  # negative past the end, as Kafka answers
                 )
             )
         known.append(
