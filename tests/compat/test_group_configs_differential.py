@@ -28,6 +28,9 @@ import pytest
 from riverbed.broker.security.scram import ScramMechanism, salted_password
 from riverbed.protocol.error_codes import ErrorCode as E
 from riverbed.protocol.messages import (
+    AlterConfigsRequest as Replace,
+)
+from riverbed.protocol.messages import (
     AlterUserScramCredentialsRequest as Scram,
 )
 from riverbed.protocol.messages import (
@@ -530,6 +533,66 @@ def test_requests_are_checked_like_kafka(server: Any) -> None:
         assert _alter(wire, group, [(CST, SET, "50000"), (HBI, SET, "6000")]) == (E.NONE, None)
         _settled(wire, group, HBI, "6000")
         assert _settled(wire, group, CST, "50000")[0][:3] == (CST, "50000", GROUP_CONFIG)
+    finally:
+        wire.close()
+
+
+def _replace(
+    wire: Wire, group: str, configs: list[tuple[str, str | None]], validate: bool = False
+) -> tuple[int, str | None]:
+    """AlterConfigs (key 33): the group's configs become exactly ``configs``."""
+    request = Replace(
+        resources=[
+            Replace.AlterConfigsResource(
+                resource_type=GROUP,
+                resource_name=group,
+                configs=[Replace.AlterableConfig(name=n, value=v) for n, v in configs],
+            )
+        ],
+        validate_only=validate,
+    )
+    answer = wire.call(33, 2, request).responses[0]
+    return answer.error_code, answer.error_message
+
+
+def _own(wire: Wire, group: str, want: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The group's own ``(name, value)`` once they are ``want`` (Kafka applies a moment
+    after the answer); what they are at the deadline otherwise."""
+    deadline = time.monotonic() + 60
+    while True:
+        own = [(c[0], c[1]) for c in _describe(wire, group, None) if c[2] == GROUP_CONFIG]
+        if own == want or time.monotonic() > deadline:
+            return own
+        time.sleep(0.1)
+
+
+def test_alter_configs_replaces_a_groups_whole_set_like_kafka(server: Any) -> None:
+    wire = Wire(server.bootstrap_servers)
+    try:
+        group = _group()
+        limit = "share.delivery.count.limit"
+        assert _alter(wire, group, [(CST, SET, "50000"), (limit, SET, "3")]) == (E.NONE, None)
+        assert _own(wire, group, [(CST, "50000"), (limit, "3")]) == [(CST, "50000"), (limit, "3")]
+        assert _replace(wire, group, [(HBI, "6000")]) == (E.NONE, None)
+        assert _own(wire, group, [(HBI, "6000")]) == [(HBI, "6000")]
+        for configs, expected in [
+            ([(HBI, "1")], (E.INVALID_CONFIG, _range(HBI, 5000, 15000))),
+            ([("nope", "1")], (E.INVALID_CONFIG, "Unknown group config name: nope")),
+            ([(HBI, None)], (E.INVALID_REQUEST, f"Null value not supported for : {HBI}")),
+            (
+                [(HBI, "6000"), (HBI, "7000")],
+                (E.INVALID_REQUEST, "Error due to duplicate config keys"),
+            ),
+        ]:
+            assert _replace(wire, group, configs) == expected, configs
+        assert _replace(wire, "", [(HBI, "6000")]) == (
+            E.INVALID_REQUEST,
+            "Default group resources are not allowed.",
+        )
+        assert _replace(wire, group, [(limit, "4")], validate=True) == (E.NONE, None)
+        assert _own(wire, group, [(HBI, "6000")]) == [(HBI, "6000")]
+        assert _replace(wire, group, []) == (E.NONE, None)
+        assert _own(wire, group, []) == []
     finally:
         wire.close()
 

@@ -32,6 +32,7 @@ from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.share_deps import SharePort
 from riverbed.broker.handlers.share_group_configs import (
     GroupConfigs,
+    alter_configs,
     describe_configs,
     incremental_alter_configs,
 )
@@ -53,6 +54,7 @@ Route = Any  # Callable[[RequestContext, Any], Any | Awaitable[Any]]; see handle
 SHARE = "share"
 LIST_GROUPS, JOIN_GROUP, DELETE_GROUPS, CONSUMER_GROUP_HEARTBEAT = 16, 11, 42, 68
 INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CONFIGS, DESCRIBE_GROUPS = 44, 32, 15
+ALTER_CONFIGS = 33
 DESCRIBE_GROUPS_ERRORS_VERSION = 6  # DescribedGroup.ErrorMessage
 
 
@@ -69,7 +71,8 @@ class ShareAdminPort(SharePort, GroupConfigs, Protocol):
 
 def wrap_group_routes(host: ShareHost, routes: dict[int, Route]) -> None:
     """Wrap the bound ListGroups, DeleteGroups, DescribeGroups, ConsumerGroupHeartbeat,
-    JoinGroup, DescribeConfigs and IncrementalAlterConfigs routes (in place)."""
+    JoinGroup, DescribeConfigs, IncrementalAlterConfigs and AlterConfigs routes (in
+    place)."""
     routes[LIST_GROUPS] = list_groups(host, routes[LIST_GROUPS])
     routes[DELETE_GROUPS] = delete_groups(host, routes[DELETE_GROUPS])
     routes[CONSUMER_GROUP_HEARTBEAT] = consumer_group_heartbeat(
@@ -81,6 +84,7 @@ def wrap_group_routes(host: ShareHost, routes: dict[int, Route]) -> None:
     routes[INCREMENTAL_ALTER_CONFIGS] = incremental_alter_configs(
         host, routes[INCREMENTAL_ALTER_CONFIGS]
     )
+    routes[ALTER_CONFIGS] = alter_configs(host, routes[ALTER_CONFIGS])  # GROUP resources
 
 
 def list_groups(host: ShareHost, route: Route) -> Route:

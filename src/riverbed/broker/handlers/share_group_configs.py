@@ -1,16 +1,18 @@
-"""GROUP resource configs (type 32) in IncrementalAlterConfigs and DescribeConfigs, as
-Kafka 4.4 answers them (the keys, checks and words: :mod:`riverbed.broker.group_configs`).
+"""GROUP resource configs (type 32) in IncrementalAlterConfigs, AlterConfigs and
+DescribeConfigs, as Kafka 4.4 answers them (the keys, checks and words:
+:mod:`riverbed.broker.group_configs`).
 
-IncrementalAlterConfigs (key 44) resources of type GROUP are answered here, from a route
-wrapper (:func:`incremental_alter_configs`), so the topic-config adapter
-(:mod:`.alter_configs`) stays as it is; other resource types go to the wrapped route and
-the answers are merged in request order.  Per resource, as Kafka does: an empty group name
-is INVALID_REQUEST "Default group resources are not allowed.", a name twice in one
-resource INVALID_REQUEST "Error due to duplicate config keys", SET without a value
-INVALID_REQUEST "Null value not supported for : N", APPEND / SUBTRACT INVALID_CONFIG ("Can't
-APPEND to key N because its type is not LIST.", for every GROUP key), an unknown operation
-UNKNOWN_SERVER_ERROR; then the group's configs after the change are validated whole
-(:func:`riverbed.broker.group_configs.validate`) and nothing is changed on any error.
+IncrementalAlterConfigs (key 44) and AlterConfigs (key 33, which replaces the group's
+whole set: keys not given are deleted) resources of type GROUP are answered here, from
+route wrappers (:func:`incremental_alter_configs`, :func:`alter_configs`), so the
+topic-config adapter (:mod:`.alter_configs`) stays as it is; other resource types go to the
+wrapped route and the answers are merged in request order.  Per resource, as Kafka does:
+an empty group name is INVALID_REQUEST "Default group resources are not allowed.", a name
+twice in one resource INVALID_REQUEST "Error due to duplicate config keys", SET without a
+value INVALID_REQUEST "Null value not supported for : N", APPEND / SUBTRACT INVALID_CONFIG
+("Can't APPEND to key N because its type is not LIST.", for every GROUP key), an unknown
+operation UNKNOWN_SERVER_ERROR; then the group's configs after the change are validated
+whole (:func:`riverbed.broker.group_configs.validate`) and nothing is changed on any error.
 DELETE of a name the group does not set (even an unknown one) succeeds.
 
 DescribeConfigs (key 32) of a GROUP resource lists every non-internal key (and the internal
@@ -26,7 +28,8 @@ is sent, and read back at start.  Event-loop only.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from riverbed.broker import group_configs
@@ -35,9 +38,9 @@ from riverbed.broker.context import RequestContext
 from riverbed.errors import ConfigError
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
+    AlterConfigsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
 
@@ -70,40 +73,86 @@ def _broker_settings(host: ShareConfigHost) -> Mapping[str, str]:
 
 
 def incremental_alter_configs(host: ShareConfigHost, route: Route) -> Route:
-    def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> Any:
+    """Wrap IncrementalAlterConfigs: GROUP resources answered here (SET / DELETE)."""
+    return _alter_route(host, route, Resp, lambda _current, res: list(res.configs))
+
+
+def alter_configs(host: ShareConfigHost, route: Route) -> Route:
+    """Wrap AlterConfigs: a GROUP resource's configs become exactly the ones given (as
+    Kafka 4.4: the others are deleted; the same checks and words)."""
+    return _alter_route(host, route, AlterConfigsResponse, _replacing)
+
+
+@dataclass(frozen=True, slots=True)
+class _Op:
+    name: str
+    config_operation: int
+    value: str | None
+
+
+def _replacing(current: Mapping[str, str], res: Any) -> list[Any]:
+    given = {c.name for c in res.configs}
+    return [_Op(c.name, SET, c.value) for c in res.configs] + [
+        _Op(name, DELETE, None) for name in current if name not in given
+    ]
+
+
+def _alter_route(
+    host: ShareConfigHost,
+    route: Route,
+    response_cls: Any,
+    ops_of: Callable[[Mapping[str, str], Any], list[Any]],
+) -> Route:
+    def handle(ctx: RequestContext, request: Any) -> Any:
         groups = [r for r in request.resources if r.resource_type == GROUP_RESOURCE]
         if not groups:
             return route(ctx, request)
         broker = _broker_settings(host)
-        answers = {
-            id(r): _alter_group(host.share_groups, r, bool(request.validate_only), broker)
-            for r in groups
-        }
+        answers = {}
+        for res in groups:
+            current = host.share_groups.group_config(res.resource_name)
+            code, message = _alter_group(
+                host.share_groups,
+                res.resource_name,
+                ops_of(current, res),
+                bool(request.validate_only),
+                broker,
+            )
+            answers[id(res)] = response_cls.AlterConfigsResourceResponse(
+                error_code=code,
+                error_message=message,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+            )
         order = list(request.resources)
         request.resources = [r for r in order if r.resource_type != GROUP_RESOURCE]
         other = route(ctx, request) if request.resources else None
         awaitable = other.awaitable if isinstance(other, Barrier) else other
         save = not request.validate_only
 
-        async def later() -> Resp:
+        async def later() -> Any:
             if save:  # durable before the answer, as Kafka's config records are
                 await host.share_groups.save_group_configs()
             response = await awaitable if awaitable is not None else None
-            return _merge(order, answers, response)
+            rest = iter(response.responses if response is not None else [])
+            return response_cls(
+                throttle_time_ms=0 if response is None else response.throttle_time_ms,
+                responses=[answers[id(r)] if id(r) in answers else next(rest) for r in order],
+            )
 
         return Barrier(asyncio.ensure_future(later()))
 
     return handle
 
 
-def _check_ops(res: Any) -> tuple[ErrorCode, str | None]:
+def _check_ops(group: str, ops: list[Any]) -> tuple[ErrorCode, str | None]:
     """The request-level checks Kafka makes before validating values."""
-    if not res.resource_name:
+    if not group:
         return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
-    names = [op.name for op in res.configs]
+    names = [op.name for op in ops]
     if len(set(names)) != len(names):
         return ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
-    for op in res.configs:
+    for op in ops:
         if op.config_operation in (APPEND, SUBTRACT):
             verb = "APPEND" if op.config_operation == APPEND else "SUBTRACT"
             return (
@@ -118,41 +167,33 @@ def _check_ops(res: Any) -> tuple[ErrorCode, str | None]:
 
 
 def _alter_group(
-    configs: GroupConfigs, res: Any, validate_only: bool, broker: Mapping[str, str]
-) -> Resp.AlterConfigsResourceResponse:
-    code, message = _check_ops(res)
-    if code == ErrorCode.NONE:
-        current = dict(configs.group_config(res.resource_name))
-        for op in res.configs:
-            if op.config_operation == SET:
-                current[op.name] = op.value
-            else:
-                current.pop(op.name, None)
-        try:
-            valid = group_configs.validate(current, broker)
-            change: dict[str, str | None] = {
-                op.name: valid[op.name] if op.config_operation == SET else None
-                for op in res.configs
-                if op.name in group_configs.GROUP_CONFIG_KEYS
-            }
-            if not validate_only:
-                configs.set_group_config(res.resource_name, change)
-        except (ValueError, ConfigError) as exc:
-            code, message = ErrorCode.INVALID_CONFIG, str(exc)
-    return Resp.AlterConfigsResourceResponse(
-        error_code=code,
-        error_message=message,
-        resource_type=res.resource_type,
-        resource_name=res.resource_name,
-    )
-
-
-def _merge(order: list[Any], answers: dict[int, Any], other: Resp | None) -> Resp:
-    rest = iter(other.responses if other is not None else [])
-    return Resp(
-        throttle_time_ms=0 if other is None else other.throttle_time_ms,
-        responses=[answers[id(r)] if id(r) in answers else next(rest) for r in order],
-    )
+    configs: GroupConfigs,
+    group: str,
+    ops: list[Any],
+    validate_only: bool,
+    broker: Mapping[str, str],
+) -> tuple[ErrorCode, str | None]:
+    code, message = _check_ops(group, ops)
+    if code != ErrorCode.NONE:
+        return code, message
+    current = dict(configs.group_config(group))
+    for op in ops:
+        if op.config_operation == SET:
+            current[op.name] = op.value
+        else:
+            current.pop(op.name, None)
+    try:
+        valid = group_configs.validate(current, broker)
+        change: dict[str, str | None] = {
+            op.name: valid[op.name] if op.config_operation == SET else None
+            for op in ops
+            if op.name in group_configs.GROUP_CONFIG_KEYS
+        }
+        if not validate_only:
+            configs.set_group_config(group, change)
+    except (ValueError, ConfigError) as exc:
+        return ErrorCode.INVALID_CONFIG, str(exc)
+    return ErrorCode.NONE, None
 
 
 def describe_configs(host: ShareConfigHost, route: Route) -> Route:
