@@ -92,6 +92,7 @@ def broker_command(
     2 bad flag or setting, port in use; 3 stopped, but a full or failing disk kept some
     partitions from closing cleanly (one ERROR line names it; they recover at next start).
     """
+    from riverbed.broker import allocator
     from riverbed.broker.server import Broker, new_event_loop
 
     if not data_dir_text.strip():
@@ -114,6 +115,7 @@ def broker_command(
     host, port = _parse_listen(listen)
     level = _parse_log_level(log_level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    allocator.tune()  # fetch buffers reused, not faulted in afresh per response
     loop = new_event_loop()
     try:
         stop = asyncio.Event()

@@ -524,19 +524,47 @@ class LogSegment:
 
     def read(self, position: int, max_bytes: int, *, min_one_batch: bool) -> bytes:
         """Whole batches from ``position``, at most ``max_bytes`` unless the first batch
-        alone is bigger and ``min_one_batch`` is set."""
+        alone is bigger and ``min_one_batch`` is set.
+
+        ``position`` must be a batch start.  A read that stops inside the segment ends
+        at the last whole batch before ``position + max_bytes``, found through the
+        offset index (:meth:`_batches_end`), so the one ``pread`` returns exactly whole
+        batches: reading ``max_bytes`` and cutting off the partial last batch copied the
+        whole read a second time (most of the broker's Fetch CPU for 1 KiB records).
+        """
         want = min(max(max_bytes, 0), self.size - position)
+        if 0 < want < self.size - position:
+            cut = self._batches_end(position, position + want)
+            if cut > position:
+                data = self.pread(position, cut - position)
+                if _whole_batches(data) == len(data):
+                    return data
+                # The index disagreed with the log: read and cut as below.
         data = self.pread(position, want) if want > 0 else b""
-        end = 0
-        while end + 12 <= len(data):
-            size = int.from_bytes(data[end + 8 : end + 12], "big") + 12
-            if end + size > len(data):
-                break
-            end += size
+        end = _whole_batches(data)
         if end == 0 and min_one_batch and position + 12 <= self.size:
             size = int.from_bytes(self.pread(position + 8, 4), "big") + 12
             return self.pread(position, size)
         return data[:end]
+
+    def _batches_end(self, position: int, limit: int) -> int:
+        """The end of the last whole batch in ``[position, limit]`` (``position`` when
+        the first batch alone is longer), ``limit`` inside the file.
+
+        Starts at the offset index's last batch position at or below ``limit`` (or at
+        ``position``) and walks batch lengths from there, one 4-byte ``pread`` per batch:
+        at most one batch plus ``index.interval.bytes`` lie between two index entries.
+        A wrong index entry only makes the result unusable; :meth:`read` checks it.
+        """
+        positions = self.offset_index.values
+        i = bisect.bisect_right(positions, limit)
+        end = positions[i - 1] if i and positions[i - 1] > position else position
+        while end + 12 <= limit:
+            size = int.from_bytes(self.pread(end + 8, 4), "big") + 12
+            if size < HEADER_SIZE or end + size > limit:
+                break
+            end += size
+        return end
 
     # -- maintenance ------------------------------------------------------------------
 
@@ -617,6 +645,17 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path.name}, size={self.size}, next={self.next_offset})"
+
+
+def _whole_batches(data: bytes) -> int:
+    """Length of the leading whole batches of ``data`` (by their length fields)."""
+    end = 0
+    while end + 12 <= len(data):
+        size = int.from_bytes(data[end + 8 : end + 12], "big") + 12
+        if end + size > len(data):
+            break
+        end += size
+    return end
 
 
 def _last_entry(index: OffsetIndex | TimeIndex) -> tuple[int, int] | None:
