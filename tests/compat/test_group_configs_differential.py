@@ -65,7 +65,10 @@ def kafka44() -> Iterator[KafkaReference]:
 
 
 @pytest.fixture(
-    params=[pytest.param("kafka44", marks=pytest.mark.kafka, id="kafka"), "riverbed_broker"]
+    params=[
+        pytest.param("kafka44", marks=pytest.mark.kafka, id="kafka"),
+        pytest.param("riverbed_broker", id="riverbed"),
+    ]
 )
 def server(request: pytest.FixtureRequest) -> Any:
     """Kafka 4.4 (this module's reference) or Riverbed (the session's broker)."""
