@@ -214,6 +214,8 @@ class BrokerConfig:
             elif key in _COARSE_SYNONYMS:
                 coarse[key] = value
             elif key in TOPIC_SYNONYMS:
+                if key == "log.segment.bytes":  # Kafka 4.x: at least 1 MiB
+                    _int(key, value, minimum=1 << 20)
                 topic[TOPIC_SYNONYMS[key]] = value
             elif key in TOPIC_KEYS:
                 topic[key] = value

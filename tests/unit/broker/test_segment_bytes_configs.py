@@ -29,3 +29,13 @@ def test_a_request_below_one_mebibyte_is_refused_in_kafkas_words() -> None:
     )
     check_requested({"segment.bytes": "1048576", "internal.segment.bytes": "14"})
     check_requested({"segment.bytes": "big"})  # LogConfig names a value that is not a number
+
+
+def test_the_broker_default_is_held_to_the_same_floor() -> None:
+    from riverbed.broker.config import BrokerConfig
+
+    with pytest.raises(ConfigError, match=r"'log\.segment\.bytes': 200 is below the minimum"):
+        BrokerConfig.from_props({"log.segment.bytes": "200"})
+    assert BrokerConfig.from_props({"log.segment.bytes": "1048576"}).topic_defaults == {
+        "segment.bytes": "1048576"
+    }
