@@ -1,13 +1,17 @@
 """The riverbed Spark source and sink, measured against Riverbed's broker.
 
-Starts an embedded Riverbed broker (or uses ``--bootstrap``, any Kafka-protocol broker),
-produces ``--records`` records of ``--size`` bytes into a ``--partitions``-partition
-topic, and on Spark ``local[2]`` measures, in one run:
+Starts a Riverbed broker (``--broker subprocess``, the default: ``riverbed broker`` in its
+own process, as deployed; ``--broker embedded``: a thread of this process) or uses
+``--bootstrap`` (any Kafka-protocol broker), produces ``--records`` records of
+``--size`` bytes into a ``--partitions``-partition topic, and on Spark ``local[2]``
+measures, in one run:
 
 * **scan**: ``spark.read.format("riverbed")`` into an aggregate that touches every value
   (``sum(length(value))``), beside Spark scanning the *same rows* from Parquet with the
   same aggregate -- rows/s of both and their ratio (Parquet is the ceiling: no broker, no
-  Python, columnar files);
+  Python, columnar files) -- and the *in-memory floor*: a Python data source
+  (``bench_floor``) yielding the same rows as ready-made Arrow batches, no client, no
+  broker: what any Python data source costs on this Spark before it reads anything;
 * **stream**: ``readStream`` with ``trigger(availableNow=True)`` into the ``noop`` sink,
   query start included;
 * **plan**: the source's own part of a micro-batch without Spark (driver-side planning
@@ -19,15 +23,18 @@ topic, and on Spark ``local[2]`` measures, in one run:
   p50/p99/max after the query's first (slow, ~10 s) micro-batch has run.
 
 The embedded broker runs in this process (a thread), competing for the GIL with the
-producer and the consumer; on 2 cores it also competes with Spark's JVM and Python
+producer, the consumer and the Spark driver's py4j threads; the subprocess broker
+competes only for the cores.  On 2 cores both compete with Spark's JVM and Python
 workers.  Compare ratios within one run, not absolute figures across machines.
 
-Run: ``.venv/bin/python bench/bench_spark.py [--bootstrap HOST:PORT]``
+Run: ``.venv/bin/python bench/bench_spark.py [--broker subprocess|embedded]
+[--bootstrap HOST:PORT]``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -39,27 +46,40 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
+from bench_produce_consume import riverbed_subprocess
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
 
 import riverbed.spark
 from riverbed.spark.options import parse_source_options
 from riverbed.spark.reader import RiverbedStreamReader
+from riverbed.spark.schema import arrow_schema, source_schema
 from riverbed.testing.embedded import EmbeddedBroker
 
 
 @contextmanager
-def broker_servers(bootstrap: str | None) -> Iterator[str]:
+def broker_servers(bootstrap: str | None, broker: str) -> Iterator[str]:
+    """``--bootstrap`` as given, else a Riverbed broker: ``subprocess`` (``riverbed broker``
+    in its own process, as deployed) or ``embedded`` (a thread of this process, sharing the
+    GIL with the Spark driver's py4j threads and the producer)."""
     if bootstrap is not None:
         yield bootstrap
         return
+    if broker == "subprocess":
+        with riverbed_subprocess(False) as servers:
+            yield servers
+        return
     with (
         tempfile.TemporaryDirectory(prefix="riverbed-bench-spark-") as data_dir,
-        EmbeddedBroker(data_dir) as broker,
+        EmbeddedBroker(data_dir) as embedded,
     ):
-        yield broker.bootstrap_servers
+        yield embedded.bootstrap_servers
 
 
 def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
@@ -98,6 +118,7 @@ def local_session() -> SparkSession:
     )
     session.sparkContext.setLogLevel("ERROR")
     riverbed.spark.register(session)
+    session.dataSource.register(FloorSource)
     return session
 
 
@@ -108,7 +129,64 @@ def timed_scan(df: DataFrame) -> tuple[int, float]:
     return int(row["n"]), time.perf_counter() - started
 
 
-def bench_scan(spark: SparkSession, bootstrap: str, topic: str, runs: int) -> None:
+class _FloorReader(DataSourceReader):
+    """Yields the benchmark's rows from memory: ``rows[i]`` records of ``size`` B in input
+    partition ``i``, as ``pyarrow.RecordBatch``es of ``batch`` rows in the source's schema."""
+
+    def __init__(self, rows: list[int], size: int, batch: int) -> None:
+        self.rows, self.size, self.batch = rows, size, batch
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(i) for i in range(len(self.rows))]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        schema = arrow_schema(include_headers=False)
+        total, size = self.rows[partition.value], self.size
+        for start in range(0, total, self.batch):
+            n = min(self.batch, total - start)
+            ends = np.arange(0, (n + 1) * size, size, dtype=np.int32)
+            values = pa.Array.from_buffers(
+                pa.binary(),
+                n,
+                [None, pa.py_buffer(ends.tobytes()), pa.py_buffer(b"x" * (n * size))],
+            )
+            stamps = pa.array(np.full(n, time.time_ns() // 1000, dtype=np.int64))
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.nulls(n, pa.binary()),
+                    values,
+                    pa.repeat(pa.scalar("floor", pa.string()), n),
+                    pa.repeat(pa.scalar(partition.value, pa.int32()), n),
+                    pa.array(np.arange(start, start + n, dtype=np.int64)),
+                    stamps.cast(pa.timestamp("us", tz="UTC")),
+                    pa.repeat(pa.scalar(0, pa.int32()), n),
+                ],
+                schema=schema,
+            )
+
+
+class FloorSource(DataSource):
+    """``format("bench_floor")``: the ceiling of *any* Python data source on this Spark --
+    the same rows, already in memory, no client, no broker (options ``rows``: JSON list of
+    rows per input partition, ``size``, ``batch``)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "bench_floor"
+
+    def schema(self) -> StructType:
+        return source_schema(include_headers=False)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        options = self.options
+        return _FloorReader(
+            json.loads(options["rows"]), int(options["size"]), int(options.get("batch", 10_000))
+        )
+
+
+def bench_scan(
+    spark: SparkSession, bootstrap: str, topic: str, runs: int, rows: list[int], size: int
+) -> None:
     def source(builder: DataFrameReader) -> DataFrame:
         return (
             builder.format("riverbed")
@@ -122,25 +200,39 @@ def bench_scan(spark: SparkSession, bootstrap: str, topic: str, runs: int) -> No
         path = str(Path(parquet_dir) / "rows")
         source(spark.read).write.parquet(path)
         timed_scan(spark.read.parquet(path))  # warm up the Parquet path as well
+        floor = (
+            spark.read.format("bench_floor")
+            .option("rows", json.dumps(rows))
+            .option("size", str(size))
+            .load()
+        )
+        timed_scan(floor)
         ours: list[float] = []
+        floors: list[float] = []
         theirs: list[float] = []
         for attempt in range(1, runs + 1):
-            rows, riverbed_s = timed_scan(source(spark.read))
+            n, riverbed_s = timed_scan(source(spark.read))
+            floor_rows, floor_s = timed_scan(floor)
             parquet_rows, parquet_s = timed_scan(spark.read.parquet(path))
-            assert parquet_rows == rows, (parquet_rows, rows)
-            ours.append(rows / riverbed_s)
-            theirs.append(rows / parquet_s)
+            assert parquet_rows == n == floor_rows, (parquet_rows, n, floor_rows)
+            ours.append(n / riverbed_s)
+            floors.append(n / floor_s)
+            theirs.append(n / parquet_s)
             print(
-                f"scan #{attempt}: riverbed source {rows / riverbed_s:,.0f} rows/s "
-                f"({riverbed_s:.2f} s), Parquet {rows / parquet_s:,.0f} rows/s "
-                f"({parquet_s:.2f} s), ratio source/Parquet {parquet_s / riverbed_s:.2f} "
-                f"(load {load()})"
+                f"scan #{attempt}: riverbed source {n / riverbed_s:,.0f} rows/s "
+                f"({riverbed_s:.2f} s), in-memory floor {n / floor_s:,.0f} rows/s "
+                f"({floor_s:.2f} s), Parquet {n / parquet_s:,.0f} rows/s ({parquet_s:.2f} s); "
+                f"source/Parquet {parquet_s / riverbed_s:.2f}, floor/Parquet "
+                f"{parquet_s / floor_s:.2f} (load {load()})"
             )
         ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+        floor_ratios = [a / b for a, b in zip(floors, theirs, strict=True)]
         print(
             f"scan median of {runs}: riverbed source {statistics.median(ours):,.0f} rows/s, "
-            f"Parquet {statistics.median(theirs):,.0f} rows/s, "
-            f"median ratio source/Parquet {statistics.median(ratios):.2f}"
+            f"in-memory floor {statistics.median(floors):,.0f} rows/s, "
+            f"Parquet {statistics.median(theirs):,.0f} rows/s; median ratios "
+            f"source/Parquet {statistics.median(ratios):.2f}, "
+            f"floor/Parquet {statistics.median(floor_ratios):.2f}"
         )
 
 
@@ -316,7 +408,13 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--runs", type=int, default=5, help="scan repetitions (alternating)")
-    parser.add_argument("--bootstrap", help="a running broker instead of an embedded one")
+    parser.add_argument("--bootstrap", help="a running broker instead of a started one")
+    parser.add_argument(
+        "--broker",
+        choices=("subprocess", "embedded"),
+        default="subprocess",
+        help="how to start Riverbed's broker (without --bootstrap)",
+    )
     parser.add_argument("--trigger-ms", type=int, default=100)
     parser.add_argument("--latency-rate", type=int, default=200, help="records/s")
     parser.add_argument("--latency-seconds", type=float, default=15)
@@ -326,7 +424,7 @@ def main() -> None:
     parser.add_argument("--plan-rounds", type=int, default=20)
     args = parser.parse_args()
 
-    with broker_servers(args.bootstrap) as bootstrap:
+    with broker_servers(args.bootstrap, args.broker) as bootstrap:
         spark = local_session()
         try:
             if "scan" not in args.skip or "stream" not in args.skip:
@@ -334,7 +432,10 @@ def main() -> None:
                 create_topics(bootstrap, [topic], args.partitions)
                 produce_records(bootstrap, topic, args.records, args.size, args.partitions)
                 if "scan" not in args.skip:
-                    bench_scan(spark, bootstrap, topic, args.runs)
+                    rows = [
+                        len(range(p, args.records, args.partitions)) for p in range(args.partitions)
+                    ]
+                    bench_scan(spark, bootstrap, topic, args.runs, rows, args.size)
                 if "stream" not in args.skip:
                     bench_stream(spark, bootstrap, topic)
             if "plan" not in args.skip:

@@ -9,10 +9,17 @@ headers convert, and no batch is larger than asked for.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 
 from confluent_kafka import KafkaError, Message
 
-from riverbed.spark.partition_reader import _accept, _Columns
+from riverbed.spark.partition_reader import (
+    BULK_READ_DEFAULTS,
+    _accept,
+    _Columns,
+    _cyclic_gc_paused,
+    consumer_config,
+)
 from riverbed.spark.schema import arrow_schema
 
 
@@ -100,3 +107,34 @@ def test_columns_all_without_timestamps() -> None:
     batch = columns.batch("t", 3, limit=10)
     assert batch.column("timestamp").null_count == 3
     assert set(batch.column("timestampType").to_pylist()) == {-1}
+
+
+def test_consumer_config_bulk_defaults_yield_to_the_users_kafka_options() -> None:
+    config = consumer_config({"bootstrap.servers": "h:1"})
+    assert config["fetch.queue.backoff.ms"] == BULK_READ_DEFAULTS["fetch.queue.backoff.ms"]
+    assert config["enable.partition.eof"] is False
+    config = consumer_config({"bootstrap.servers": "h:1", "fetch.queue.backoff.ms": "500"})
+    assert config["fetch.queue.backoff.ms"] == "500"
+
+
+def test_cyclic_gc_paused_restores_the_collectors_setting() -> None:
+    assert gc.isenabled()
+    with _cyclic_gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _cyclic_gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # left off: it was off before
+    finally:
+        gc.enable()
+
+
+def test_cyclic_gc_paused_turns_the_collector_back_on_after_an_error() -> None:
+    try:
+        with _cyclic_gc_paused():
+            raise KeyError("boom")
+    except KeyError:
+        pass
+    assert gc.isenabled()
