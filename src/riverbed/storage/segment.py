@@ -59,6 +59,7 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
 _NO_LIMIT = (1 << 63) - 1
+_SCAN_CHUNK = 1 << 20
 
 
 def _rename_deleted(path: Path) -> Path:
@@ -387,10 +388,43 @@ class LogSegment:
     def _replay(self, start: int, *, verify: bool) -> int:
         """Track every batch from ``start``; returns where the valid batches end."""
         end = start
-        for pos, header in self.scan(start, verify=verify):
+        batches = self._scan_verified(start) if verify else self.scan(start, verify=False)
+        for pos, header in batches:
             self._track(header, pos)
             end = pos + header.size
         return end
+
+    def _scan_verified(self, start: int) -> Iterator[tuple[int, BatchHeader]]:
+        """:meth:`scan` with ``verify`` (the same checks, the same stop), reading the file
+        :data:`_SCAN_CHUNK` bytes at a time: one ``pread`` per MiB instead of two per
+        batch, for recovery's CRC check (small batches were syscall-bound)."""
+        limit = self.size
+        pos, min_base = start, self.base_offset
+        buf, at = b"", start  # buf holds the file's bytes [at, at + len(buf))
+        while pos + HEADER_SIZE <= limit:
+            if pos + HEADER_SIZE > at + len(buf):
+                buf, at = self.pread(pos, min(_SCAN_CHUNK, limit - pos)), pos
+            try:
+                header = BatchHeader.parse(buf, pos - at)
+            except CorruptRecordError:
+                return
+            if (
+                header.magic != 2
+                or header.batch_length < HEADER_SIZE - 12
+                or pos + header.size > limit
+                or header.last_offset_delta < 0
+                or header.base_offset < min_base
+            ):
+                return
+            if pos + header.size > at + len(buf):
+                buf, at = self.pread(pos, min(max(_SCAN_CHUNK, header.size), limit - pos)), pos
+            try:
+                validate_batch(buf, pos - at)
+            except CorruptRecordError:
+                return
+            yield pos, header
+            pos += header.size
+            min_base = header.next_offset
 
     def _first_batch_timestamp(self) -> None:
         if self.size >= HEADER_SIZE:
