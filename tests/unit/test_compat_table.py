@@ -88,6 +88,7 @@ def test_a_node_no_rule_names_gets_a_row_of_its_own(tmp_path: Path) -> None:
     rows = ct.table_rows(ct.load_results([tmp_path]))
     assert rows[-len(ct.SUITE_FEATURES) - 1] == (ct.OTHER, rule.feature, "pass", "—")
     assert ct.scenario_for("tests/compat/test_errors_admin.py::test_compare_same_x") is None
+    assert ct.scenario_for("tests/compat/test_librdkafka_suite.py::test_librdkafka_subset") is None
 
 
 def test_broker_from_params_and_fixtures() -> None:
@@ -230,6 +231,11 @@ def test_manual_cells_are_labelled_and_yield_to_runs(tmp_path: Path) -> None:
         "9 pass *(recorded manually, 2026-01-01)*",
     )
     assert "* recorded manually 2026-01-01: `by hand`" in ct.render_table(results)
+    kafka_run = {**suite, "broker": "kafka"}
+    _write(tmp_path, "run2.json", _run("2026-01-03T00:00:00Z", [], [kafka_run]))
+    results = ct.load_results([tmp_path])
+    assert _row(results, ct.KAFKA_GO, "every top-level") == ("pass", "pass")
+    assert "recorded manually" not in ct.render_table(results)  # no longer a source
 
 
 def test_the_committed_manual_records_name_existing_rows() -> None:

@@ -306,8 +306,9 @@ SUITE_FEATURES: tuple[SuiteFeature, ...] = (
 counted in every row whose pattern it matches (the ``""`` rows are the totals)."""
 
 
-SELF_CHECKS = (r"test_errors_admin\.py::test_compare_",)
-"""Nodes that check the test helpers themselves, not a broker: never recorded."""
+SELF_CHECKS = (r"test_errors_admin\.py::test_compare_", r"_suite\.py::")
+"""Nodes never recorded as scenarios: checks of the test helpers themselves, and the client
+suite tests (their per-test outcomes are recorded with ``record_suite`` instead)."""
 
 OTHER = "other scenarios"
 """The client of a node no rule names: its row is the test function (added after the rest)."""
@@ -588,8 +589,12 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def table_rows(results: Results) -> list[tuple[str, str, str, str]]:
-    """``(client, feature, riverbed cell, kafka cell)`` for every row, in table order."""
+def table_rows(
+    results: Results, used_manual: set[tuple[str, str, str]] | None = None
+) -> list[tuple[str, str, str, str]]:
+    """``(client, feature, riverbed cell, kafka cell)`` for every row, in table order;
+    the keys of the manual records shown are added to ``used_manual``."""
+    used = used_manual if used_manual is not None else set()
     rows: list[tuple[str, str, str, str]] = []
     by_rule: dict[Scenario, list[Mapping[str, Any]]] = {rule: [] for rule in SCENARIOS}
     for node, rec in sorted(results.scenarios.items()):
@@ -609,6 +614,7 @@ def table_rows(results: Results) -> list[tuple[str, str, str, str]]:
                 cells.append(cell)
             else:
                 cells.append(_manual_cell(results.manual[key]))
+                used.add(key)
         rows.append((rule.client, rule.feature, cells[0], cells[1]))
     for sf in SUITE_FEATURES:
         cells = []
@@ -620,6 +626,7 @@ def table_rows(results: Results) -> list[tuple[str, str, str, str]]:
                 cells.append(suite_cell(outcomes))
             elif key in results.manual:
                 cells.append(_manual_cell(results.manual[key]))
+                used.add(key)
             else:
                 cells.append(NOT_RUN)
         rows.append((sf.client, sf.feature, cells[0], cells[1]))
@@ -632,7 +639,8 @@ def render_table(results: Results) -> str:
         "| client | feature | Riverbed | Kafka |",
         "|---|---|---|---|",
     ]
-    for client, feature, riverbed, kafka in table_rows(results):
+    used: set[tuple[str, str, str]] = set()
+    for client, feature, riverbed, kafka in table_rows(results, used):
         cells = " | ".join(_escape(c) for c in (client, feature, riverbed, kafka))
         lines.append(f"| {cells} |")
     lines.append("")
@@ -645,15 +653,17 @@ def render_table(results: Results) -> str:
             + (f" ({versions})" if versions else "")
         )
     seen: set[tuple[str, str]] = set()
-    for rec in results.manual.values():
+    for key, rec in results.manual.items():
         mark = (rec["date"], rec["command"])
+        if key not in used:
+            continue  # a recorded run covers it
         if mark not in seen:
             seen.add(mark)
             lines.append(
                 f"* recorded manually {rec['date']}: `{rec['command']}`"
                 + (f" — {rec['note']}" if rec.get("note") else "")
             )
-    if not results.runs and not results.manual:
+    if not results.runs and not used:
         lines.append("* none")
     return "\n".join(lines)
 
