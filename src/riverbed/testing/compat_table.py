@@ -438,6 +438,12 @@ def client_versions() -> dict[str, str]:
     from riverbed.testing.kafka_reference import DEFAULT_KAFKA_VERSION
 
     out["Apache Kafka reference"] = DEFAULT_KAFKA_VERSION
+    try:
+        from riverbed.testing.kafka_go import KAFKA_REFERENCE_VERSION
+
+        out["Apache Kafka reference (kafka-go's suite)"] = KAFKA_REFERENCE_VERSION
+    except ImportError:
+        pass
     out["Java kafka-clients"] = DEFAULT_KAFKA_VERSION  # JavaClient.build's default
     kcat = shutil.which("kcat")
     if kcat is not None:
