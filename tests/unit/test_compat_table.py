@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from riverbed.testing import compat_recording
 from riverbed.testing import compat_table as ct
 from riverbed.testing.compat_recording import broker_of
 
@@ -301,3 +302,51 @@ def test_the_committed_table_is_generated_from_the_committed_results() -> None:
         "docs/compatibility.md's table is stale: .venv/bin/python scripts/compat_table.py"
     )
     assert re.search(r"\| client \| feature \| Riverbed \| Kafka \|", document)
+
+
+class _Report:
+    def __init__(self, when: str, outcome: str, longrepr: Any = None) -> None:
+        self.when, self.outcome, self.longrepr = when, outcome, longrepr
+
+
+class _Outcome:
+    def __init__(self, report: _Report) -> None:
+        self._report = report
+
+    def get_result(self) -> _Report:
+        return self._report
+
+
+class _Item:
+    nodeid = "tests/compat/test_roundtrip.py::test_kcat_roundtrip[kafka-lz4]"
+    fixturenames = ["server", "new_topic", "codec"]
+
+    class callspec:  # pytest's attribute name
+        params = {"server": "kafka_reference", "codec": "lz4"}
+
+
+def _drive(report: _Report) -> None:
+    hook = compat_recording.pytest_runtest_makereport(_Item(), None)  # type: ignore[arg-type]
+    next(hook)
+    with pytest.raises(StopIteration):
+        hook.send(_Outcome(report))
+
+
+def test_the_hook_records_each_nodes_outcome_and_skip_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = ct.Recorder(tmp_path)
+    monkeypatch.setattr(compat_recording, "RECORDER", recorder)
+    _drive(_Report("setup", "passed"))
+    assert recorder.scenarios == {}  # a passing setup says nothing yet
+    _drive(_Report("setup", "skipped", ("f.py", 1, "Skipped: kcat not installed")))
+    [rec] = recorder.scenarios.values()
+    assert (rec["client"], rec["broker"], rec["outcome"], rec["reason"]) == (
+        "kcat",
+        "kafka",
+        "skip",
+        "kcat not installed",
+    )
+    _drive(_Report("call", "passed"))
+    _drive(_Report("teardown", "failed"))
+    assert next(iter(recorder.scenarios.values()))["outcome"] == "fail"
