@@ -29,7 +29,12 @@ Per value size (``--sizes``, default 100 and 1024 bytes) and peer:
   message, and the longest single ``consume()`` call, where a client-side stall would
   show.  The mock cluster keeps only a bounded tail of each partition (~125-185k records
   of 100 B, ~17-19k of 1 KiB), so its consume figure covers fewer records; at 1 KiB it is
-  dominated by start-up: it is no ceiling.
+  dominated by start-up: it is no ceiling;
+* **broker CPU s/GB** (subprocess brokers and Kafka's JVM): the broker process's user +
+  system CPU seconds (``/proc/PID/stat``, all threads) over the produce phase (warm-up
+  excluded), per 10^9 bytes of values produced.  Unlike wall-clock rates this hardly
+  moves with other load on the box, so it is the figure to compare before and after a
+  broker change (``--baseline-src``).
 
 Then ratios Riverbed/Kafka and Riverbed/mock, and the bars Riverbed aims for on a 2-core box.
 Client and broker share the machine's cores: compare ratios within one run, not absolute
@@ -127,6 +132,12 @@ class Result:
     consumed: int  # records read back: timed + warm-up ones (mock: only its retained tail)
     consume_s: float
     longest_call_ms: float  # the longest consume() call: a client-side stall shows here
+    produce_cpu_s: float = float("nan")  # broker CPU seconds over the produce phase
+
+    @property
+    def cpu_s_per_gb(self) -> float:
+        """Broker CPU seconds per 10^9 bytes of values produced (NaN: not measured)."""
+        return self.produce_cpu_s / (self.messages * self.size / 1e9)
 
     @property
     def produce_msgs(self) -> float:
@@ -146,6 +157,16 @@ class Result:
 
 
 # -- peers ------------------------------------------------------------------------------
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+BROKER_PIDS: dict[str, int] = {}  # bootstrap -> broker process, for the CPU figure
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid``, all threads (fields 14, 15 of /proc/PID/stat)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def _free_port() -> int:
@@ -201,8 +222,10 @@ def riverbed_subprocess(
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
     try:
         _wait_accepting(port, proc, 30)
+        BROKER_PIDS[f"127.0.0.1:{port}"] = proc.pid
         yield f"127.0.0.1:{port}"
     finally:
+        BROKER_PIDS.pop(f"127.0.0.1:{port}", None)
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(60)
@@ -230,7 +253,12 @@ def kafka_reference() -> Iterator[str]:
     from riverbed.testing.kafka_reference import KafkaReference
 
     with KafkaReference(heap="1g") as kafka:
-        yield kafka.bootstrap_servers
+        if kafka._proc is not None:
+            BROKER_PIDS[kafka.bootstrap_servers] = kafka._proc.pid
+        try:
+            yield kafka.bootstrap_servers
+        finally:
+            BROKER_PIDS.pop(kafka.bootstrap_servers, None)
 
 
 @contextlib.contextmanager
@@ -332,8 +360,11 @@ def produce_paced(
     return sent
 
 
-def produce(bootstrap: str, topic: str, messages: int, size: int) -> tuple[float, list[float]]:
-    """Seconds to produce ``messages`` values of ``size`` bytes, and their latencies (s)."""
+def produce(
+    bootstrap: str, topic: str, messages: int, size: int, pid: int | None = None
+) -> tuple[float, list[float], float]:
+    """Seconds to produce ``messages`` values of ``size`` bytes, their latencies (s), and
+    the CPU seconds broker process ``pid`` spent meanwhile (NaN without one)."""
     producer = durable_producer(bootstrap, **{"batch.num.messages": 10_000})
     delivered = DeliveryLatencies()
     on_delivery, latencies, errors = delivered, delivered.latencies, delivered.errors
@@ -341,6 +372,7 @@ def produce(bootstrap: str, topic: str, messages: int, size: int) -> tuple[float
     delivered.warm_up(producer, topic, value, WARMUP_MESSAGES)
     send = producer.produce
     poll = producer.poll
+    cpu0 = cpu_seconds(pid) if pid is not None else float("nan")
     start = time.perf_counter()
     for i in range(messages):
         while True:
@@ -353,9 +385,10 @@ def produce(bootstrap: str, topic: str, messages: int, size: int) -> tuple[float
             poll(0)
     remaining = producer.flush(120)
     elapsed = time.perf_counter() - start
+    cpu = cpu_seconds(pid) - cpu0 if pid is not None else float("nan")
     if remaining or errors:
         raise RuntimeError(f"{remaining} undelivered, {len(errors)} errors: {errors[:3]}")
-    return elapsed, latencies
+    return elapsed, latencies, cpu
 
 
 def consume(bootstrap: str, topic: str) -> tuple[int, float, float]:
@@ -430,7 +463,8 @@ def measure(peer: str, bootstrap: str, size: int, messages: int, partitions: int
         topic += f"-auto{MOCK_PARTITIONS}"  # the mock cluster has no controller: auto-create
     else:
         create_topic(bootstrap, topic, partitions)
-    produce_s, latencies = produce(bootstrap, topic, messages, size)
+    pid = BROKER_PIDS.get(bootstrap)
+    produce_s, latencies, produce_cpu_s = produce(bootstrap, topic, messages, size, pid)
     latencies.sort()
     consumed, consume_s, longest_call_s = consume(bootstrap, topic)
     return Result(
@@ -443,6 +477,7 @@ def measure(peer: str, bootstrap: str, size: int, messages: int, partitions: int
         consumed,
         consume_s,
         longest_call_s * 1e3,
+        produce_cpu_s,
     )
 
 
@@ -454,7 +489,8 @@ def print_result(r: Result) -> None:
         f"{r.peer:<9} {r.size:>5} B  produce {r.produce_msgs:>10,.0f} msg/s "
         f"{r.produce_mbs:>7.1f} MB/s  p50 {r.p50_ms:>7.1f} ms  p99 {r.p99_ms:>7.1f} ms  "
         f"consume {r.consume_msgs:>10,.0f} msg/s {r.consume_mbs:>7.1f} MB/s "
-        f"({r.consumed:,} read, longest consume() {r.longest_call_ms:,.0f} ms)",
+        f"({r.consumed:,} read, longest consume() {r.longest_call_ms:,.0f} ms)"
+        f"  broker CPU {r.cpu_s_per_gb:.2f} s/GB",
         flush=True,
     )
 
@@ -479,6 +515,7 @@ def summarise(results: list[Result], pick: Callable[[list[float]], float]) -> li
             runs[0].consumed,
             pick([r.consume_s / max(r.consumed, 1) for r in runs]) * runs[0].consumed,
             pick([r.longest_call_ms for r in runs]),
+            pick([r.produce_cpu_s for r in runs]),
         )
         for (peer, size), runs in groups.items()
     ]
@@ -499,6 +536,7 @@ def print_ratios(results: list[Result]) -> None:
                 f"  produce x{ours.produce_msgs / other.produce_msgs:.2f}"
                 f"  consume x{ours.consume_msgs / other.consume_msgs:.2f}"
                 f"  p50 x{ours.p50_ms / other.p50_ms:.2f}  p99 x{ours.p99_ms / other.p99_ms:.2f}"
+                f"  broker CPU/GB x{ours.cpu_s_per_gb / other.cpu_s_per_gb:.2f}"
             )
 
 
@@ -568,7 +606,8 @@ def main(argv: list[str] | None = None) -> None:
 
     print(
         f"{args.messages:,} messages per size, {args.partitions} partitions, "
-        f"{os.cpu_count()} CPUs, confluent-kafka acks=all idempotent linger.ms=5"
+        f"{os.cpu_count()} CPUs, confluent-kafka acks=all idempotent linger.ms=5, "
+        f"load {os.getloadavg()[0]:.1f}"
     )
     results: list[Result] = []
     for peer in peers:
@@ -618,6 +657,7 @@ def result_dict(r: Result) -> dict[str, object]:
         "p99_ms": r.p99_ms,
         "consume_msgs": r.consume_msgs,
         "consume_mbs": r.consume_mbs,
+        "broker_cpu_s_per_gb": r.cpu_s_per_gb,
     }
 
 
