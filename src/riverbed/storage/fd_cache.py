@@ -41,7 +41,7 @@ import os
 import resource
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -89,6 +89,14 @@ class CachedFile:
         fd = self._cache.acquire(self)
         try:
             return os.pwrite(fd, data, position)
+        finally:
+            self._cache.release(self)
+
+    def pwritev(self, parts: Sequence[bytes | bytearray | memoryview], position: int) -> int:
+        """One ``pwritev``: ``parts`` written back to back from ``position`` (may be short)."""
+        fd = self._cache.acquire(self)
+        try:
+            return os.pwritev(fd, parts, position)
         finally:
             self._cache.release(self)
 

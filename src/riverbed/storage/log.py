@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import heapq
 import itertools
 import logging
@@ -118,6 +119,7 @@ from riverbed.storage.validation import validate_batches
 _logger = logging.getLogger(__name__)
 _MAX_RELATIVE = 0x7FFFFFFF
 _ATTRS = struct.Struct(">h")
+_BASE_OFFSET = struct.Struct(">q")
 _TS = struct.Struct(">q")
 _CRC = struct.Struct(">I")
 
@@ -459,8 +461,13 @@ class PartitionLog:
         InvalidProducerEpochError, OutOfOrderSequenceError, LogClosedError.  A retry of
         one of a producer's last 5 batches returns the original offsets with
         ``duplicate=True`` and writes nothing.
+
+        ``records`` is neither copied nor changed: each batch goes to the segment as
+        its new base offset (8 bytes) followed by the rest of the batch as given, in one
+        ``pwritev`` (the base offset is outside the CRC).  Only a LogAppendTime topic,
+        whose timestamps and CRCs are rewritten, copies the batches first.
         """
-        buf = bytearray(records)
+        buf = records
         headers = list(iter_batches(buf))
         if not headers:
             raise InvalidRecordError("produce request carries no record batch")
@@ -484,6 +491,10 @@ class PartitionLog:
             offset = first
             pending: dict[int, ProducerStateEntry] = {}
             assigned: list[tuple[int, BatchHeader]] = []
+            parts: list[bytes | bytearray | memoryview] = []
+            if append_time >= 0:
+                buf = bytearray(records)  # stamped in place below
+            view = memoryview(buf)
             for pos, header in headers:
                 if check_producer:
                     duplicate = self.producers.check(header, offset, pending)
@@ -495,13 +506,18 @@ class PartitionLog:
                             self._log_start_offset,
                             duplicate=True,
                         )
-                set_base_offset(buf, offset, pos)
                 if append_time >= 0:
+                    assert isinstance(buf, bytearray)
+                    set_base_offset(buf, offset, pos)
                     _set_log_append_time(buf, pos, header, append_time)
-                assigned.append((pos, BatchHeader.parse(buf, pos)))
+                    assigned.append((pos, BatchHeader.parse(buf, pos)))
+                else:
+                    parts.append(_BASE_OFFSET.pack(offset))
+                    parts.append(view[pos + 8 : pos + header.size])
+                    assigned.append((pos, dataclasses.replace(header, base_offset=offset)))
                 offset += header.last_offset_delta + 1
             rolled = self._maybe_roll(len(buf), first + count - 1, now_ms, max_ts)
-            self._segments[-1].append(buf, assigned)
+            self._segments[-1].append(parts or buf, assigned)
             self.producers.commit(pending)
             request_flush = self._note_unflushed(len(headers))
         if request_flush or rolled:

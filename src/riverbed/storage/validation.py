@@ -33,7 +33,7 @@ NO_TIMESTAMP = -1
 
 
 def validate_batches(
-    buf: bytes | bytearray,
+    buf: bytes | bytearray | memoryview,
     headers: Sequence[tuple[int, BatchHeader]],
     config: LogConfig,
     now_ms: int,
