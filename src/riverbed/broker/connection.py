@@ -52,6 +52,14 @@ Metrics (when the broker has them, :mod:`riverbed.broker.metrics`): each request
 to a handler is timed from dispatch until its response is known, and each connection
 counted per listener while open.
 
+Reading (issue 18.1): the connection is an :class:`asyncio.BufferedProtocol`.  Reads land
+in a scratch buffer (one per thread) and are copied out once, as ``data_received`` gets
+them from a plain protocol; but a frame of :data:`_DIRECT_MIN` bytes or more (a Produce of
+record batches) whose size prefix has arrived is received *in place*: the transport reads
+the rest of its body straight into a ``bytearray`` of the frame's size, which becomes the
+frame (no per-read ``bytes`` and no join of the pieces).  The frame's pool reservation is
+taken before that buffer exists, as for every frame.
+
 Event-loop only.  A crash (or close) drops pending responses; appends already made stay.
 """
 
@@ -61,6 +69,7 @@ import asyncio
 import itertools
 import logging
 import struct
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable
@@ -91,6 +100,19 @@ _NO_RESPONSE = object()
 # response budget when that is smaller so pause_writing/resume_writing fire around it.
 _WRITE_HIGH_WATER = 64 << 10
 _CONNECTION_IDS = itertools.count(1)  # RequestContext.connection_id (share sessions)
+# A frame at least this big is received in place (see "Reading" in the module docstring).
+_DIRECT_MIN = 64 << 10
+# Reads of smaller frames go through a scratch buffer of this size, one per thread (the
+# transport fills it and calls buffer_updated at once, on the loop's thread).
+_SCRATCH_SIZE = 256 << 10
+_scratch = threading.local()
+
+
+def _scratch_buffer() -> memoryview:
+    view: memoryview | None = getattr(_scratch, "view", None)
+    if view is None:
+        view = _scratch.view = memoryview(bytearray(_SCRATCH_SIZE))
+    return view
 
 
 class _Pending:
@@ -110,7 +132,7 @@ class _Pending:
         self.bound = bound
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     """asyncio protocol for one client socket (see the module docstring)."""
 
     def __init__(self, broker: Broker, endpoint: ListenerEndpoint | None = None) -> None:
@@ -133,6 +155,9 @@ class KafkaConnection(asyncio.Protocol):
         self._buffered = 0
         self._need = 4
         self._head_reserved = 0  # pool bytes reserved for the frame being received
+        # A large frame being received in place, and how much of it has arrived.
+        self._direct: bytearray | None = None
+        self._direct_filled = 0
         self._memory_wait = False  # waiting for the pool to admit the next frame
         self._pending: deque[_Pending] = deque()
         self._barrier: _Pending | None = None  # a Barrier's slot: later frames wait
@@ -197,6 +222,7 @@ class KafkaConnection(asyncio.Protocol):
         self._pending.clear()
         self._held.clear()
         self._chunks = []
+        self._direct = None
         for reserved in reservations:
             if reserved:
                 self._pool.release(reserved)
@@ -212,9 +238,52 @@ class KafkaConnection(asyncio.Protocol):
         self._writing_paused = False
         self._pump()
 
+    def get_buffer(self, sizehint: int) -> memoryview:
+        direct = self._direct
+        if direct is not None:
+            return memoryview(direct)[self._direct_filled :]
+        return _scratch_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._direct is not None:
+            self._direct_filled += nbytes
+            if self._direct_filled >= len(self._direct):
+                self._direct_done()
+            return
+        self.data_received(bytes(_scratch_buffer()[:nbytes]))
+
+    def _start_direct(self, partial: memoryview, size: int) -> None:
+        """Receive the rest of a ``size``-byte frame body in place (reserved already)."""
+        frame = bytearray(size)
+        frame[: len(partial)] = partial
+        self._direct = frame
+        self._direct_filled = len(partial)
+
+    def _direct_done(self) -> None:
+        """The in-place frame is complete: hold it for dispatch, like any frame."""
+        frame, self._direct = self._direct, None
+        assert frame is not None
+        reserved, self._head_reserved = self._head_reserved, 0
+        self._need = 4
+        self._held.append((memoryview(frame), reserved))
+        self.last_active = time.monotonic()
+        self._pump()
+
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
+        direct = self._direct
+        if direct is not None:  # bytes handed over directly (tests, non-buffered paths)
+            filled = self._direct_filled
+            take = min(len(data), len(direct) - filled)
+            direct[filled : filled + take] = memoryview(data)[:take]
+            self._direct_filled = filled + take
+            if self._direct_filled < len(direct):
+                return
+            self._direct_done()
+            data = data[take:]
+            if not data or self._closing:
+                return
         if self._chunks:
             self._chunks.append(data)
             self._buffered += len(data)
@@ -244,6 +313,10 @@ class KafkaConnection(asyncio.Protocol):
                     break
                 self._head_reserved = size
             if end - pos - 4 < size:
+                if size >= _DIRECT_MIN:
+                    self._start_direct(view[pos + 4 : end], size)
+                    pos = end
+                    break
                 self._need = 4 + size
                 break
             reserved, self._head_reserved = self._head_reserved, 0
