@@ -23,6 +23,8 @@ import pytest
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import MetadataRequest
 from riverbed.testing.embedded import EmbeddedBroker
+from riverbed.testing.scenarios import aio, confluent, kafka_python, kcat
+from riverbed.testing.scenarios.records import Record
 from riverbed.testing.wire import WireClient
 
 METADATA = 3
@@ -121,6 +123,29 @@ def test_a_name_asked_twice_is_answered_once(wire: WireClient) -> None:
     answered = _ask(wire, 12, [a, b, a]).topics
     assert sorted(t.name for t in answered) == sorted([a, b])
     assert {t.error_code for t in answered} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+
+
+CLIENTS = {
+    "confluent-kafka": confluent,
+    "kafka-python": kafka_python,
+    "aiokafka": aio,
+    "kcat": kcat,
+}
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_clients_produce_to_a_topic_auto_created_on_first_use(server: Any, client: str) -> None:
+    """The clients retry the unknown answer: the first produce to a topic that does not
+    exist lands, as against Kafka (they had relied on Riverbed's waiting answer before)."""
+    if client == "kcat" and not kcat.available():
+        pytest.skip("kcat not on PATH")
+    topic = f"first-use-{client}-{uuid.uuid4().hex[:8]}"
+    records = [Record(0, b"k%d" % i, b"v%d" % i) for i in range(3)]
+    observed = CLIENTS[client].roundtrip(server.bootstrap_servers, topic, "none", records)
+    assert observed.delivered == ((0, 0), (0, 1), (0, 2))
+    assert [(c.offset, c.key, c.value) for c in observed.consumed] == [
+        (i, b"k%d" % i, b"v%d" % i) for i in range(3)
+    ]
 
 
 @pytest.fixture
