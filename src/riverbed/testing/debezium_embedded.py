@@ -29,6 +29,7 @@ import json
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "CaptureBuild",
     "DebeziumCapture",
     "DebeziumError",
+    "PostgresSource",
     "default_project_dir",
     "engine_properties",
     "ensure_capture",
@@ -72,39 +74,45 @@ def ensure_capture(project: Path | None = None, cache: Path | None = None) -> Ca
     )
 
 
-def postgres_connector_properties(
-    *,
-    host: str,
-    port: int,
-    user: str,
-    password: str,
-    dbname: str,
-    tables: Sequence[str],
-    topic_prefix: str,
-    slot: str,
-    publication: str,
-    snapshot_mode: str,
-) -> dict[str, str]:
-    """The Debezium PostgreSQL connector options every harness here shares: pgoutput, its
-    own ``slot`` and ``publication`` (created ``FOR TABLE`` the ``schema.table`` names in
-    ``tables``), ``decimal.handling.mode=string`` (docs/cdc.md's rendering), the given
-    ``snapshot.mode``; every other option at Debezium's default."""
-    return {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": host,
-        "database.port": str(port),
-        "database.user": user,
-        "database.password": password,
-        "database.dbname": dbname,
-        "topic.prefix": topic_prefix,
-        "plugin.name": "pgoutput",
-        "slot.name": slot,
-        "publication.name": publication,
-        "publication.autocreate.mode": "filtered",
-        "table.include.list": ",".join(tables),
-        "snapshot.mode": snapshot_mode,
-        "decimal.handling.mode": "string",
-    }
+@dataclass(frozen=True)
+class PostgresSource:
+    """Where and what a Debezium PostgreSQL connector captures: the server and database,
+    the ``schema.table`` names in ``tables``, the ``topic_prefix`` of its topics, its own
+    ``slot`` and ``publication`` (created ``FOR TABLE`` those tables).  Shared by the
+    embedded engine (:func:`engine_properties`) and Kafka Connect
+    (:func:`riverbed.testing.kafka_connect.debezium_postgres_config`)."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    dbname: str
+    tables: Sequence[str]
+    topic_prefix: str
+    slot: str
+    publication: str
+
+    def connector_properties(self, snapshot_mode: str) -> dict[str, str]:
+        """The connector options every harness here shares: pgoutput, the slot and
+        publication (``publication.autocreate.mode=filtered``),
+        ``decimal.handling.mode=string`` (docs/cdc.md's rendering), the given
+        ``snapshot.mode``; every other option at Debezium's default."""
+        return {
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "database.hostname": self.host,
+            "database.port": str(self.port),
+            "database.user": self.user,
+            "database.password": self.password,
+            "database.dbname": self.dbname,
+            "topic.prefix": self.topic_prefix,
+            "plugin.name": "pgoutput",
+            "slot.name": self.slot,
+            "publication.name": self.publication,
+            "publication.autocreate.mode": "filtered",
+            "table.include.list": ",".join(self.tables),
+            "snapshot.mode": snapshot_mode,
+            "decimal.handling.mode": "string",
+        }
 
 
 def engine_properties(
@@ -127,18 +135,9 @@ def engine_properties(
         "name": f"{topic_prefix}-engine",
         "offset.storage": "org.apache.kafka.connect.storage.MemoryOffsetBackingStore",
         "offset.flush.interval.ms": "1000",
-        **postgres_connector_properties(
-            host=host,
-            port=port,
-            user=user,
-            password=password,
-            dbname=dbname,
-            tables=tables,
-            topic_prefix=topic_prefix,
-            slot=slot,
-            publication=publication,
-            snapshot_mode="no_data",
-        ),
+        **PostgresSource(
+            host, port, user, password, dbname, tables, topic_prefix, slot, publication
+        ).connector_properties("no_data"),
         "converter.schemas.enable": "false",
         "key.converter.schemas.enable": "false",
         "value.converter.schemas.enable": "false",

@@ -53,12 +53,12 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from riverbed.errors import RiverbedError
-from riverbed.testing.debezium_embedded import postgres_connector_properties
+from riverbed.testing.debezium_embedded import PostgresSource
 from riverbed.testing.java_app import JavaAppBuild, build_java_app
 from riverbed.testing.kafka_reference import free_port
 from riverbed.testing.lifecycle import StartStopContext, log_tail, stop_process_group
@@ -148,37 +148,15 @@ def worker_properties(
 
 
 def debezium_postgres_config(
-    *,
-    host: str,
-    port: int,
-    user: str,
-    password: str,
-    dbname: str,
-    tables: Sequence[str],
-    topic_prefix: str,
-    slot: str,
-    publication: str,
-    extra: Mapping[str, str] | None = None,
+    source: PostgresSource, extra: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """A Debezium PostgreSQL connector's configuration for ``POST /connectors``: pgoutput,
-    its own slot and publication (``FOR TABLE`` the ``schema.table`` names in ``tables``),
-    the initial snapshot, ``decimal.handling.mode=string`` (docs/cdc.md's rendering), the
-    topics created compacted with one partition (like ``riverbed cdc``'s); every other
-    option at Debezium's default."""
+    """A Debezium PostgreSQL connector's configuration for ``POST /connectors``:
+    ``source``'s connector options (:meth:`PostgresSource.connector_properties`) with the
+    initial snapshot, the topics created compacted with one partition (like
+    ``riverbed cdc``'s), ``extra`` over them; every other option at Debezium's default."""
     config = {
         "tasks.max": "1",
-        **postgres_connector_properties(
-            host=host,
-            port=port,
-            user=user,
-            password=password,
-            dbname=dbname,
-            tables=tables,
-            topic_prefix=topic_prefix,
-            slot=slot,
-            publication=publication,
-            snapshot_mode="initial",
-        ),
+        **source.connector_properties("initial"),
         "topic.creation.default.replication.factor": "1",
         "topic.creation.default.partitions": "1",
         "topic.creation.default.cleanup.policy": "compact",

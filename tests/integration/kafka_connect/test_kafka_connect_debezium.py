@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 
 from riverbed.testing.child_process import ChildProcess
+from riverbed.testing.debezium_embedded import PostgresSource
 from riverbed.testing.embedded import EmbeddedBroker
 from riverbed.testing.json_topic import read_json_topic
 from riverbed.testing.kafka_connect import (
@@ -260,15 +261,17 @@ class Scenario:
 
     def connector_config(self) -> dict[str, str]:
         return debezium_postgres_config(
-            host="127.0.0.1",
-            port=self.pg.port,
-            user=SUPERUSER,
-            password=SUPERUSER_PASSWORD,
-            dbname=self.dbname,
-            tables=TABLES,
-            topic_prefix="kc",
-            slot="kc_slot",
-            publication="kc_pub",
+            PostgresSource(
+                host="127.0.0.1",
+                port=self.pg.port,
+                user=SUPERUSER,
+                password=SUPERUSER_PASSWORD,
+                dbname=self.dbname,
+                tables=TABLES,
+                topic_prefix="kc",
+                slot="kc_slot",
+                publication="kc_pub",
+            )
         )
 
     def topics(self, committed: bool) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
