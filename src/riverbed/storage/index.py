@@ -88,11 +88,19 @@ class _SparseIndex:
         data = b"".join(
             self._encode(self.keys[i], self.values[i]) for i in range(self._written, len(self.keys))
         )
-        with open(self.path, "ab") as f:
-            if f.tell() != self._written * self.entry_size:
-                f.truncate(self._written * self.entry_size)
-                f.seek(0, os.SEEK_END)
-            f.write(data)
+        # Plain descriptor calls, not a Python file object: this runs on every fsync of
+        # the log (the flusher's threads), and each call releases the GIL.
+        start = self._written * self.entry_size
+        end = start + len(data)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(fd, data[written:], start + written)
+            if os.fstat(fd).st_size > end:  # stale entries past ours (a crash, a cut)
+                os.ftruncate(fd, end)
+        finally:
+            os.close(fd)
         self._written = len(self.keys)
 
     def rewrite(self) -> None:
