@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import threading
 
 from riverbed.broker.barrier import Barrier
 from riverbed.broker.context import RequestContext
@@ -270,17 +271,60 @@ def _error(index: int, exc: Exception) -> PartitionResponse:
 async def _after_flush(
     response: ProduceResponse, flushes: list[concurrent.futures.Future[None]]
 ) -> ProduceResponse:
-    waits = [asyncio.wrap_future(f) for f in flushes]
-    results = await asyncio.gather(*waits, return_exceptions=True)
-    failures = [r for r in results if isinstance(r, BaseException)]
-    if failures:
+    failure = await _all_done(flushes)
+    if failure is not None:
         # An fsync failed: the data may not be durable, so fail every partition of this
         # request rather than acknowledge it.
-        code = error_code_for(failures[0])
+        code = error_code_for(failure)
         for topic in response.responses:
             for part in topic.partition_responses:
                 if part.error_code == ErrorCode.NONE:
                     part.error_code = code
-                    part.error_message = str(failures[0]) or "flush failed"  # names file and errno
+                    part.error_message = str(failure) or "flush failed"  # names file and errno
                     part.base_offset = -1
     return response
+
+
+def _all_done(
+    flushes: list[concurrent.futures.Future[None]],
+) -> asyncio.Future[BaseException | None]:
+    """A loop future resolved once every flush future is done: with the first failure
+    in ``flushes``' order, or None.  One wake-up of the loop per request (the last flush
+    to finish schedules it), where a ``wrap_future`` per partition woke it per flush.
+    Cancelling it (the client left) leaves the flush futures alone: the flush that covers
+    them resolves them as usual."""
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[BaseException | None] = loop.create_future()
+    pending = [f for f in flushes if not f.done()]
+    if not pending:
+        waiter.set_result(_first_failure(flushes))
+        return waiter
+    left = [len(pending)]
+    lock = threading.Lock()
+
+    def one_done(_done: concurrent.futures.Future[None]) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0]:
+                return
+        if not loop.is_closed():  # as asyncio's wrap_future: a closed loop hears nothing
+            loop.call_soon_threadsafe(_resolve, waiter, flushes)
+
+    for fut in pending:
+        fut.add_done_callback(one_done)
+    return waiter
+
+
+def _resolve(
+    waiter: asyncio.Future[BaseException | None], flushes: list[concurrent.futures.Future[None]]
+) -> None:
+    if not waiter.done():
+        waiter.set_result(_first_failure(flushes))
+
+
+def _first_failure(flushes: list[concurrent.futures.Future[None]]) -> BaseException | None:
+    for fut in flushes:
+        exc = concurrent.futures.CancelledError() if fut.cancelled() else fut.exception()
+        if exc is not None:
+            return exc
+    return None
