@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -64,7 +65,7 @@ def run_tests(results: Path, suites: bool, fresh: bool, extra: list[str]) -> int
         *PATHS,
         *extra,
     ]
-    print("+", " ".join(command[1:]), flush=True)
+    print("+", shlex.join(command[1:]), flush=True)
     env = {**os.environ, ENV: str(results)}
     return subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
 
