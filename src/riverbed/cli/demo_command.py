@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 
 import click
 from click.core import ParameterSource
@@ -178,7 +178,6 @@ def demo_command(
             raise click.UsageError(f"{option} needs --chapter")
     if replication_factor is not None and bootstrap_servers is None:
         raise click.UsageError("--replication-factor needs --bootstrap-server")
-    from riverbed.demo.logs import log_path
     from riverbed.demo.runner import DemoOptions, run_demo
 
     options = DemoOptions(
@@ -195,19 +194,13 @@ def demo_command(
         master=master,
         replication_factor=replication_factor,
     )
-    if data_dir is None:
-        data_dir = Path(tempfile.mkdtemp(prefix="riverbed-demo-"))
-    log = log_path(data_dir)
-    try:
-        run_demo(options, data_dir)
-    except KeyboardInterrupt:
-        click.echo(
-            f"riverbed demo: interrupted; broker, clickstream and Spark stopped (log: {log})",
-            err=True,
-        )
-        sys.exit(130)
-    except Exception as exc:
-        _fail_with_log_tail("riverbed demo", log, exc)
+    _run_logged(
+        "riverbed demo",
+        data_dir or Path(tempfile.mkdtemp(prefix="riverbed-demo-")),
+        lambda data: run_demo(options, data),
+        stopped="broker, clickstream and Spark",
+        interrupt_exit=130,
+    )
 
 
 def _chapter(
@@ -222,7 +215,6 @@ def _chapter(
     failed (one line, the log's tail), 2 for a bad option."""
     from riverbed.console.server import parse_listen
     from riverbed.demo.chapter import ChapterOptions, run_chapter
-    from riverbed.demo.logs import log_path
     from riverbed.errors import ConfigError
 
     try:
@@ -237,37 +229,51 @@ def _chapter(
         redis_url=redis_url,
         **explicit,  # type: ignore[arg-type]
     )
-    if data_dir is None:
-        data_dir = Path(tempfile.mkdtemp(prefix="riverbed-chapter-"))
+    _run_logged(
+        "riverbed demo --chapter",
+        data_dir or Path(tempfile.mkdtemp(prefix="riverbed-chapter-")),
+        lambda data: run_chapter(options, data),
+        stopped="generators, CDC, Spark, views, console and broker",
+        interrupt_exit=0,
+        usage_errors=(ConfigError,),  # a port in use, a Redis that does not answer...
+    )
+
+
+def _run_logged(
+    command: str,
+    data_dir: Path,
+    run: Callable[[Path], object],
+    *,
+    stopped: str,
+    interrupt_exit: int,
+    usage_errors: tuple[type[Exception], ...] = (),
+) -> None:
+    """``run(data_dir)`` (its result unused), its log at
+    :func:`riverbed.demo.logs.log_path` of ``data_dir``.
+    Ctrl-C (once ``run`` stopped everything): ``<command>: interrupted; <stopped> stopped
+    (log: <log>)`` on stderr, exit ``interrupt_exit``.  One of ``usage_errors``:
+    ``<command>: error: <its first line>``, exit 2.  Any other exception: the log's tail
+    and ``<command>: error: <its first line>``, exit 1.  Returns when ``run`` does."""
+    from riverbed.demo.logs import log_path, tail
+
     log = log_path(data_dir)
     try:
-        run_chapter(options, data_dir)
+        run(data_dir)
+        return
     except KeyboardInterrupt:
-        click.echo(
-            "riverbed demo --chapter: interrupted; generators, CDC, Spark, views, console "
-            f"and broker stopped (log: {log})",
-            err=True,
-        )
-        sys.exit(0)
-    except ConfigError as exc:  # a port in use, a Redis that does not answer...
-        click.echo(f"riverbed demo --chapter: error: {_one_line(exc)}", err=True)
+        click.echo(f"{command}: interrupted; {stopped} stopped (log: {log})", err=True)
+        sys.exit(interrupt_exit)
+    except usage_errors as exc:
+        click.echo(f"{command}: error: {_one_line(exc)}", err=True)
         sys.exit(2)
     except Exception as exc:
-        _fail_with_log_tail("riverbed demo --chapter", log, exc)
-
-
-def _fail_with_log_tail(command: str, log: Path, exc: BaseException) -> NoReturn:
-    """Print ``log``'s tail (:func:`riverbed.demo.logs.tail`, each line cut to 200
-    characters; nothing when there is no log) and ``<command>: error: <exc's first line>``
-    to stderr, then exit 1."""
-    from riverbed.demo.logs import tail
-
+        error = exc
     lines = tail(log)
     if lines:
         click.echo(f"last lines of {log}:", err=True)
         for line in lines:
             click.echo(f"  {line[:200]}", err=True)
-    click.echo(f"{command}: error: {_one_line(exc)}", err=True)
+    click.echo(f"{command}: error: {_one_line(error)}", err=True)
     sys.exit(1)
 
 
