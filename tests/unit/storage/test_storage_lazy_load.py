@@ -176,3 +176,37 @@ def test_damage_below_the_recovery_point_is_never_served(tmp_path: Path) -> None
     with pytest.raises(CorruptSegmentError, match=active.name):
         read_all(log)
     log.close_unclean()
+
+
+def test_a_short_time_index_moves_the_checked_start_earlier(tmp_path: Path) -> None:
+    """A time index cut short (its writes never fsynced) must not let recovery trust
+    batches whose timestamps it does not cover: the max timestamp stays exact."""
+    d, _rp = crashed_log(tmp_path)
+    timeindex = sorted(d.glob("*.timeindex"))[-1]
+    data = timeindex.read_bytes()
+    timeindex.write_bytes(data[: (len(data) // 12 // 4) * 12])
+    log = PartitionLog.open(d, CONFIG, clock=ManualClock())
+    active = log.segments()[-1]
+    assert log.offline_error is None and log.log_end_offset == 280
+    assert (active.max_timestamp, active.offset_of_max_timestamp) == (TS + 279, 279)
+    assert log.offset_for_timestamp(TS + 120) == (120, TS + 120)
+    assert read_all(log) == expected(280)
+    log.close()
+
+
+def test_an_index_entry_off_a_batch_start_falls_back_to_a_full_check(tmp_path: Path) -> None:
+    d, _rp = crashed_log(tmp_path)
+    index = sorted(d.glob("*.index"))[-1]
+    data = bytearray(index.read_bytes())
+    last = len(data) // 8 - 1
+    position = int.from_bytes(data[last * 8 + 4 : last * 8 + 8], "big")
+    for i in range(last + 1):  # every entry 5 bytes off its batch: none is usable
+        pos = int.from_bytes(data[i * 8 + 4 : i * 8 + 8], "big")
+        data[i * 8 + 4 : i * 8 + 8] = (pos + 5).to_bytes(4, "big")
+    assert position > 0
+    index.write_bytes(bytes(data))
+    log = PartitionLog.open(d, CONFIG, clock=ManualClock())
+    assert log.offline_error is None and log.log_end_offset == 280
+    assert log.segments()[-1].verified_to > 0  # checked from byte 0, as before
+    assert read_all(log) == expected(280)
+    log.close()
