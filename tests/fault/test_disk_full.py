@@ -10,8 +10,6 @@ skipped, saying so, without it.
 from __future__ import annotations
 
 import signal
-import socket
-import struct
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,41 +18,16 @@ from typing import Any
 import pytest
 
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
 from riverbed.protocol.messages import CreateTopicsRequest, FetchRequest, ProduceRequest
 from riverbed.protocol.records import SimpleRecord, build_batch
 from riverbed.testing.broker_process import BrokerProcess, free_port
+from riverbed.testing.wire import WireClient
 
 PRODUCE, FETCH, CREATE_TOPICS = 0, 1, 19
 EXIT_UNCLEAN_STOP = 3
 
 
-class _Client:
-    """One blocking connection speaking the generated codec."""
-
-    def __init__(self, bootstrap: str) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=30)
-        self._next = 0
-
-    def call(self, api_key: int, version: int, request: Any) -> Any:
-        self._next += 1
-        self.sock.sendall(encode_request(RequestHeader(api_key, version, self._next, "t"), request))
-        size = struct.unpack(">i", self._exactly(4))[0]
-        cid, response = decode_response(self._exactly(size), api_key, version)
-        assert cid == self._next
-        return response
-
-    def _exactly(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            assert chunk, "closed by the broker"
-            data += chunk
-        return data
-
-
-def _produce(client: _Client, value: bytes) -> Any:
+def _produce(client: WireClient, value: bytes) -> Any:
     request = ProduceRequest(
         acks=-1,
         timeout_ms=5000,
@@ -72,7 +45,7 @@ def _produce(client: _Client, value: bytes) -> Any:
     return client.call(PRODUCE, 9, request).responses[0].partition_responses[0]
 
 
-def _high_watermark(client: _Client) -> int:
+def _high_watermark(client: WireClient) -> int:
     request = FetchRequest(
         max_wait_ms=0,
         min_bytes=1,
@@ -116,7 +89,7 @@ def test_disk_full_is_named_and_sigterm_stops_with_one_line(small_fs: Path, tmp_
     broker = BrokerProcess(data_dir, free_port(), log_path, log_level="WARNING")
     broker.start()
     try:
-        client = _Client(broker.bootstrap_servers)
+        client = WireClient(broker.bootstrap_servers, client_id="t")
         created = client.call(
             CREATE_TOPICS,
             7,
@@ -164,6 +137,6 @@ def test_disk_full_is_named_and_sigterm_stops_with_one_line(small_fs: Path, tmp_
         # Grow the file system: every acknowledged record survived the unclean stop.
         subprocess.run(["mount", "-o", "remount,size=64m", str(small_fs)], check=True)
         broker.start()
-        assert _high_watermark(_Client(broker.bootstrap_servers)) == acked
+        assert _high_watermark(WireClient(broker.bootstrap_servers, client_id="t")) == acked
     finally:
         broker.close()

@@ -10,8 +10,6 @@ fallback to DescribeGroups (a classic or unknown group) are exercised.
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,10 +28,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
 from riverbed.protocol.messages import MetadataRequest
 from riverbed.testing.embedded import EmbeddedBroker
 from riverbed.testing.kafka_reference import KafkaReference, free_port
+from riverbed.testing.wire import WireClient
 
 DEADLINE_S = 60.0
 CLUSTER_OPS = {
@@ -127,8 +125,7 @@ def test_without_an_authorizer_every_supported_operation(server: Any) -> None:
 
 def test_metadata_v10_cluster_operations_when_asked(fixes_riverbed: EmbeddedBroker) -> None:
     """Metadata v8-10 carry the cluster's operations too (librdkafka asks with v12+)."""
-    host, port = fixes_riverbed.bootstrap_servers.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
+    with WireClient(fixes_riverbed.bootstrap_servers, client_id="ops") as wire:
         for asked, expected in ((True, 0b1111110100000), (False, -(2**31))):
             request = MetadataRequest(
                 topics=[],
@@ -136,20 +133,8 @@ def test_metadata_v10_cluster_operations_when_asked(fixes_riverbed: EmbeddedBrok
                 include_cluster_authorized_operations=asked,
                 include_topic_authorized_operations=asked,
             )
-            sock.sendall(encode_request(RequestHeader(3, 10, 1, "ops"), request))
-            size = struct.unpack(">i", _exactly(sock, 4))[0]
-            _cid, response = decode_response(_exactly(sock, size), 3, 10)
+            response = wire.call(3, 10, request)
             assert response.cluster_authorized_operations == expected
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed by broker")
-        buf += chunk
-    return bytes(buf)
 
 
 # -- with an authorizer -------------------------------------------------------------------

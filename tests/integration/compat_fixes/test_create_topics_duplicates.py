@@ -4,34 +4,20 @@ name.", the other topics are created.  Same raw request to Kafka and Riverbed.""
 
 from __future__ import annotations
 
-import socket
-import struct
 import uuid
 from typing import Any
 
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
 from riverbed.protocol.messages import CreateTopicsRequest, MetadataRequest
+from riverbed.testing.wire import WireClient
 
 CREATE_TOPICS, METADATA = 19, 3
 
 
 def _call(bootstrap: str, api_key: int, version: int, request: Any) -> Any:
-    host, port = bootstrap.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=60) as sock:
-        sock.sendall(encode_request(RequestHeader(api_key, version, 3, "dups"), request))
-        size = struct.unpack(">i", _exactly(sock, 4))[0]
-        return decode_response(_exactly(sock, size), api_key, version)[1]
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed by broker")
-        buf += chunk
-    return bytes(buf)
+    """``request``'s response on a connection of its own."""
+    with WireClient(bootstrap, 60, client_id="dups") as wire:
+        return wire.call(api_key, version, request)
 
 
 def _topic(name: str) -> CreateTopicsRequest.CreatableTopic:

@@ -10,8 +10,6 @@ INVALID_RECORD, the others ``_INVALID_DIFFERENT_RECORD``) is ``tests/compat/test
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 import uuid
 from typing import Any
@@ -19,9 +17,9 @@ from typing import Any
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
 from riverbed.protocol.messages import ListOffsetsRequest, ProduceRequest
 from riverbed.protocol.record_build import build_batch
+from riverbed.testing.wire import WireClient
 
 DEADLINE_S = 60.0
 PRODUCE, LIST_OFFSETS = 0, 2
@@ -37,22 +35,9 @@ def _compacted_topic(bootstrap: str, prefix: str) -> str:
 
 
 def _call(bootstrap: str, api_key: int, version: int, request: Any) -> Any:
-    host, port = bootstrap.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(encode_request(RequestHeader(api_key, version, 7, "keyless"), request))
-        size = struct.unpack(">i", _exactly(sock, 4))[0]
-        _cid, response = decode_response(_exactly(sock, size), api_key, version)
-        return response
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed by broker")
-        buf += chunk
-    return bytes(buf)
+    """``request``'s response on a connection of its own."""
+    with WireClient(bootstrap, 30, client_id="keyless") as wire:
+        return wire.call(api_key, version, request)
 
 
 def _end_offset(bootstrap: str, topic: str) -> int:

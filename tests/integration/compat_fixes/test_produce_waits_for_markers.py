@@ -16,8 +16,6 @@ behind it).
 from __future__ import annotations
 
 import asyncio
-import socket
-import struct
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,10 +29,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from riverbed.broker.handlers import produce
 from riverbed.broker.transactions import ProduceVerdict
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
 from riverbed.protocol.messages import EndTxnRequest, InitProducerIdRequest, ProduceRequest
 from riverbed.protocol.record_build import build_batch
 from riverbed.testing.embedded import EmbeddedBroker
+from riverbed.testing.wire import WireClient
 
 PRODUCE, INIT_PRODUCER_ID, END_TXN = 0, 22, 26
 TXN_ID, TOPIC = "markers-produce", "markers-produce-out"
@@ -44,47 +42,6 @@ TXN_ID, TOPIC = "markers-produce", "markers-produce-out"
 def broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker(tmp_path / "data") as embedded:
         yield embedded
-
-
-class _Wire:
-    """One connection; requests may be pipelined (:meth:`send_all`, then :meth:`receive`)."""
-
-    def __init__(self, bootstrap: str) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self._sock = socket.create_connection((host, int(port)), timeout=30)
-        self._next = 0
-        self._sent: list[tuple[int, int, int]] = []
-
-    def frame(self, api_key: int, version: int, request: Any) -> bytes:
-        self._next += 1
-        self._sent.append((self._next, api_key, version))
-        return encode_request(RequestHeader(api_key, version, self._next, "markers"), request)
-
-    def send_all(self, *frames: bytes) -> None:
-        self._sock.sendall(b"".join(frames))
-
-    def receive(self) -> Any:
-        correlation_id, api_key, version = self._sent.pop(0)
-        size = struct.unpack(">i", self._exactly(4))[0]
-        cid, response = decode_response(self._exactly(size), api_key, version)
-        assert cid == correlation_id
-        return response
-
-    def call(self, api_key: int, version: int, request: Any) -> Any:
-        self.send_all(self.frame(api_key, version, request))
-        return self.receive()
-
-    def _exactly(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self._sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by broker")
-            buf += chunk
-        return bytes(buf)
-
-    def close(self) -> None:
-        self._sock.close()
 
 
 def _produce(pid: int, epoch: int, sequence: int, value: bytes) -> ProduceRequest:
@@ -123,7 +80,7 @@ def _offset(response: Any) -> int:
     return int(response.responses[0].partition_responses[0].base_offset)
 
 
-def _init(wire: _Wire) -> tuple[int, int]:
+def _init(wire: WireClient) -> tuple[int, int]:
     deadline = time.monotonic() + 60
     while True:  # __transaction_state is created on first use
         init = wire.call(
@@ -167,7 +124,7 @@ def test_next_transactions_first_produce_waits_for_the_commit_markers(
     bootstrap = broker.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(timeout=60)
-    wire = _Wire(bootstrap)
+    wire = WireClient(bootstrap, client_id="markers")
     try:
         pid, epoch = _init(wire)
         first = wire.call(PRODUCE, 12, _produce(pid, epoch, 0, b"r0-a"))
@@ -177,12 +134,15 @@ def test_next_transactions_first_produce_waits_for_the_commit_markers(
             # EndTxn(commit) answers with epoch + 1 once PrepareCommit is durable; the next
             # transaction's batches (sequence restarts at the new epoch) ride right behind.
             a, b = f"r{round_}-a".encode(), f"r{round_}-b".encode()
-            wire.send_all(
-                wire.frame(END_TXN, 5, _end(pid, epoch)),
-                wire.frame(PRODUCE, 12, _produce(pid, epoch + 1, 0, a)),
-                wire.frame(PRODUCE, 12, _produce(pid, epoch + 1, 1, b)),
-            )
-            commit, produce_a, produce_b = wire.receive(), wire.receive(), wire.receive()
+            requests = [
+                (END_TXN, 5, _end(pid, epoch)),
+                (PRODUCE, 12, _produce(pid, epoch + 1, 0, a)),
+                (PRODUCE, 12, _produce(pid, epoch + 1, 1, b)),
+            ]
+            sent = wire.send_many(requests)
+            replies = [wire.recv(api_key, version) for api_key, version, _ in requests]
+            assert [cid for cid, _ in replies] == sent
+            commit, produce_a, produce_b = (response for _, response in replies)
             assert (commit.error_code, commit.producer_epoch) == (ErrorCode.NONE, epoch + 1)
             assert (_code(produce_a), _code(produce_b)) == (ErrorCode.NONE, ErrorCode.NONE), (
                 f"round {round_}: {_code(produce_a).name}, {_code(produce_b).name}"

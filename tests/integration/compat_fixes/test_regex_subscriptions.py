@@ -9,8 +9,6 @@ after it subscribed.
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 import uuid
 from typing import Any
@@ -20,8 +18,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from riverbed.protocol.error_codes import ErrorCode
-from riverbed.protocol.framing import RequestHeader, decode_response, encode_request
 from riverbed.protocol.messages import ConsumerGroupHeartbeatRequest, FindCoordinatorRequest
+from riverbed.testing.wire import WireClient
 
 DEADLINE_S = 60.0
 FIND_COORDINATOR, HEARTBEAT = 10, 68
@@ -32,26 +30,8 @@ NOT_READY = {
 }
 
 
-def _call(sock: socket.socket, api_key: int, version: int, request: Any) -> Any:
-    sock.sendall(encode_request(RequestHeader(api_key, version, 1, "regex"), request))
-    size = struct.unpack(">i", _exactly(sock, 4))[0]
-    _cid, response = decode_response(_exactly(sock, size), api_key, version)
-    return response
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed by broker")
-        buf += chunk
-    return bytes(buf)
-
-
 def test_a_pattern_re2_lacks_is_an_invalid_regular_expression(server: Any) -> None:
     group = f"bad-regex-{uuid.uuid4().hex[:8]}"
-    host, port = server.bootstrap_servers.rsplit(":", 1)
     heartbeat = ConsumerGroupHeartbeatRequest(
         group_id=group,
         member_id=str(uuid.uuid4()),
@@ -61,11 +41,11 @@ def test_a_pattern_re2_lacks_is_an_invalid_regular_expression(server: Any) -> No
         topic_partitions=[],
     )
     deadline = time.monotonic() + DEADLINE_S
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
+    with WireClient(server.bootstrap_servers, client_id="regex") as wire:
         while True:  # the group's coordinator must be ready (Kafka loads it first)
             find = FindCoordinatorRequest(key_type=0, coordinator_keys=[group])
-            _call(sock, FIND_COORDINATOR, 4, find)
-            response = _call(sock, HEARTBEAT, 1, heartbeat)
+            wire.call(FIND_COORDINATOR, 4, find)
+            response = wire.call(HEARTBEAT, 1, heartbeat)
             if response.error_code not in NOT_READY or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
