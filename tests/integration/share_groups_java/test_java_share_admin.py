@@ -12,17 +12,14 @@ is in the default suite (~10 s); the Kafka run is gated: ``-m kafka``.  Without
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
-from riverbed.testing.broker_process import BrokerProcess, free_port
 from riverbed.testing.java_app import JavaAppBuild, JavaAppError, build_java_app
-from riverbed.testing.kafka_share_reference import create_topic, share_kafka
+from riverbed.testing.kafka_share_reference import create_topic
 
 PROJECT = Path(__file__).resolve().parents[2] / "compat" / "java_share_admin"
 MAIN_CLASS = "dev.riverbed.share.ShareAdminApp"
@@ -54,27 +51,6 @@ def app_build() -> JavaAppBuild:
         return build_java_app(PROJECT, "java-share-admin")
     except JavaAppError as exc:
         pytest.skip(str(exc))
-
-
-@pytest.fixture
-def riverbed_bootstrap(tmp_path: Path) -> Iterator[str]:
-    broker = BrokerProcess(
-        tmp_path / "data", free_port(), tmp_path / "broker.log", RIVERBED_CONFIG, "WARNING"
-    )
-    broker.start(timeout_s=120)
-    try:
-        yield broker.bootstrap_servers
-    finally:
-        broker.close()
-
-
-@pytest.fixture
-def kafka_bootstrap() -> Iterator[str]:
-    for tool in ("java", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not on PATH")
-    with share_kafka() as broker:
-        yield broker.bootstrap_servers
 
 
 def _observe(bootstrap: str, build: JavaAppBuild) -> dict[str, str]:

@@ -23,16 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import shutil
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
-from riverbed.testing.broker_process import BrokerProcess, free_port
 from riverbed.testing.java_share_consumer import (
     AppBuild,
     Delivery,
@@ -43,7 +40,6 @@ from riverbed.testing.java_share_consumer import (
 from riverbed.testing.kafka_share_reference import (
     create_topic,
     set_share_group_config,
-    share_kafka,
 )
 
 LOCK_MS = 10_000
@@ -69,27 +65,6 @@ def app_build() -> AppBuild:
         return ensure_app()
     except JavaShareConsumerError as exc:
         pytest.skip(str(exc))
-
-
-@pytest.fixture
-def riverbed_bootstrap(tmp_path: Path) -> Iterator[str]:
-    broker = BrokerProcess(
-        tmp_path / "data", free_port(), tmp_path / "broker.log", RIVERBED_CONFIG, "WARNING"
-    )
-    broker.start(timeout_s=120)
-    try:
-        yield broker.bootstrap_servers
-    finally:
-        broker.close()
-
-
-@pytest.fixture
-def kafka_bootstrap() -> Iterator[str]:
-    for tool in ("java", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not on PATH")
-    with share_kafka(lock_duration_ms=LOCK_MS) as broker:
-        yield broker.bootstrap_servers
 
 
 def _value(i: int) -> str:
