@@ -118,6 +118,10 @@ from riverbed.storage.validation import validate_batches
 
 _logger = logging.getLogger(__name__)
 _MAX_RELATIVE = 0x7FFFFFFF
+PRODUCER_SNAPSHOT_INTERVAL_BYTES = 64 << 20
+"""A flush writes a producer snapshot at its target offset once the active segment has
+grown by this much since the last snapshot (a roll's or this one's), so recovery after a
+crash replays at most this many bytes of batch headers, not the whole active segment."""
 _ATTRS = struct.Struct(">h")
 _BASE_OFFSET = struct.Struct(">q")
 _TS = struct.Struct(">q")
@@ -213,6 +217,11 @@ class PartitionLog:
         # Segments sealed by a roll whose fsync is still owed, oldest first, each with
         # its producer snapshot as of its end (written after that fsync): see flush().
         self._rolled: list[tuple[LogSegment, bytes]] = []
+        # (segment base, byte position) of the newest producer snapshot's offset, and the
+        # offset of the last periodic one (replaced by the next), see flush()
+        self._snapshot_at = (-1, 0)
+        self._periodic_snapshot = -1
+        self.snapshot_interval_bytes = PRODUCER_SNAPSHOT_INTERVAL_BYTES
         self._offline: CorruptSegmentError | None = None
         self.producers = ProducerStateManager(directory, producer_id_expiration_ms)
 
@@ -691,9 +700,12 @@ class PartitionLog:
 
         First the segments sealed by rolls since the last flush (oldest first, each
         followed by its producer snapshot, then one directory fsync for the new
-        segments' entries), then the active segment.  ``flushed_offset`` advances only
-        when all of it is done, so it never passes a segment whose fsync is owed.
+        segments' entries), then the active segment, then, every
+        :data:`PRODUCER_SNAPSHOT_INTERVAL_BYTES` of it, a producer snapshot at the
+        target.  ``flushed_offset`` advances only when all of it is done, so it never
+        passes a segment whose fsync is owed.
         """
+        periodic: bytes | None = None  # a producer snapshot at the target, see below
         with self._flush_lock:
             try:
                 with self._lock:
@@ -710,6 +722,7 @@ class PartitionLog:
                         active.flush_indexes()
                         mark = FlushMark(active.base_offset, target, active.size)
                         ready = None
+                        periodic = self._periodic_snapshot_data(active, target)
             except OSError as exc:  # a full disk: nobody may wait for a retry that may not come
                 self._fail_waiters(
                     StorageError(
@@ -735,6 +748,8 @@ class PartitionLog:
                 failed = exc.filename or path  # a producer snapshot names its own file
                 self._fail_waiters(StorageError(f"fsync of {failed} failed: {os_reason(exc)}"))
                 raise
+            if periodic is not None:
+                self._write_periodic_snapshot(target, periodic)
             self._write_flush_mark(mark)
             with self._lock:
                 synced = {id(seg) for seg, _d in rolled}
@@ -746,6 +761,31 @@ class PartitionLog:
         for fut in ready:
             _settle(fut)
         return target
+
+    def _periodic_snapshot_data(self, active: LogSegment, target: int) -> bytes | None:
+        """Under ``_lock``: the producer state as of ``target`` (every batch below it is
+        in it) when the active segment grew by :data:`PRODUCER_SNAPSHOT_INTERVAL_BYTES`
+        since the last snapshot, else None."""
+        base, position = self._snapshot_at
+        since = active.size - (position if base == active.base_offset else 0)
+        if since < self.snapshot_interval_bytes:
+            return None
+        self._snapshot_at = (active.base_offset, active.size)
+        return self.producers.snapshot_data()
+
+    def _write_periodic_snapshot(self, offset: int, data: bytes) -> None:
+        """After the fsync covering every batch below ``offset``: its producer snapshot
+        (recovery replays from the newest one at or below the log end), replacing the
+        previous periodic one; the roll snapshots stay.  A failure is logged: the
+        snapshot only shortens recovery."""
+        try:
+            self.producers.write_snapshot(offset, data)
+        except OSError as exc:
+            _logger.warning("cannot write the producer snapshot of %s: %s", self.directory, exc)
+            return
+        previous, self._periodic_snapshot = self._periodic_snapshot, offset
+        if 0 <= previous < offset:
+            self.producers.snapshot_path(previous).unlink(missing_ok=True)
 
     def _sync_rolled(self, seg: LogSegment, snapshot: bytes) -> None:
         """fsync a segment sealed by a roll, then write its producer snapshot.  Called

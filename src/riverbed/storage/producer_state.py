@@ -54,8 +54,9 @@ would forget four of the five batches a producer may retry); the transaction fie
 the ones Kafka's has (``CoordinatorEpoch``, ``CurrentTxnFirstOffset``).
 
 Snapshots are written (tmp + fsync + rename) for each rolled segment, with the state as
-of the roll, once that segment's fsync is done (see ``PartitionLog.flush``), and at
-clean shutdown.  After a
+of the roll, once that segment's fsync is done (see ``PartitionLog.flush``), every
+``PRODUCER_SNAPSHOT_INTERVAL_BYTES`` (64 MiB) of the active segment after the fsync that
+covers them (the previous such one is then deleted), and at clean shutdown.  After a
 crash the log loads the newest snapshot at or below its recovered end and replays batch
 headers from there; a corrupt snapshot is deleted and an older one (or the log start)
 used instead.  Not thread-safe: the owning log's lock guards it.

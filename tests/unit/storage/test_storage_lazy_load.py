@@ -210,3 +210,27 @@ def test_an_index_entry_off_a_batch_start_falls_back_to_a_full_check(tmp_path: P
     assert log.segments()[-1].verified_to > 0  # checked from byte 0, as before
     assert read_all(log) == expected(280)
     log.close()
+
+
+def test_a_flush_writes_a_producer_snapshot_every_interval_so_a_crash_replays_little(
+    tmp_path: Path,
+) -> None:
+    d = tmp_path / "t-0"
+    config = LogConfig(segment_bytes=1 << 20, flush_messages=LONG_MAX)
+    log = PartitionLog.open(d, config, clock=ManualClock())
+    log.snapshot_interval_bytes = 2000
+    for i in range(200):
+        log.append(batch(b"v" * 40, ts=TS + i, pid=7, epoch=0, seq=i))
+        if i % 10 == 9:
+            log.flush()
+    end = log.log_end_offset
+    log.close_unclean()
+    snapshots = sorted(int(p.name[:20]) for p in d.glob("*.snapshot"))
+    assert len(snapshots) == 1 and end - 10 <= snapshots[0] <= end  # the previous ones went
+    log = PartitionLog.open(d, config, clock=ManualClock())
+    assert log.log_end_offset == end
+    retry = log.append(batch(b"v" * 40, ts=TS + 199, pid=7, epoch=0, seq=199))
+    assert retry.duplicate and retry.base_offset == end - 1
+    nxt = log.append(batch(b"w", ts=TS + 200, pid=7, epoch=0, seq=200))
+    assert not nxt.duplicate and nxt.base_offset == end
+    log.close()
