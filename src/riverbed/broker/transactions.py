@@ -334,8 +334,19 @@ class TransactionService:
         return list(found.values())
 
     def _offsets_epoch(self, producer_id: int, partition: int) -> int:
-        """The epoch of held offsets of ``producer_id``: the partition's producer entry,
-        else the coordinator's current one for that producer id, else 0."""
+        """The epoch of held offsets of ``producer_id``: the coordinator's current one
+        when its transaction of that producer id lists the partition (the offsets are
+        that transaction's: an earlier one's were settled by its markers), else the
+        partition's producer entry, else the coordinator's current one for that producer
+        id, else 0.  The producer entry may be older than the offsets (their batch is
+        written without producer-state tracking; the entry may come from an earlier
+        transaction's marker before an InitProducerId bump), so it must not decide for a
+        listed transaction: the rule would abort its held offsets behind its back."""
+        tp = TopicPartition(OFFSETS_TOPIC_NAME, partition)
+        for transactional_id in self.coordinator.transactional_ids():
+            meta = self.coordinator.transaction(transactional_id)
+            if meta is not None and meta.producer_id == producer_id and tp in meta.partitions:
+                return meta.producer_epoch
         try:
             plog = self._host.topics.partition_log(OFFSETS_TOPIC_NAME, partition)
         except UnknownTopicOrPartitionError:

@@ -6,7 +6,8 @@
   the id's Empty record (InitProducerId) is still unsynced waits for that fsync;
 * decisions (Empty, PrepareCommit) wait for their own fsync, as before;
 * and at load, a transaction open in a data partition that no coordinator transaction
-  lists is aborted (a direct ABORT marker).
+  lists is aborted (a direct ABORT marker), but held TxnOffsetCommit offsets of a listed
+  transaction are not (whatever epoch an earlier marker left in the partition).
 
 On the code before the change the first check fails (the answer waited for the Ongoing
 record's fsync)."""
@@ -15,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,10 +27,12 @@ from riverbed.broker.config import BrokerConfig
 from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, GroupService
 from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import TopicManager
-from riverbed.broker.transactions import TransactionService
+from riverbed.broker.transactions import PendingOffset, TransactionService
 from riverbed.clock import ManualClock
 from riverbed.coordinator import OFFSETS_TOPIC_NAME
+from riverbed.coordinator.partitioning import partition_for
 from riverbed.coordinator.transactions import (
+    AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     EndTxnRequest,
     InitProducerIdRequest,
@@ -151,3 +155,82 @@ def test_load_aborts_a_transaction_no_coordinator_lists(host: Host) -> None:
     assert plog.ongoing_transactions() == {}
     result = plog.read(0, 1 << 20, isolation=IsolationLevel.READ_COMMITTED)
     assert [(a.producer_id, a.first_offset) for a in result.aborted_transactions or ()] == [(77, 0)]
+
+
+def test_load_keeps_held_offsets_of_a_listed_transaction_after_an_epoch_bump(host: Host) -> None:
+    # Producer "tx" committed an earlier transaction's offsets in __consumer_offsets-p
+    # (its COMMIT marker leaves a producer entry at epoch 0 there), then a new instance
+    # re-initialized (epoch 1) and began a transaction with offsets: AddOffsetsToTxn is
+    # durable and lists the partition, the TxnOffsetCommit is held.  After a restart the
+    # held offsets belong to that listed transaction; the start-up rule must not read
+    # the partition's stale producer entry (epoch 0) and abort them behind its back: the
+    # producer's commit would then apply no offset.
+    group = "g"
+    p = partition_for(group, 3)
+    offsets_tp = TopicPartition(OFFSETS_TOPIC_NAME, p)
+    offsets_log = host.topics.partition_log(OFFSETS_TOPIC_NAME, p)
+
+    async def wait(cond: Callable[[], bool], what: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while not cond():
+            assert loop.time() < deadline, what
+            await asyncio.sleep(0.01)
+
+    async def first_life() -> tuple[int, int]:
+        ids = itertools.count(1000)
+        service = TransactionService(host, lambda: next(ids), TXN_CONFIG)
+        service.load()
+        await service.ensure_topic()
+
+        async def run(handler: Callable[[int], Any]) -> Any:
+            executed = service.execute(handler)
+            for fut in executed.flushes:
+                await asyncio.wrap_future(fut)
+            return executed.response
+
+        init = InitProducerIdRequest("tx", 60_000)
+        first = await run(lambda now: service.coordinator.init_producer_id(init, now))
+        pid = first.producer_id
+        offsets_log.append_control_marker(pid, 0, True, 0)  # an earlier commit's marker
+        again = await run(lambda now: service.coordinator.init_producer_id(init, now))
+        assert (again.producer_id, again.producer_epoch) == (pid, 1)
+        add = AddOffsetsToTxnRequest("tx", pid, 1, group)
+        added = await run(lambda now: service.coordinator.add_offsets_to_txn(add, now))
+        assert added.error_code == ErrorCode.NONE
+        for fut in service.add_pending_offsets(
+            pid, 1, group, [PendingOffset(group, "t", 0, 42, -1, "")]
+        ):
+            await asyncio.wrap_future(fut)
+        state = host.topics.partition_log("__transaction_state", 0)
+        await asyncio.wrap_future(state.flush_future(state.log_end_offset - 1))  # durable
+        service.close()
+        return pid, 1
+
+    pid, epoch = asyncio.run(first_life())
+
+    async def second_life() -> None:
+        host.groups.load()  # the restart: the TxnOffsetCommit batch has no marker: held
+        assert (pid, p) in host.groups.replayed_txn_offsets
+        ids = itertools.count(2000)
+        service = TransactionService(host, lambda: next(ids), TXN_CONFIG)
+        service.load()
+        meta = service.coordinator.transaction("tx")
+        assert meta is not None and offsets_tp in meta.partitions
+        end = service.execute(
+            lambda now: service.coordinator.end_txn(EndTxnRequest("tx", pid, epoch, True), now)
+        )
+        assert end.response.error_code == ErrorCode.NONE
+        for fut in end.flushes:
+            await asyncio.wrap_future(fut)
+
+        def complete() -> bool:
+            m = service.coordinator.transaction("tx")
+            return m is not None and m.state.is_complete_or_empty
+
+        await wait(complete, "the commit never completed")
+        service.close()
+
+    asyncio.run(second_life())
+    result = offsets_log.read(0, 1 << 20, isolation=IsolationLevel.READ_COMMITTED)
+    assert list(result.aborted_transactions or ()) == []  # no ABORT marker was written
