@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +29,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from riverbed.protocol.messages import MetadataRequest
 from riverbed.testing.embedded import EmbeddedBroker
-from riverbed.testing.kafka_reference import KafkaReference, free_port
+from riverbed.testing.sasl_acl import acl_kafka as acl_kafka_broker
+from riverbed.testing.sasl_acl import acl_riverbed as acl_riverbed_broker
+from riverbed.testing.sasl_acl import client_conf
 from riverbed.testing.wire import WireClient
 
 DEADLINE_S = 60.0
@@ -54,10 +55,6 @@ TOPIC_OPS = {
     "WRITE",
 }
 GROUP_OPS = {"ALTER_CONFIGS", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS", "READ"}
-JAAS = (
-    "org.apache.kafka.common.security.plain.PlainLoginModule required "
-    'username="admin" password="admin-pw" user_admin="admin-pw" user_alice="alice-pw";'
-)
 
 
 def _names(ops: Any) -> set[str] | None:
@@ -146,52 +143,19 @@ class _AclServer:
         self.sasl_bootstrap = sasl_bootstrap
 
     def conf(self, user: str) -> dict[str, Any]:
-        return {
-            "bootstrap.servers": self.sasl_bootstrap,
-            "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": "PLAIN",
-            "sasl.username": user,
-            "sasl.password": f"{user}-pw",
-        }
+        return client_conf(self.sasl_bootstrap, user)
 
 
 @pytest.fixture(scope="module")
 def acl_kafka() -> Iterator[_AclServer]:
-    port, controller, sasl = free_port(), free_port(), free_port()
-    overrides = {
-        "listeners": (
-            f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller},"
-            f"SASL_PLAINTEXT://127.0.0.1:{sasl}"
-        ),
-        "advertised.listeners": (f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl}"),
-        "listener.security.protocol.map": (
-            "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
-        ),
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        # the plaintext listeners (controller, readiness probe) are ANONYMOUS
-        "super.users": "User:admin;User:ANONYMOUS",
-        "allow.everyone.if.no.acl.found": "false",
-    }
-    with KafkaReference(overrides=overrides, port=port, controller_port=controller):
-        yield _AclServer(f"127.0.0.1:{sasl}")
+    with acl_kafka_broker() as bootstrap:
+        yield _AclServer(bootstrap)
 
 
 @pytest.fixture(scope="module")
 def acl_riverbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_AclServer]:
-    config = {
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "sasl.jaas.config": JAAS,
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:admin",
-        "allow.everyone.if.no.acl.found": "false",
-    }
-    path: Path = tmp_path_factory.mktemp("acl-ops")
-    with EmbeddedBroker(path, config) as embedded:
-        port = embedded.broker.endpoint("SASL_PLAINTEXT")[1]
-        yield _AclServer(f"127.0.0.1:{port}")
+    with acl_riverbed_broker(tmp_path_factory.mktemp("acl-ops")) as bootstrap:
+        yield _AclServer(bootstrap)
 
 
 @pytest.fixture(

@@ -33,11 +33,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from riverbed.testing.embedded import EmbeddedBroker
+from riverbed.testing.sasl_acl import client_conf, riverbed_config, sasl_bootstrap
 
-JAAS = (
-    "org.apache.kafka.common.security.plain.PlainLoginModule required "
-    'username="admin" password="admin-pw" user_admin="admin-pw" user_alice="alice-pw";'
-)
 DEADLINE_S = 30.0
 TOPIC = "orders"
 GROUP = "orders-readers"
@@ -45,15 +42,7 @@ GROUP = "orders-readers"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
-    config = {
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "sasl.jaas.config": JAAS,
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:admin",
-        "allow.everyone.if.no.acl.found": "false",
-        "offsets.topic.num.partitions": "1",
-    }
+    config = riverbed_config({"offsets.topic.num.partitions": "1"})
     embedded = EmbeddedBroker(tmp_path_factory.mktemp("acl-broker"), config).start()
     try:
         admin = AdminClient(conf(embedded, "admin"))
@@ -64,14 +53,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
 
 
 def conf(embedded: EmbeddedBroker, user: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": f"127.0.0.1:{embedded.broker.endpoint('SASL_PLAINTEXT')[1]}",
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": user,
-        "sasl.password": f"{user}-pw",
-        **extra,
-    }
+    return client_conf(sasl_bootstrap(embedded), user, **extra)
 
 
 def grant(embedded: EmbeddedBroker, *bindings: AclBinding) -> None:

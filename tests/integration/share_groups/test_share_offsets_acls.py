@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,65 +43,34 @@ from riverbed.protocol.messages.generated.sasl_authenticate_request import (
     SaslAuthenticateRequest,
 )
 from riverbed.protocol.messages.generated.sasl_handshake_request import SaslHandshakeRequest
-from riverbed.testing.embedded import EmbeddedBroker
-from riverbed.testing.kafka_reference import KafkaReference, free_port
 from riverbed.testing.kafka_share_reference import SHARE_KAFKA_VERSION, share_server_properties
+from riverbed.testing.sasl_acl import acl_kafka as acl_kafka_broker
+from riverbed.testing.sasl_acl import acl_riverbed as acl_riverbed_broker
+from riverbed.testing.sasl_acl import client_conf
 from riverbed.testing.wire import WireClient
 
-JAAS = (
-    "org.apache.kafka.common.security.plain.PlainLoginModule required "
-    'username="admin" password="admin-pw" user_admin="admin-pw" user_alice="alice-pw";'
-)
 DEADLINE_S = 60.0
-ACL = {
-    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "allow.everyone.if.no.acl.found": "false",
-    "sasl.enabled.mechanisms": "PLAIN",
-}
 
 
 @pytest.fixture(scope="module")
 def acl_kafka() -> Iterator[str]:
-    port, controller, sasl = free_port(), free_port(), free_port()
-    overrides = {
-        **share_server_properties(),
-        **ACL,
-        "listeners": (
-            f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller},"
-            f"SASL_PLAINTEXT://127.0.0.1:{sasl}"
-        ),
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-        "listener.security.protocol.map": (
-            "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
-        ),
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
-        # the plaintext listeners (controller, readiness probe) are ANONYMOUS
-        "super.users": "User:admin;User:ANONYMOUS",
-    }
-    with KafkaReference(
+    with acl_kafka_broker(
+        share_server_properties(),
         version=SHARE_KAFKA_VERSION,
-        overrides=overrides,
-        port=port,
-        controller_port=controller,
         heap="768m",
         startup_timeout_s=180.0,
-    ):
-        yield f"127.0.0.1:{sasl}"
+    ) as bootstrap:
+        yield bootstrap
 
 
 @pytest.fixture(scope="module")
 def acl_riverbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    config = {
-        **ACL,
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.jaas.config": JAAS,
-        "super.users": "User:admin",
+    extra = {
         "offsets.topic.num.partitions": "1",
         "share.coordinator.state.topic.num.partitions": "1",
     }
-    path: Path = tmp_path_factory.mktemp("share-acl")
-    with EmbeddedBroker(path, config) as embedded:
-        yield f"127.0.0.1:{embedded.broker.endpoint('SASL_PLAINTEXT')[1]}"
+    with acl_riverbed_broker(tmp_path_factory.mktemp("share-acl"), extra) as bootstrap:
+        yield bootstrap
 
 
 @pytest.fixture(
@@ -113,16 +81,6 @@ def acl_riverbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 )
 def sasl_bootstrap(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue(request.param))
-
-
-def _conf(bootstrap: str, user: str) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": bootstrap,
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": user,
-        "sasl.password": f"{user}-pw",
-    }
 
 
 class _SaslWire(WireClient):
@@ -200,10 +158,10 @@ def _until_coordinator(wire: WireClient, group: str) -> None:
 
 
 def _observe(bs: str) -> dict[str, Any]:
-    admin = AdminClient(_conf(bs, "admin"))
+    admin = AdminClient(client_conf(bs, "admin"))
     for future in admin.create_topics([NewTopic("t1", 1, 1), NewTopic("t2", 1, 1)]).values():
         future.result(DEADLINE_S)
-    producer = Producer(_conf(bs, "admin"))
+    producer = Producer(client_conf(bs, "admin"))
     for topic in ("t1", "t2"):
         for i in range(3):
             producer.produce(topic, value=b"v%d" % i)
