@@ -5,15 +5,18 @@ installed ``riverbed``; else ``PYTHONPATH=DIR``, e.g. a ``git worktree`` of an o
 commit's ``src/``), then ``--repeat`` rounds: in each round every broker gets a fresh
 topic (``--partitions``) and the same produce workload as ``bench_produce_consume.py``
 (one idempotent confluent-kafka producer, ``acks=all``, ``linger.ms=5``, 1,000 warm-up
-messages not counted), one broker after the other.  Per run: msg/s, and the broker
-process's user + system CPU seconds (``/proc/PID/stat``, all threads) over the produce
-phase per 10^9 bytes of values; then the median per broker and size.  Produce only: no
-consume phase, so the CPU is the produce path's.
+messages not counted), one broker after the other, the order flipping every round.  Per
+run: msg/s, and the broker process's user + system CPU seconds (``/proc/PID/stat``, all
+threads) over the produce phase per 10^9 bytes of values; then the median per broker and
+size.  Produce only: no consume phase, so the CPU is the produce path's.
 
 Alternating runs matter on a shared box: the CPU per GB moves with the load (a starved
 client sends smaller requests), so before/after figures are only comparable run beside
-run.  ``--perf LABEL`` records that broker with ``perf record -g`` (``perf`` must be
-installed) into ``perf-LABEL-SIZES.data`` in the current directory.
+run.  Keep the volume well inside the page cache (every run's topic stays until the end):
+once the box reclaims memory, the reclaim is charged to the writer and the CPU per GB
+climbs with every run (seen: 1 -> 3 s/GB over 20 GB of 10 KiB).  ``--perf LABEL``
+records that broker with ``perf record -g`` (``perf`` must be installed) into
+``perf-LABEL-SIZES.data`` in the current directory.
 
 Run: ``.venv/bin/python bench/bench_produce_cpu.py --sizes 1024 --messages 400000
 --repeat 5 --src before=/tmp/rb-base/src --src after=``.  Exit status 0 (a measurement).
@@ -70,7 +73,10 @@ def main(argv: list[str] | None = None) -> None:
             recorder = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for round_ in range(args.repeat):
             for size in sizes:
-                for label, _src in brokers:
+                # ABBA: the order flips every round, so that neither broker always runs
+                # right after the other's writes (their write-back still under way).
+                order = brokers if round_ % 2 == 0 else brokers[::-1]
+                for label, _src in order:
                     bootstrap = boot[label]
                     topic = f"cpu-{size}-{label}-{round_}-{int(time.time() * 1000)}"
                     create_topic(bootstrap, topic, args.partitions)
