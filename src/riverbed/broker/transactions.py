@@ -269,11 +269,19 @@ class TransactionService:
             self._creating = None
 
     # -- start-up ---------------------------------------------------------------------
-    def load(self) -> int:
+    def load(self, *, startup: bool = True) -> int:
         """Replay an existing ``__transaction_state`` into a fresh coordinator, then
-        re-send the markers of every prepared transaction; returns the records read."""
+        re-send the markers of every prepared transaction; returns the records read.
+
+        ``startup=False`` is the reload after a failed append at runtime: the held
+        TxnOffsetCommit offsets stay this service's own (the start-up replay's copy is
+        stale: some settled since, others held since) and the start-up rule
+        (:meth:`_abort_unlisted`) does not run -- every record this process appended is
+        in the log it replays, so no transaction lost its Ongoing record, and the rule
+        would abort (and fence) live ones on stale held offsets."""
         self.coordinator = TransactionCoordinator(self._new_producer_id, self.config)
-        self._pending_offsets = dict(self._host.groups.replayed_txn_offsets)
+        if startup:
+            self._pending_offsets = dict(self._host.groups.replayed_txn_offsets)
         if self.num_partitions is None:
             return 0
         count = 0
@@ -296,7 +304,8 @@ class TransactionService:
                 TRANSACTION_STATE_TOPIC_NAME,
             )
         self._handle(self.coordinator.recover(self._clock.now_ms()))
-        self._abort_unlisted()
+        if startup:
+            self._abort_unlisted()
         self._rearm()
         if self._marker_waiters:
             self._wake()
@@ -619,7 +628,7 @@ class TransactionService:
                 "appending to %s failed; reloading the transaction coordinator",
                 TRANSACTION_STATE_TOPIC_NAME,
             )
-            self.load()
+            self.load(startup=False)
             raise
         if len(self._undurable) > UNDURABLE_PRUNE_AT:
             self._undurable = {t: f for t, f in self._undurable.items() if not f.done()}

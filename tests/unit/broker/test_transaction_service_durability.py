@@ -234,3 +234,91 @@ def test_load_keeps_held_offsets_of_a_listed_transaction_after_an_epoch_bump(hos
     asyncio.run(second_life())
     result = offsets_log.read(0, 1 << 20, isolation=IsolationLevel.READ_COMMITTED)
     assert list(result.aborted_transactions or ()) == []  # no ABORT marker was written
+
+
+def test_a_reload_after_a_failed_append_aborts_nothing_and_keeps_held_offsets(
+    host: Host,
+) -> None:
+    # An append to __transaction_state that fails at runtime (disk full, EIO) reloads the
+    # coordinator from its log.  That reload is no start-up: the held TxnOffsetCommit
+    # offsets are the service's own (not the start-up replay's, some settled since), and
+    # no transaction lost its Ongoing record, so nothing may be aborted or fenced.
+    group = "g"
+    p = partition_for(group, 3)
+    offsets_log = host.topics.partition_log(OFFSETS_TOPIC_NAME, p)
+
+    async def wait(cond: Callable[[], bool], what: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while not cond():
+            assert loop.time() < deadline, what
+            await asyncio.sleep(0.01)
+
+    async def run(service: TransactionService, handler: Callable[[int], Any]) -> Any:
+        executed = service.execute(handler)
+        for fut in executed.flushes:
+            await asyncio.wrap_future(fut)
+        return executed.response
+
+    async def first_life() -> int:
+        ids = itertools.count(1000)
+        service = TransactionService(host, lambda: next(ids), TXN_CONFIG)
+        service.load()
+        await service.ensure_topic()
+        init = InitProducerIdRequest("tx", 60_000)
+        pid = int(
+            (
+                await run(service, lambda n: service.coordinator.init_producer_id(init, n))
+            ).producer_id
+        )
+        add = AddOffsetsToTxnRequest("tx", pid, 0, group)
+        await run(service, lambda n: service.coordinator.add_offsets_to_txn(add, n))
+        for fut in service.add_pending_offsets(
+            pid, 0, group, [PendingOffset(group, "t", 0, 42, -1, "")]
+        ):
+            await asyncio.wrap_future(fut)
+        state = host.topics.partition_log("__transaction_state", 0)
+        await asyncio.wrap_future(state.flush_future(state.log_end_offset - 1))
+        service.close()
+        return pid
+
+    pid = asyncio.run(first_life())
+
+    async def second_life() -> None:
+        host.groups.load()
+        assert (pid, p) in host.groups.replayed_txn_offsets  # held at the start
+        ids = itertools.count(2000)
+        service = TransactionService(host, lambda: next(ids), TXN_CONFIG)
+        service.load()
+        end = EndTxnRequest("tx", pid, 0, True)
+        await run(service, lambda n: service.coordinator.end_txn(end, n))
+
+        def committed() -> bool:
+            meta = service.coordinator.transaction("tx")
+            return meta is not None and meta.state.is_complete_or_empty
+
+        await wait(committed, "the commit never completed")  # the held offsets settled
+        assert service.unstable_offsets(group) == set()
+        # the next transaction of "tx" writes to t-0 only
+        add = AddPartitionsToTxnRequest("tx", pid, 0, frozenset({T0}))
+        await run(service, lambda n: service.coordinator.add_partitions_to_txn(add, n))
+        before = offsets_log.log_end_offset
+        init = InitProducerIdRequest("other", 60_000)
+        with (
+            faults.inject("segment.write", error=28, match="__transaction_state", times=1),
+            pytest.raises(Exception),  # noqa: B017 -- whatever the append raised
+        ):
+            service.execute(lambda n: service.coordinator.init_producer_id(init, n))
+        meta = service.coordinator.transaction("tx")
+        assert meta is not None  # reloaded from the log: Ongoing at epoch 0, untouched
+        assert (meta.producer_epoch, meta.state.name, meta.partitions) == (0, "ONGOING", {T0})
+        assert service.unstable_offsets(group) == set()  # the settled offsets stay settled
+        end = EndTxnRequest("tx", pid, 0, True)
+        await run(service, lambda n: service.coordinator.end_txn(end, n))
+        await wait(committed, "the second commit never completed")
+        service.close()
+        assert offsets_log.log_end_offset == before  # no marker there: no ABORT
+
+    asyncio.run(second_life())
+    result = offsets_log.read(0, 1 << 20, isolation=IsolationLevel.READ_COMMITTED)
+    assert list(result.aborted_transactions or ()) == []
