@@ -264,11 +264,19 @@ _SESSIONS = [
 ]
 _ASSIGNORS = "group.streams.assignors"
 
+DLQ_PREFIX_KEY = "errors.deadletterqueue.topic.name.prefix"
+"""Kafka 4.4's broker setting (``GroupCoordinatorConfig``, default ``dlq.``) for the prefix
+a share group's dead-letter topic must have.  Not checked here (Kafka's GROUP config
+accepts any name not starting with ``__``): Kafka checks it when it writes a dead letter,
+and so does :mod:`riverbed.broker.share_dead_letters`."""
+
 BROKER_KEYS: frozenset[str] = frozenset(
     {k.synonym for k in KEYS.values() if k.synonym}
     | {b[0] for _k, _kind, lo, hi in _BOUNDS for b in (lo, hi) if b is not None}
+    | {DLQ_PREFIX_KEY}
 )
-"""Broker settings (Kafka's names) this module reads: the synonyms and the bounds."""
+"""Broker settings (Kafka's names) this module reads: the synonyms and the bounds, and
+the dead-letter prefix the broker accepts for :mod:`riverbed.broker.share_dead_letters`."""
 
 _RESET_WORDS = (
     "The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."

@@ -1,15 +1,23 @@
 """Dead-letter topics for share groups, as Apache Kafka 4.4 does them (KIP-1191).
 
 A record a consumer REJECTs, or one archived at the delivery-count limit, is copied to its
-share group's dead-letter topic when all of these hold (Kafka's three conditions):
+share group's dead-letter topic when the group config ``errors.deadletterqueue.topic.name``
+names one and it passes Kafka 4.4's checks at write time (``ShareGroupDLQStateManager.
+ProduceRequestHandler.validateDlqTopic``), in Kafka's order and with its words
+(:func:`refusal`):
 
-* the group config ``errors.deadletterqueue.topic.name`` names the topic, which must
-  start with the broker's ``errors.deadletterqueue.topic.name.prefix`` (``dlq.``; checked
-  when the group config is set);
-* the topic exists and has the topic config ``errors.deadletterqueue.group.enable=true``
-  (otherwise nothing is written and a warning is logged once per group and topic);
-* it is a data record (control records and aborted transactional records are never
-  delivered, so never archived as dead letters).
+1. the name does not start with ``__`` (also refused as a group config);
+2. a topic of that name that exists has ``errors.deadletterqueue.group.enable=true``;
+3. it exists (Riverbed never creates one: Kafka's ``errors.deadletterqueue.auto.create.
+   topics.enable`` is off by default and not a Riverbed setting);
+4. it starts with the broker's ``errors.deadletterqueue.topic.name.prefix`` (``dlq.``;
+   ``""``: any name).  Kafka 4.4 checks the prefix only here, not when the group config
+   is set, so a group may name ``orders.dead``: its dead letters are then never written.
+
+A name that fails one is not written to; the records are archived all the same (Kafka:
+"Failed to write to DLQ, proceeding to ARCHIVED regardless.", logged at every write;
+Riverbed logs a warning once per group and reason).  Control records and aborted
+transactional records are never delivered, so never archived as dead letters.
 
 **What is written.**  One record per archived offset, in one v2 batch per archived range,
 to partition ``source partition % DLQ partitions``.  Its headers (strings as UTF-8 bytes,
@@ -85,16 +93,15 @@ class DeadLetters:
             return ()
         dlq = self._host.topics.get(dlq_name)
         enabled = dlq is not None and dlq.configs.get(DLQ_GROUP_ENABLE_KEY, "false") == "true"
-        if dlq is None or not enabled:
-            if (group_id, dlq_name) not in self._warned:
-                self._warned.add((group_id, dlq_name))
-                log.warning(
-                    "share group %s: dead-letter topic %s %s: dead letters are not copied",
-                    group_id,
-                    dlq_name,
-                    "does not exist" if dlq is None else f"lacks {DLQ_GROUP_ENABLE_KEY}=true",
-                )
+        reason = refusal(
+            group_id, dlq_name, dlq is not None, enabled, self._partitions.dead_letter_prefix
+        )
+        if reason is not None:
+            if (group_id, reason) not in self._warned:
+                self._warned.add((group_id, reason))
+                log.warning("%s Failed to write to DLQ, proceeding to ARCHIVED regardless.", reason)
             return ()
+        assert dlq is not None  # refusal() refuses a missing topic
         copy = configs.get(DLQ_COPY_RECORD_KEY, "false").lower() == "true"
         target = self._host.topics.partition_log(dlq_name, tp.partition % dlq.partitions)
         source = self._host.topics.partition_log(tp.topic, tp.partition)
@@ -111,6 +118,28 @@ class DeadLetters:
             if target.durable_acks:
                 flushes.append(target.flush_future(result.last_offset))
         return tuple(flushes)
+
+
+def refusal(group_id: str, topic: str, exists: bool, enabled: bool, prefix: str) -> str | None:
+    """Why Kafka 4.4 writes no dead letter of ``group_id`` to ``topic`` (its message, its
+    order of checks), or None; ``enabled``: the topic's ``errors.deadletterqueue.group.
+    enable`` is true."""
+    where = f"share group: {group_id}, topic: {topic}."
+    if topic.startswith("__"):
+        return (
+            f"Configured DLQ topic name in share group: {group_id} cannot start with __, "
+            f"topic: {topic}."
+        )
+    if exists and not enabled:
+        return f"DLQ is not enabled on configured DLQ topic for {where}"
+    if not exists:
+        return f"DLQ topic does not exist and auto create is disabled on cluster for {where}"
+    if prefix and not topic.startswith(prefix):
+        return (
+            "Configured DLQ topic name does not comply with the DLQ topic prefix in "
+            f"share group: {group_id}, topic: {topic}, prefix: {prefix}."
+        )
+    return None
 
 
 def _read(source: PartitionLog, first: int, last: int) -> list[Record]:

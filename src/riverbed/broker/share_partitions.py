@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol, cast
 
+from riverbed.broker.group_configs import DLQ_PREFIX_KEY
 from riverbed.broker.group_configs import GROUP_CONFIG_KEYS as OTHER_GROUP_CONFIG_KEYS
 from riverbed.broker.share_state_pruning import (
     COLD_SNAPSHOT_INTERVAL_MS,
@@ -97,7 +98,6 @@ REPLAY_READ_BYTES = 1 << 20
 
 DLQ_TOPIC_KEY = "errors.deadletterqueue.topic.name"
 DLQ_COPY_RECORD_KEY = "errors.deadletterqueue.copy.record.enable"
-DLQ_PREFIX_KEY = "errors.deadletterqueue.topic.name.prefix"
 DEFAULT_DLQ_PREFIX = "dlq."
 GROUP_CONFIG_KEYS = frozenset(
     {
@@ -250,21 +250,19 @@ class SharePartitions:
             self._group_configs = saved
 
     def _dead_letter_check(self, values: Mapping[str, str]) -> None:
+        """The copy flag must be a boolean.  The topic name is not checked against
+        :attr:`dead_letter_prefix` here: Kafka 4.4 accepts any name not starting with
+        ``__`` as a group config (:mod:`riverbed.broker.group_configs`) and applies the
+        prefix when it writes a dead letter (:mod:`riverbed.broker.share_dead_letters`)."""
         copy = values.get(DLQ_COPY_RECORD_KEY, "false").lower()
         if copy not in ("true", "false"):
             raise ConfigError(f"invalid value {copy!r} for {DLQ_COPY_RECORD_KEY}")
-        topic = values.get(DLQ_TOPIC_KEY)
-        prefix = self.dead_letter_prefix
-        if topic and not topic.startswith(prefix):
-            raise ConfigError(
-                f"{DLQ_TOPIC_KEY} {topic!r} does not start with the prefix {prefix!r} "
-                f"({DLQ_PREFIX_KEY})"
-            )
 
     @property
     def dead_letter_prefix(self) -> str:
-        """``errors.deadletterqueue.topic.name.prefix`` (broker config, ``dlq.``)."""
-        return str(self._host.config.source.get(DLQ_PREFIX_KEY, DEFAULT_DLQ_PREFIX))
+        """``errors.deadletterqueue.topic.name.prefix`` (broker config, ``dlq.``; trimmed
+        as Kafka's ConfigDef does; ``""``: any name)."""
+        return str(self._host.config.source.get(DLQ_PREFIX_KEY, DEFAULT_DLQ_PREFIX)).strip()
 
     def group_config(self, group_id: str) -> Mapping[str, str]:
         return dict(self._group_configs.get(group_id, {}))
