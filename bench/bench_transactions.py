@@ -24,10 +24,14 @@ Client and broker share the machine's cores: compare ratios within one run.
 ``--before-src DIR`` adds a peer ``before``: ``riverbed broker`` importing ``riverbed`` from
 another source tree (``PYTHONPATH``, e.g. ``git worktree add /tmp/rb-before <commit>`` and
 ``--before-src /tmp/rb-before/src --peers riverbed,before``), alternating with the others,
-for a same-run A/B of a change.
+for a same-run A/B of a change.  Peer ``riverbed-nofsync`` is a second Riverbed broker on
+Kafka's flush policy (``flush.messages`` / ``flush.ms`` at their maximum: acknowledged from
+the page cache, as Kafka at its defaults, the transaction coordinator's records included):
+the same durability as the Kafka peer.
 
 Run: ``.venv/bin/python bench/bench_transactions.py [--repeat 5] [--records 500000]
-[--txn-sizes 100,10000] [--broker subprocess|embedded] [--peers riverbed,kafka,before]
+[--txn-sizes 100,10000] [--broker subprocess|embedded]
+[--peers riverbed,kafka,before,riverbed-nofsync]
 [--before-src DIR]``.
 """
 
@@ -41,6 +45,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from bench_latency import NO_FSYNC
 from bench_produce_consume import (
     CONSUMER_SETTINGS,
     create_topic,
@@ -222,6 +227,8 @@ def main(argv: list[str] | None = None) -> None:
                 peers[peer] = stack.enter_context(ours)
             elif peer == "kafka":
                 peers[peer] = stack.enter_context(kafka_reference())
+            elif peer == "riverbed-nofsync":
+                peers[peer] = stack.enter_context(riverbed_subprocess(False, config=NO_FSYNC))
             elif peer == "before" and args.before_src:
                 peers[peer] = stack.enter_context(riverbed_subprocess(False, args.before_src))
             else:
@@ -239,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     print()
     for what in dict.fromkeys(r.what for r in runs):
         ours_run = medians.get(("riverbed", what))
-        for other in ("kafka", "before"):
+        for other in ("kafka", "before", "riverbed-nofsync"):
             theirs = medians.get((other, what))
             if ours_run and theirs:
                 ratio = ours_run.records_per_s / theirs.records_per_s
