@@ -52,6 +52,9 @@ class _SparseIndex:
         self.keys: array[int] = array("q")
         self.values: array[int] = array("q")
         self._written = 0  # entries already in the file
+        # The file is known to hold exactly ``_written`` entries (loaded, cut or written
+        # by this object since): flush then need not look for stale bytes past them.
+        self._exact = False
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -80,6 +83,8 @@ class _SparseIndex:
             self._written = keep
             if self.path.exists():
                 os.truncate(self.path, keep * self.entry_size)
+            else:
+                self._exact = False
 
     def flush(self) -> None:
         """Append the entries not yet in the file (no fsync: indexes are rebuildable)."""
@@ -97,11 +102,13 @@ class _SparseIndex:
             written = 0
             while written < len(data):
                 written += os.pwrite(fd, data[written:], start + written)
-            if os.fstat(fd).st_size > end:  # stale entries past ours (a crash, a cut)
+            # Stale entries past ours (a crash, a cut): looked for once per object.
+            if not self._exact and os.fstat(fd).st_size > end:
                 os.ftruncate(fd, end)
         finally:
             os.close(fd)
         self._written = len(self.keys)
+        self._exact = True
 
     def rewrite(self) -> None:
         """Write the whole index afresh (after a rebuild)."""
@@ -114,6 +121,7 @@ class _SparseIndex:
         del self.keys[:]
         del self.values[:]
         self._written = 0
+        self._exact = False
 
     def reset(self) -> None:
         self._truncate_entries(0)
@@ -135,6 +143,7 @@ class _SparseIndex:
             return False
         self.keys, self.values = keys, values
         self._written = len(keys)
+        self._exact = True
         return True
 
     def _decode_all(self, data: bytes) -> tuple[array[int], array[int]]:

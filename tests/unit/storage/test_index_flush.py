@@ -31,3 +31,14 @@ def test_flush_cuts_stale_bytes_past_its_entries(tmp_path: Path) -> None:
     again = TimeIndex.load(path, 0, 10)
     assert again is not None
     assert list(again.keys) == [1_000] and list(again.values) == [3]
+
+
+def test_flush_after_clear_cuts_the_old_entries(tmp_path: Path) -> None:
+    index = OffsetIndex(tmp_path / "0.index", 0)
+    for i in range(5):
+        index.append(i * 10, i * 4096)
+    index.flush()
+    index.clear()  # e.g. before a rebuild: the file still holds 5 entries
+    index.append(0, 0)
+    index.flush()
+    assert (tmp_path / "0.index").stat().st_size == index.entry_size
