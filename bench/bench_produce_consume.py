@@ -32,9 +32,10 @@ Per value size (``--sizes``, default 100 and 1024 bytes) and peer:
   dominated by start-up: it is no ceiling;
 * **broker CPU s/GB** (subprocess brokers and Kafka's JVM): the broker process's user +
   system CPU seconds (``/proc/PID/stat``, all threads) over the produce phase (warm-up
-  excluded), per 10^9 bytes of values produced.  Unlike wall-clock rates this hardly
-  moves with other load on the box, so it is the figure to compare before and after a
-  broker change (``--baseline-src``).
+  excluded), per 10^9 bytes of values produced.  It moves less with other load on the
+  box than wall-clock rates do (but still by up to 2x on a box at load 20: the client's
+  request sizes change with it): compare medians of several runs before and after a
+  broker change (``--baseline-src``), or use ``bench_produce_cpu.py``, which alternates.
 
 Then ratios Riverbed/Kafka and Riverbed/mock, and the bars Riverbed aims for on a 2-core box.
 Client and broker share the machine's cores: compare ratios within one run, not absolute
