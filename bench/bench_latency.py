@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
             for _ in range(args.peak_runs):
                 topic = f"peak-{size}-{int(time.time() * 1000)}"
                 create_topic(bootstraps["riverbed"], topic, args.partitions)
-                took, _lat = produce(bootstraps["riverbed"], topic, args.peak_messages, size)
+                took, _lat, _cpu = produce(bootstraps["riverbed"], topic, args.peak_messages, size)
                 peaks.append(args.peak_messages / took)
             peak = statistics.median(peaks)
             rates[size] = peak * args.fraction
