@@ -7,24 +7,28 @@ it once up to its log end offset at that moment, and resolves all the futures th
 covers.  Appends arriving while an fsync runs are covered by the next one, so N
 concurrent appenders share about one fsync per round instead of paying N.
 
-Logs are fsynced in parallel, by up to :data:`PARALLEL_FLUSHES` helper threads: the
-flusher thread hands every requested log that is not being flushed already to a helper
-at once (a "round" is one such hand-out), without waiting for the flushes under way.
-fsync releases the GIL, and concurrent fsyncs of files on one file system share the
-journal commit (ext4: 4 concurrent fdatasyncs took ~0.39 ms here, 4 in a row ~1.6 ms), so
-a transaction's markers on 4 partitions, or 4 produce requests arriving 0.1 ms apart,
-wait for about one fsync rather than 4 in a row.  A log is flushed by one thread at a
-time: one requested while its flush runs is handed out again when that flush ends (the
-running fsync may not cover the newest append).
+Logs are fsynced in parallel, by up to :data:`PARALLEL_FLUSHES` helper threads, each
+log by one thread at a time.  :meth:`GroupCommitFlusher.request` hands a log that no
+helper is flushing straight to a helper (a "round" of one log), without waking the
+flusher thread: one thread hand-off between the appender and the fsync, not two (the
+flusher thread's wake-up cost ~0.05-0.1 ms per wait, see docs/benchmarks.md "fsync wait
+latency").  A log requested while its flush runs is flushed again by the same helper as
+soon as that flush ends (the running fsync may not cover the newest append), again
+without a hand-off.  fsync releases the GIL, and concurrent fsyncs of files on one file
+system share the journal commit (ext4: 4 concurrent fdatasyncs took ~0.39 ms here, 4 in
+a row ~1.6 ms), so a transaction's markers on 4 partitions, or 4 produce requests
+arriving 0.1 ms apart, wait for about one fsync rather than 4 in a row.
 
-The same thread also runs the interval policy (``flush.ms``).  Each log's recovery-point
+The flusher thread hands out the logs requested before :meth:`~GroupCommitFlusher.start`
+(one round of them all) and any a helper could not take (interpreter shutdown: it then
+flushes them itself), and runs the interval policy (``flush.ms``).  Each log's recovery-point
 checkpoint is written at most every ``checkpoint_interval_ms`` by a thread of its own
 (``riverbed-checkpointer``): a checkpoint costs two fsyncs per log, and written on the
 flusher thread they held up every log's next hand-out once a second (4 busy partitions:
 8 fsyncs in a row, tens of ms on a busy disk), a periodic stall in produce latency.
 
 Metrics: an optional :class:`FlushObserver` (``observer``, set once before appends
-start) hears each log flush's duration and each round's size, on the flusher thread.
+start) hears each log flush's duration and each round's size, on the flushing thread.
 
 Thread-safety: ``request``/``register``/``unregister`` may be called from any thread.
 Crash behaviour: nothing of its own on disk; a future that was not resolved before a
@@ -57,8 +61,9 @@ class Flushable(Protocol):
 
 
 class FlushObserver(Protocol):
-    """Told, on the flusher thread, how long each log flush took and how big each round
-    was (logs fsynced, flush requests served); must be cheap and must not raise."""
+    """Told, on the thread that flushed, how long each log flush took and how big each
+    round was (logs fsynced, flush requests served: the ``request`` calls for those logs
+    since their previous hand-out); must be cheap and must not raise."""
 
     def fsync_done(self, seconds: float) -> None: ...
 
@@ -69,8 +74,9 @@ class GroupCommitFlusher:
     """The background fsync threads shared by the logs of one LogManager."""
 
     def __init__(self, *, checkpoint_interval_ms: int = 1000) -> None:
-        self._cond = threading.Condition()
+        self._cond = threading.Condition(threading.Lock())  # never taken twice
         self._requested: dict[int, Flushable] = {}
+        self._asked: dict[int, int] = {}  # request() calls per log since its hand-out
         self._registered: dict[int, Flushable] = {}
         self._stopping = False
         self._checkpoint_interval_ms = checkpoint_interval_ms
@@ -78,7 +84,6 @@ class GroupCommitFlusher:
         self._checkpointer: threading.Thread | None = None
         self._checkpoint_stop = threading.Event()
         self.fsync_rounds = 0
-        self._requests = 0  # request() calls since the last round took its batch
         self._in_flight: set[int] = set()  # ids of the logs a helper is flushing
         self.observer: FlushObserver | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -115,10 +120,27 @@ class GroupCommitFlusher:
         return self._thread is not None
 
     def request(self, target: Flushable) -> None:
+        """Flush ``target`` soon: at once on a helper if none is flushing it, else again
+        after the flush under way (by the helper running it)."""
+        key = id(target)
         with self._cond:
-            self._requested[id(target)] = target
-            self._requests += 1
-            self._cond.notify()
+            self._asked[key] = self._asked.get(key, 0) + 1
+            pool = self._pool
+            if key in self._in_flight or pool is None or self._stopping:
+                self._requested[key] = target
+                if key not in self._in_flight:
+                    self._cond.notify()
+                return
+            self._in_flight.add(key)
+            asked = self._asked.pop(key)
+        try:
+            pool.submit(self._flush_owned, target, asked)
+        except RuntimeError:  # interpreter shutdown: the flusher thread flushes it
+            with self._cond:
+                self._in_flight.discard(key)
+                self._requested[key] = target
+                self._asked[key] = self._asked.get(key, 0) + asked
+                self._cond.notify()
 
     def register(self, target: Flushable) -> None:
         with self._cond:
@@ -129,6 +151,7 @@ class GroupCommitFlusher:
         with self._cond:
             self._registered.pop(id(target), None)
             self._requested.pop(id(target), None)
+            self._asked.pop(id(target), None)
 
     def _run(self) -> None:
         wait_s = 0.1
@@ -142,7 +165,7 @@ class GroupCommitFlusher:
                 for target in batch:
                     del self._requested[id(target)]
                     self._in_flight.add(id(target))
-                requests, self._requests = self._requests, 0
+                requests = sum(self._asked.pop(id(t), 0) for t in batch)
                 registered = list(self._registered.values())
             self._hand_out(batch)
             if batch and self.observer is not None:
@@ -179,26 +202,40 @@ class GroupCommitFlusher:
         return any(k not in self._in_flight for k in self._requested)
 
     def _hand_out(self, batch: list[Flushable]) -> None:
-        """Start a helper's flush of every log of ``batch`` (marked in flight)."""
+        """Start a helper's flush of every log of ``batch`` (marked in flight; the
+        round's size is reported by the caller)."""
         pool = self._pool
         for target in batch:
             try:
                 if pool is not None:
-                    pool.submit(self._flush_owned, target)
+                    pool.submit(self._flush_owned, target, 0)
                     continue
             except RuntimeError:  # interpreter shutdown: no new helper threads
                 pass
-            self._flush_owned(target)
+            self._flush_owned(target, 0)
 
-    def _flush_owned(self, target: Flushable) -> None:
-        """Flush ``target`` (in flight), then let a request that came meanwhile go."""
-        try:
-            self._flush(target)
-        finally:
-            with self._cond:
-                self._in_flight.discard(id(target))
-                if id(target) in self._requested:
-                    self._cond.notify()
+    def _flush_owned(self, target: Flushable, asked: int) -> None:
+        """Flush ``target`` (in flight; ``asked``: the requests this round serves, 0 when
+        the caller reports the round), again while requests came during the flush, then
+        release it."""
+        key = id(target)
+        while True:
+            if asked and self.observer is not None:
+                self.observer.round_done(1, asked)
+            try:
+                self._flush(target)
+            finally:
+                with self._cond:
+                    again = key in self._requested and not self._stopping
+                    if again:
+                        del self._requested[key]
+                        asked = self._asked.pop(key, 0)
+                    else:
+                        self._in_flight.discard(key)
+                        if key in self._requested:
+                            self._cond.notify()
+            if not again:
+                return
 
     def _flush(self, target: Flushable) -> None:
         try:

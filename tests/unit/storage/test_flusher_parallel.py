@@ -132,3 +132,63 @@ def test_a_log_requested_during_its_own_flush_is_flushed_again_after_it() -> Non
     finally:
         target.gate.set()
         flusher.stop()
+
+
+class IntervalStuck(Gated):
+    """A registered log whose interval flush is always due: the flusher thread itself
+    runs that flush, and it blocks until ``gate``."""
+
+    def flush_due(self, monotonic_ms: int) -> int | None:
+        return 0
+
+
+def test_a_request_is_flushed_while_the_flusher_thread_is_busy() -> None:
+    stuck, quick = IntervalStuck(), Target()
+    flusher = GroupCommitFlusher()
+    flusher.register(stuck)
+    flusher.start()
+    try:
+        assert stuck.started.acquire(timeout=WAIT_S)  # the flusher thread is held
+        flusher.request(quick)  # handed straight to a helper, not via that thread
+        assert quick.flushed.wait(WAIT_S)
+        assert stuck.count == 0
+        assert quick.threads != {"riverbed-flusher"}
+    finally:
+        stuck.gate.set()
+        flusher.stop()
+
+
+class Rounds:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.rounds: list[tuple[int, int]] = []
+
+    def fsync_done(self, seconds: float) -> None:
+        pass
+
+    def round_done(self, logs: int, requests: int) -> None:
+        with self.lock:
+            self.rounds.append((logs, requests))
+
+
+def test_every_request_is_counted_once_by_the_rounds_that_serve_it() -> None:
+    target = Gated()
+    observer = Rounds()
+    flusher = GroupCommitFlusher()
+    flusher.observer = observer
+    flusher.start()
+    try:
+        flusher.request(target)
+        assert target.started.acquire(timeout=WAIT_S)
+        for _ in range(3):  # during the flush: one more flush serves all three
+            flusher.request(target)
+        target.gate.set()
+        deadline = time.monotonic() + WAIT_S
+        while target.count < 2 or len(observer.rounds) < 2:
+            assert time.monotonic() < deadline, "the second flush did not end"
+            time.sleep(0.01)
+        with observer.lock:
+            assert observer.rounds == [(1, 1), (1, 3)]
+    finally:
+        target.gate.set()
+        flusher.stop()
