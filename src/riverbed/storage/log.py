@@ -76,6 +76,7 @@ from riverbed.errors import (
     CorruptSegmentError,
     InvalidRecordError,
     LogClosedError,
+    LogDeletedError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
     ProtocolError,
@@ -212,6 +213,11 @@ class PartitionLog:
         self._seq = itertools.count()
         self._unflushed_messages = 0
         self._first_unflushed_mono_ms = -1
+        # Under _lock: an append requested a flush that has not taken its target yet
+        # (that flush covers every offset appended so far), and the target of the fsync
+        # under way (-1: none).  A waiter that either covers needs no flush request.
+        self._flush_pending = False
+        self._flushing_to = -1
         self._closed = False
         self._deletions = DeletionQueue()
         # Segments sealed by a roll whose fsync is still owed, oldest first, each with
@@ -223,6 +229,10 @@ class PartitionLog:
         self._periodic_snapshot = -1
         self.snapshot_interval_bytes = PRODUCER_SNAPSHOT_INTERVAL_BYTES
         self._offline: CorruptSegmentError | None = None
+        # Set by begin_deletion: the topic is gone, so a request that found this log
+        # before the deletion is answered as for an unknown partition (as Kafka does),
+        # not as a storage failure.
+        self._deleted = False
         self.producers = ProducerStateManager(directory, producer_id_expiration_ms)
 
     # -- opening ----------------------------------------------------------------------
@@ -596,13 +606,18 @@ class PartitionLog:
         if self._first_unflushed_mono_ms < 0:
             self._first_unflushed_mono_ms = time.monotonic_ns() // 1_000_000
         self._unflushed_messages += batches
-        return policy is FlushPolicy.PER_APPEND or (
+        if policy is FlushPolicy.PER_APPEND or (
             self._unflushed_messages >= self._config.flush_messages
-        )
+        ):
+            self._flush_pending = True  # the caller requests the flush
+            return True
+        return False
 
     def _check_open(self) -> None:
         if self._offline is not None:
             raise self._offline
+        if self._deleted:
+            raise LogDeletedError(f"{self.directory.name} was deleted")
         if self._closed:
             raise LogClosedError(f"log {self.directory.name} is closed")
 
@@ -685,6 +700,10 @@ class PartitionLog:
             self._check_open()
             heapq.heappush(self._waiters, (offset, next(self._seq), fut))
             now = force or self._config.flush_policy is FlushPolicy.PER_APPEND
+            if offset < self._flushing_to or (
+                self._flush_pending and offset < self._segments[-1].next_offset
+            ):
+                now = False  # the flush under way, or the one an append requested, covers it
         if now:
             self._request_flush()
         return fut
@@ -711,6 +730,7 @@ class PartitionLog:
                 with self._lock:
                     if self._closed:
                         return self._flushed_offset
+                    self._flush_pending = False  # this flush covers what was requested
                     rolled = list(self._rolled)
                     active = self._segments[-1]
                     target = active.next_offset
@@ -723,6 +743,7 @@ class PartitionLog:
                         mark = FlushMark(active.base_offset, target, active.size)
                         ready = None
                         periodic = self._periodic_snapshot_data(active, target)
+                        self._flushing_to = target
             except OSError as exc:  # a full disk: nobody may wait for a retry that may not come
                 self._fail_waiters(
                     StorageError(
@@ -755,6 +776,7 @@ class PartitionLog:
                 synced = {id(seg) for seg, _d in rolled}
                 self._rolled = [r for r in self._rolled if id(r[0]) not in synced]
                 self._flushed_offset = max(self._flushed_offset, target)
+                self._flushing_to = -1
                 if self._segments[-1].next_offset == target:
                     self._reset_unflushed()
                 ready = self._pop_waiters(self._flushed_offset)
@@ -828,6 +850,7 @@ class PartitionLog:
     def _fail_waiters(self, exc: BaseException) -> None:
         with self._lock:
             waiters, self._waiters = self._waiters, []
+            self._flushing_to = -1
         for _o, _s, fut in waiters:
             _settle(fut, exc)
 
@@ -1219,13 +1242,17 @@ class PartitionLog:
             self._release_files()
 
     def begin_deletion(self) -> None:
-        """Refuse every further write, read and checkpoint (LogClosedError, or a silent
-        no-op for the background checkpoint and flush) without touching a file: the
-        first step of a deletion, taken before the directory is renamed, so the flusher
-        thread never writes ``partition.checkpoint`` or ``flushed.mark`` under a path
-        that has moved.  Waits for an fsync or checkpoint in progress (both locks).
+        """Refuse every further write, read and checkpoint (LogDeletedError, which answers
+        UNKNOWN_TOPIC_OR_PARTITION as Kafka does for a partition it no longer hosts -- a
+        fetch that found the log on the event loop just before the deletion may read it
+        on a worker thread after -- or a silent no-op for the background checkpoint and
+        flush) without touching a file: the first step of a deletion, taken before the
+        directory is renamed, so the flusher thread never writes ``partition.checkpoint``
+        or ``flushed.mark`` under a path that has moved.  Waits for an fsync or
+        checkpoint in progress (both locks).
         :meth:`close_for_deletion` then releases the files and answers the waiters."""
         with self._flush_lock, self._lock:
+            self._deleted = True
             self._closed = True
 
     def close_for_deletion(self) -> None:
@@ -1246,6 +1273,7 @@ class PartitionLog:
         end = 0
         try:
             with self._flush_lock, self._lock:
+                self._deleted = True
                 end = self._segments[-1].next_offset
                 stale, self._waiters = self._waiters, []
                 self._rolled = []
