@@ -22,6 +22,7 @@ Every error Riverbed raises on purpose derives from :class:`RiverbedError`::
     │   ├── DataDirError                 the data dir cannot be created, read or written
     │   ├── BrokerStopError              a stop that could not persist everything (disk full)
     │   └── LogClosedError               operation on a closed log
+    │       └── LogDeletedError          ...on a deleted one (also an UnknownTopicOrPartitionError)
     ├── ProducerStateError               idempotent producer checks
     │   ├── OutOfOrderSequenceError
     │   ├── DuplicateSequenceError
@@ -200,6 +201,15 @@ class TopicError(RiverbedError):
 
 
 class UnknownTopicOrPartitionError(TopicError):
+    error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    retriable = True
+
+
+class LogDeletedError(LogClosedError, UnknownTopicOrPartitionError):
+    """A partition log used after its topic's deletion began (a request that found the
+    log just before): UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers for a partition it no
+    longer hosts, never KAFKA_STORAGE_ERROR (nothing failed; the log is not offline)."""
+
     error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     retriable = True
 

@@ -76,6 +76,7 @@ from riverbed.errors import (
     CorruptSegmentError,
     InvalidRecordError,
     LogClosedError,
+    LogDeletedError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
     ProtocolError,
@@ -228,6 +229,10 @@ class PartitionLog:
         self._periodic_snapshot = -1
         self.snapshot_interval_bytes = PRODUCER_SNAPSHOT_INTERVAL_BYTES
         self._offline: CorruptSegmentError | None = None
+        # Set by begin_deletion: the topic is gone, so a request that found this log
+        # before the deletion is answered as for an unknown partition (as Kafka does),
+        # not as a storage failure.
+        self._deleted = False
         self.producers = ProducerStateManager(directory, producer_id_expiration_ms)
 
     # -- opening ----------------------------------------------------------------------
@@ -611,6 +616,8 @@ class PartitionLog:
     def _check_open(self) -> None:
         if self._offline is not None:
             raise self._offline
+        if self._deleted:
+            raise LogDeletedError(f"{self.directory.name} was deleted")
         if self._closed:
             raise LogClosedError(f"log {self.directory.name} is closed")
 
@@ -1235,13 +1242,17 @@ class PartitionLog:
             self._release_files()
 
     def begin_deletion(self) -> None:
-        """Refuse every further write, read and checkpoint (LogClosedError, or a silent
-        no-op for the background checkpoint and flush) without touching a file: the
-        first step of a deletion, taken before the directory is renamed, so the flusher
-        thread never writes ``partition.checkpoint`` or ``flushed.mark`` under a path
-        that has moved.  Waits for an fsync or checkpoint in progress (both locks).
+        """Refuse every further write, read and checkpoint (LogDeletedError, which answers
+        UNKNOWN_TOPIC_OR_PARTITION as Kafka does for a partition it no longer hosts -- a
+        fetch that found the log on the event loop just before the deletion may read it
+        on a worker thread after -- or a silent no-op for the background checkpoint and
+        flush) without touching a file: the first step of a deletion, taken before the
+        directory is renamed, so the flusher thread never writes ``partition.checkpoint``
+        or ``flushed.mark`` under a path that has moved.  Waits for an fsync or
+        checkpoint in progress (both locks).
         :meth:`close_for_deletion` then releases the files and answers the waiters."""
         with self._flush_lock, self._lock:
+            self._deleted = True
             self._closed = True
 
     def close_for_deletion(self) -> None:
@@ -1262,6 +1273,7 @@ class PartitionLog:
         end = 0
         try:
             with self._flush_lock, self._lock:
+                self._deleted = True
                 end = self._segments[-1].next_offset
                 stale, self._waiters = self._waiters, []
                 self._rolled = []

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from riverbed.broker.context import RequestContext
 from riverbed.broker.handlers.deps import FetchDeps, ReadLog
-from riverbed.errors import UnknownTopicIdError, error_code_for
+from riverbed.errors import LogDeletedError, UnknownTopicIdError, error_code_for
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import FetchRequest, FetchResponse
 from riverbed.protocol.topic_partition import TopicPartition
@@ -189,7 +189,7 @@ def _read_all(
         parts = []
         for target in targets:
             data, size = _read_partition(
-                name, target, remaining, total == 0, request.isolation_level
+                name, target, remaining, total == 0, request.isolation_level, uses_ids
             )
             if data.error_code != ErrorCode.NONE:
                 errors = True
@@ -210,8 +210,17 @@ def _read_all(
 
 
 def _read_partition(
-    name: str, target: _Target, remaining: int, first: bool, isolation: int = 0
+    name: str,
+    target: _Target,
+    remaining: int,
+    first: bool,
+    isolation: int = 0,
+    uses_ids: bool = False,
 ) -> tuple[FetchResponse.PartitionData, int]:
+    """Read one partition; an error becomes that partition's error code.  A log whose
+    topic was deleted after :func:`_resolve` found it (an off-loop read, or one racing the
+    deletion's worker) answers as :func:`_resolve` would now: UNKNOWN_TOPIC_OR_PARTITION,
+    or UNKNOWN_TOPIC_ID by topic id (v13+)."""
     fp = target.fp
     index = fp.partition
     try:
@@ -229,6 +238,8 @@ def _read_partition(
         result = plog.read(fp.fetch_offset, max(limit, 0), min_one_batch=first)
     except Exception as exc:
         code = error_code_for(exc)
+        if uses_ids and isinstance(exc, LogDeletedError):
+            code = ErrorCode.UNKNOWN_TOPIC_ID
         if code == ErrorCode.UNKNOWN_SERVER_ERROR:
             log.exception("fetch from %s-%d failed", name, index)
         # Empty, not null, records: librdkafka refuses a null record set (as Kafka never

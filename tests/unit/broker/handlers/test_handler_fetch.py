@@ -9,6 +9,7 @@ from typing import Any
 from handler_fakes import FakeBroker, answer, ctx
 
 from riverbed.broker.handlers import fetch
+from riverbed.errors import LogDeletedError
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import FetchRequest
 from riverbed.protocol.topic_partition import TopicPartition
@@ -109,6 +110,25 @@ def test_unknown_topic_id_is_unknown_topic_id() -> None:
         (0, ErrorCode.NONE),
         (0, ErrorCode.UNKNOWN_TOPIC_ID),
     ]
+
+
+def test_a_log_deleted_after_it_was_found_answers_as_an_unknown_topic() -> None:
+    # The deletion began between _resolve (on the loop) and the read (off the loop):
+    # the log refuses with LogDeletedError; answered as a fetch arriving now would be
+    # (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID by id), never KAFKA_STORAGE_ERROR.
+    broker = _broker_with(b"a")
+    broker.topics.logs[("t", 0)].read_error = LogDeletedError("t-0 was deleted")
+    by_name = answer(fetch.handle, broker, ctx(fetch.API_KEY, V), _request(("t", 0, 1)))
+    assert _rows(by_name) == [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, b"")]
+    topic = broker.topics.get("t")
+    assert topic is not None
+    part = FetchRequest.FetchPartition(partition=0, fetch_offset=1, partition_max_bytes=100)
+    request = FetchRequest(
+        max_bytes=1 << 20,
+        topics=[FetchRequest.FetchTopic(topic_id=topic.topic_id, partitions=[part])],
+    )
+    by_id = answer(fetch.handle, broker, ctx(fetch.API_KEY, V_IDS), request)
+    assert _rows(by_id) == [(0, ErrorCode.UNKNOWN_TOPIC_ID, -1, b"")]
 
 
 def test_long_poll_is_woken_by_an_append_on_its_partition() -> None:
