@@ -220,10 +220,10 @@ class GroupCommitFlusher:
         release it."""
         key = id(target)
         while True:
-            if asked and self.observer is not None:
-                self.observer.round_done(1, asked)
             try:
                 self._flush(target)
+                if asked and self.observer is not None:  # after: the waiters come first
+                    self.observer.round_done(1, asked)
             finally:
                 with self._cond:
                     again = key in self._requested and not self._stopping
