@@ -769,9 +769,6 @@ class PartitionLog:
                 failed = exc.filename or path  # a producer snapshot names its own file
                 self._fail_waiters(StorageError(f"fsync of {failed} failed: {os_reason(exc)}"))
                 raise
-            if periodic is not None:
-                self._write_periodic_snapshot(target, periodic)
-            self._write_flush_mark(mark)
             with self._lock:
                 synced = {id(seg) for seg, _d in rolled}
                 self._rolled = [r for r in self._rolled if id(r[0]) not in synced]
@@ -780,8 +777,15 @@ class PartitionLog:
                 if self._segments[-1].next_offset == target:
                     self._reset_unflushed()
                 ready = self._pop_waiters(self._flushed_offset)
-        for fut in ready:
-            _settle(fut)
+            # The waiters first: the snapshot and the mark below are bookkeeping (neither
+            # is fsynced here), and each of their syscalls hands the GIL back to a busy
+            # event loop, whose next release this thread would wait for (up to the
+            # interpreter's switch interval, 5 ms) before the acks could go out.
+            for fut in ready:
+                _settle(fut)
+            if periodic is not None:
+                self._write_periodic_snapshot(target, periodic)
+            self._write_flush_mark(mark)
         return target
 
     def _periodic_snapshot_data(self, active: LogSegment, target: int) -> bytes | None:
@@ -1259,7 +1263,8 @@ class PartitionLog:
         """Release the log because its directory is being deleted (DeleteTopics).
 
         Closes every file handle (segments, retired segments) and fails each pending
-        flush waiter with LogClosedError (KAFKA_STORAGE_ERROR, retriable), skipping
+        flush waiter with LogDeletedError (UNKNOWN_TOPIC_OR_PARTITION, retriable, as
+        Kafka answers a produce waiting on a partition it stopped hosting), skipping
         waiters that cancelled, so no produce waiting on this log goes unanswered.
         Writes nothing into the directory: no fsync, no index flush, no producer
         snapshot, no checkpoint, no flushed mark, no clean-shutdown marker (the
@@ -1279,7 +1284,7 @@ class PartitionLog:
                 self._rolled = []
                 self._release_files()
         finally:  # even if a descriptor failed to close, nobody waits in vain
-            exc = LogClosedError(
+            exc = LogDeletedError(
                 f"{self.directory.name} was deleted before the fsync "
                 f"covering its offsets below {end} completed"
             )

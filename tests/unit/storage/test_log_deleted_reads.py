@@ -65,3 +65,18 @@ def test_a_log_recreated_at_the_same_path_is_empty(tmp_path: Path) -> None:
     plog.close_for_deletion()
     assert recreated.read(0, 1 << 20).high_watermark == 0
     recreated.close()
+
+
+def test_a_produce_waiting_on_the_fsync_is_answered_as_unknown_partition(
+    tmp_path: Path,
+) -> None:
+    # no flusher thread, interval policy: the waiter pends until the deletion answers it
+    config = LogConfig(flush_messages=1_000_000, flush_ms=3_600_000)
+    plog = PartitionLog.open(tmp_path / "t-0", config)
+    waiter = plog.flush_future(plog.append(batch(b"v")).last_offset)
+    assert not waiter.done()
+    plog.begin_deletion()
+    plog.close_for_deletion()
+    exc = waiter.exception(timeout=0)
+    assert isinstance(exc, LogDeletedError)
+    assert error_code_for(exc) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
