@@ -13,6 +13,10 @@ times (a 25-record batch of 100 B values per append, files in ``--dir``):
   and the flush body (index entries, flush mark), no thread hand-off;
 * ``1 log`` / ``4 logs``: append (to each log) then wait on ``flush_future`` (blocking
   ``result()``): the flusher's hand-offs on top;
+* ``1 log busy`` / ``4 logs busy``: the same, the waiting thread spinning in Python
+  until the futures are done (a busy event loop: it gives the GIL up only when the
+  interpreter forces a switch, so every GIL hand-back in a helper's flush can wait up to
+  ``sys.getswitchinterval()``, 5 ms);
 * ``1 log uvloop`` / ``4 logs uvloop``: the same awaited from a uvloop through
   ``asyncio.wrap_future``, as the broker's handlers wait.
 
@@ -112,9 +116,23 @@ def measure(n: int, directory: Path) -> dict[str, dict[str, float]]:
             for f in futs:
                 f.result()
 
+        def busy(count: int) -> Callable[[], None]:
+            def body() -> None:
+                futs = []
+                for lg in logs[:count]:
+                    r = lg.append(build_batch(items))
+                    futs.append(lg.flush_future(r.last_offset))
+                spins = 0
+                while not all(f.done() for f in futs):  # Python only: never gives up the GIL
+                    spins += 1
+
+            return body
+
         results["log.flush direct"] = percentiles(timed(n, direct))
         results["1 log"] = percentiles(timed(n, one))
         results["4 logs"] = percentiles(timed(n, four))
+        results["1 log busy"] = percentiles(timed(n, busy(1)))
+        results["4 logs busy"] = percentiles(timed(n, busy(4)))
 
         async def from_loop(count: int) -> list[float]:
             out = []

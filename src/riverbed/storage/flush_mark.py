@@ -8,10 +8,12 @@
     position     int64     byte length of that segment's fsynced prefix
     crc          uint32    CRC-32C of the 28 bytes before it
 
-Written by :meth:`PartitionLog.flush` *after* each fsync of the active segment, with one
-``pwrite`` and no fsync of its own: it reaches the disk with the kernel's write-back or
-the next checkpoint, so after a process crash (SIGKILL) it is exact and after a power
-loss it may be older (a lower bound, still true).  Its content is only ever a position
+Written by :meth:`PartitionLog.flush` *after* each fsync of the active segment (just
+after that fsync's waiters are resolved), with one ``pwrite`` and no fsync of its own: it
+reaches the disk with the kernel's write-back or the next checkpoint, so after a process
+crash (SIGKILL) it is exact (or the previous flush's, when the kill fell between the
+waiters' wake-up and the write) and after a power loss it may be older (a lower bound,
+still true).  Its content is only ever a position
 that *was* fsynced when it was written, so it never claims too much; the one operation
 that makes an old mark false, :meth:`PartitionLog.truncate_to`, resets it durably
 (:func:`reset_flush_mark`) before cutting the log.

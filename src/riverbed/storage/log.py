@@ -769,9 +769,6 @@ class PartitionLog:
                 failed = exc.filename or path  # a producer snapshot names its own file
                 self._fail_waiters(StorageError(f"fsync of {failed} failed: {os_reason(exc)}"))
                 raise
-            if periodic is not None:
-                self._write_periodic_snapshot(target, periodic)
-            self._write_flush_mark(mark)
             with self._lock:
                 synced = {id(seg) for seg, _d in rolled}
                 self._rolled = [r for r in self._rolled if id(r[0]) not in synced]
@@ -780,8 +777,15 @@ class PartitionLog:
                 if self._segments[-1].next_offset == target:
                     self._reset_unflushed()
                 ready = self._pop_waiters(self._flushed_offset)
-        for fut in ready:
-            _settle(fut)
+            # The waiters first: the snapshot and the mark below are bookkeeping (neither
+            # is fsynced here), and each of their syscalls hands the GIL back to a busy
+            # event loop, whose next release this thread would wait for (up to the
+            # interpreter's switch interval, 5 ms) before the acks could go out.
+            for fut in ready:
+                _settle(fut)
+            if periodic is not None:
+                self._write_periodic_snapshot(target, periodic)
+            self._write_flush_mark(mark)
         return target
 
     def _periodic_snapshot_data(self, active: LogSegment, target: int) -> bytes | None:
