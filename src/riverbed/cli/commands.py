@@ -94,6 +94,7 @@ def broker_command(
     """
     from riverbed.broker import allocator
     from riverbed.broker.server import Broker, new_event_loop
+    from riverbed.storage.flusher import tune_switch_interval
 
     if not data_dir_text.strip():
         raise ConfigError("--data-dir must name a directory (got an empty path)")
@@ -116,6 +117,7 @@ def broker_command(
     level = _parse_log_level(log_level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     allocator.tune()  # fetch buffers reused, not faulted in afresh per response
+    tune_switch_interval()  # fsync helpers get the GIL back from a busy loop sooner
     loop = new_event_loop()
     try:
         stop = asyncio.Event()

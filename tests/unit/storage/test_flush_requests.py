@@ -1,16 +1,24 @@
 """PartitionLog flush requests: a waiter whose offset the flush an append already
 requested will cover asks the flusher for nothing more (it used to request a second,
-empty flush pass per acks=all append); every other waiter still requests one."""
+empty flush pass per acks=all append); every other waiter still requests one.  And the
+broker's shorter switch interval (fsync helpers get the GIL back from a busy loop)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import pytest
 from _batches import batch
 
 from riverbed.clock import ManualClock
 from riverbed.storage import LogConfig, PartitionLog
-from riverbed.storage.flusher import Flushable, GroupCommitFlusher
+from riverbed.storage.flusher import (
+    SWITCH_INTERVAL_S,
+    Flushable,
+    GroupCommitFlusher,
+    tune_switch_interval,
+)
 
 WAIT_S = 30.0
 
@@ -60,3 +68,12 @@ def test_a_forced_waiter_without_a_pending_flush_requests_one(tmp_path: Path) ->
     finally:
         log.close()
         flusher.stop()
+
+
+def test_the_broker_switch_interval_is_set_process_wide() -> None:
+    previous = sys.getswitchinterval()
+    try:
+        tune_switch_interval()
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL_S)
+    finally:
+        sys.setswitchinterval(previous)
