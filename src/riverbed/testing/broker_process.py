@@ -57,8 +57,11 @@ class BrokerProcess:
         log_path: Path,
         config: Mapping[str, str] | None = None,
         log_level: str = "WARNING",
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        """``env``: variables added to this process's environment for the child."""
         self.data_dir = data_dir
+        self.env = dict(env or {})
         self.port = port
         self.log_path = log_path
         self.config = dict(config or {})
@@ -92,7 +95,11 @@ class BrokerProcess:
             log.write(f"--- start #{self.starts + 1}\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
-                args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                args,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env} if self.env else None,
             )
         self.starts += 1
         proc = self.proc
