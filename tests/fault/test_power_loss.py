@@ -19,25 +19,14 @@ from pathlib import Path
 import pytest
 
 from riverbed.clock import ManualClock
-from riverbed.protocol.records import build_batch, iter_batches_with_records
+from riverbed.protocol.records import build_batch
 from riverbed.storage import LogConfig, PartitionLog, faults
 from riverbed.storage.flusher import GroupCommitFlusher
+from riverbed.testing.log_contents import served_values as served
 
 
 def one(value: bytes) -> bytes:
     return build_batch([(None, value, 1_700_000_000_000)])
-
-
-def served(log: PartitionLog) -> list[bytes | None]:
-    out: list[bytes | None] = []
-    offset = log.log_start_offset
-    while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 20).records
-        assert data, f"nothing served at {offset} below the end {log.log_end_offset}"
-        for h, rs in iter_batches_with_records(data):
-            out.extend(r.value for r in rs if r.offset >= offset)
-            offset = h.next_offset
-    return out
 
 
 def acknowledged(waits: list[tuple[int, Future[None]]]) -> int:

@@ -38,11 +38,16 @@ def fill(directory: Path, config: LogConfig, n: int, *, flush_after: int | None 
 
 
 def batch_positions(path: Path) -> list[int]:
+    """Where each batch starts; stops at the file's end or at pre-zeroed space after the
+    last batch (a zero length: riverbed.storage.preallocate)."""
     data = path.read_bytes()
     pos, out = 0, []
-    while pos < len(data):
+    while pos + 12 <= len(data):
+        length = int.from_bytes(data[pos + 8 : pos + 12], "big")
+        if length == 0:
+            break
         out.append(pos)
-        pos += int.from_bytes(data[pos + 8 : pos + 12], "big") + 12
+        pos += length + 12
     return out
 
 

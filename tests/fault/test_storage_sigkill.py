@@ -10,8 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from riverbed.protocol.records import iter_batches_with_records
 from riverbed.storage import LogManager
+from riverbed.testing.log_contents import served_text
 
 WRITER = textwrap.dedent("""
     import sys, threading
@@ -62,14 +62,8 @@ def test_sigkill_under_load_loses_no_acknowledged_record(tmp_path: Path) -> None
     mgr = LogManager(data_dir, start_background=False)
     log = mgr.get("t", 0)
     assert log is not None and log.log_end_offset > max(acked)
-    found: dict[int, str] = {}
-    offset = 0
-    while offset < log.log_end_offset:
-        for h, records in iter_batches_with_records(log.read(offset, 1 << 20).records):
-            for r in records:
-                assert r.value is not None
-                found[r.offset] = r.value.decode()
-            offset = h.next_offset
+    assert log.log_start_offset == 0
+    found = served_text(log)
     missing = {o: v for o, v in acked.items() if found.get(o) != v}
     assert not missing
     assert len(log.segments()) > 1

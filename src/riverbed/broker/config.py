@@ -45,6 +45,11 @@ from riverbed.coordinator.transactions.transaction_config import (
     transaction_config_from_props,
 )
 from riverbed.errors import ConfigError
+from riverbed.storage.preallocate import (
+    DEFAULT_BUDGET_BYTES,
+    DEFAULT_WINDOW_BYTES,
+    MAX_WINDOW_BYTES,
+)
 
 # Broker-level synonym -> topic-level name (Kafka's LogConfig "server default property").
 # ms variants win over hours/minutes when both are present, as in Kafka.
@@ -162,6 +167,11 @@ class BrokerConfig:
     fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES  # fetch.max.bytes (broker side)
     # riverbed.max.queued.response.bytes.per.connection
     max_queued_response_bytes: int = DEFAULT_MAX_QUEUED_RESPONSE_BYTES
+    # riverbed.log.zero.window.bytes: pre-zeroed space ahead of small-fsync logs' ends
+    # (riverbed.storage.preallocate; 0 = off), applied process-wide by ``riverbed broker``
+    zero_window_bytes: int = DEFAULT_WINDOW_BYTES
+    # riverbed.log.zero.window.total.bytes: the zeros all logs may hold together
+    zero_window_total_bytes: int = DEFAULT_BUDGET_BYTES
     max_connections: int = UNLIMITED  # max.connections (also capped by the open-file limit)
     max_connections_per_ip: int = UNLIMITED  # max.connections.per.ip
     connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS  # connections.max.idle.ms
@@ -202,6 +212,10 @@ class BrokerConfig:
                 values["fetch_max_bytes"] = _int(key, value, minimum=1024)
             elif key == "riverbed.max.queued.response.bytes.per.connection":
                 values["max_queued_response_bytes"] = _int(key, value, minimum=1)
+            elif key == "riverbed.log.zero.window.bytes":
+                values["zero_window_bytes"] = _int(key, value, minimum=0, maximum=MAX_WINDOW_BYTES)
+            elif key == "riverbed.log.zero.window.total.bytes":
+                values["zero_window_total_bytes"] = _int(key, value, minimum=0)
             elif key == "max.connections":
                 values["max_connections"] = _int(key, value, minimum=1)
             elif key == "max.connections.per.ip":
@@ -255,13 +269,15 @@ class BrokerConfig:
         return cls(**values)  # type: ignore[arg-type]
 
 
-def _int(key: str, value: str, *, minimum: int | None = None) -> int:
+def _int(key: str, value: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
     try:
         number = int(value)
     except ValueError:
         raise ConfigError(f"setting {key!r}: {value!r} is not an integer") from None
     if minimum is not None and number < minimum:
         raise ConfigError(f"setting {key!r}: {number} is below the minimum {minimum}")
+    if maximum is not None and number > maximum:
+        raise ConfigError(f"setting {key!r}: {number} is above the maximum {maximum}")
     return number
 
 

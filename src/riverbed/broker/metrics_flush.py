@@ -8,7 +8,10 @@ event loop for the GIL).  :meth:`FlushStats.collect` (the scrape thread) copies 
 under the lock and builds:
 
 * ``riverbed_fsync_duration_seconds`` -- one partition log flush (the fsync of its active
-  segment, plus any segments rolled since the last flush and the directory);
+  segment, plus any segments rolled since the last flush and the directory, plus the
+  zeros kept ahead of the log, :mod:`riverbed.storage.preallocate`), counted when the
+  flush returns: after its waiters were answered, so a client can see its acks before
+  the count moves;
 * ``riverbed_group_commit_batch_size`` -- flush requests (durable appends, forced
   flushes) served by one round;
 * ``riverbed_group_commit_logs`` -- partition logs fsynced by one round.

@@ -94,6 +94,7 @@ def broker_command(
     """
     from riverbed.broker import allocator
     from riverbed.broker.server import Broker, new_event_loop
+    from riverbed.storage import preallocate
     from riverbed.storage.flusher import tune_switch_interval
 
     if not data_dir_text.strip():
@@ -118,6 +119,7 @@ def broker_command(
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     allocator.tune()  # fetch buffers reused, not faulted in afresh per response
     tune_switch_interval()  # fsync helpers get the GIL back from a busy loop sooner
+    preallocate.configure(config.zero_window_bytes, config.zero_window_total_bytes)  # broker.md
     loop = new_event_loop()
     try:
         stop = asyncio.Event()

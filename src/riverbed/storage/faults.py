@@ -10,21 +10,24 @@ manager that always disarms (and releases anything it blocked) on exit.
 
 Points (the ``path`` each one passes, which ``match`` filters on):
 
-===================  ============================================================  ==========
-name                 where (just before the system call)                            path
-===================  ============================================================  ==========
-``segment.write``    :meth:`LogSegment.append`, the ``pwrite`` of a batch run       the .log
-``segment.fsync``    :meth:`LogSegment.fsync`                                       the .log
-``segment.truncate`` :meth:`LogSegment.truncate_bytes` (recovery, truncation)       the .log
-``index.flush``      :meth:`LogSegment.flush_indexes` (appending index entries)     the .log
-``index.read``       reading a whole ``.index`` / ``.timeindex`` file (a load; a        the index
-                     lazy open reads only its first and last entries, no point)
-``file.fsync``       :func:`atomic_file.write_atomically`, fsync of the ``.tmp``     the target
-``file.rename``      ``write_atomically``'s rename over; retiring a segment         the source
-                     (``.deleted``); the compaction swap renames
-``dir.fsync``        :func:`atomic_file.fsync_dir`                                  the dir
-``log.roll``         :meth:`PartitionLog._roll_locked`, before the new segment      the dir
-===================  ============================================================  ==========
+=====================  ============================================================  ==========
+name                   where (just before the system call)                            path
+=====================  ============================================================  ==========
+``segment.write``      :meth:`LogSegment.append`, the ``pwrite`` of a batch run       the .log
+``segment.fsync``      :meth:`LogSegment.fsync`                                       the .log
+``segment.truncate``   :meth:`LogSegment.truncate_bytes` (recovery, truncation),      the .log
+                       :meth:`LogSegment.trim_zeros` (roll fsync, clean close)
+``segment.zero_fill``  :meth:`LogSegment.zero_fill` (pre-zeroed window, see          the .log
+                       :mod:`riverbed.storage.preallocate`)
+``index.flush``        :meth:`LogSegment.flush_indexes` (appending index entries)     the .log
+``index.read``         reading a whole ``.index`` / ``.timeindex`` file (a load; a        the index
+                       lazy open reads only its first and last entries, no point)
+``file.fsync``         :func:`atomic_file.write_atomically`, fsync of the ``.tmp``     the target
+``file.rename``        ``write_atomically``'s rename over; retiring a segment         the source
+                       (``.deleted``); the compaction swap renames
+``dir.fsync``          :func:`atomic_file.fsync_dir`                                  the dir
+``log.roll``           :meth:`PartitionLog._roll_locked`, before the new segment      the dir
+=====================  ============================================================  ==========
 
 What an armed point does, in this order: sleep ``delay_s``; block until
 :meth:`Fault.release` (``block=True``, with a safety limit so a broken test cannot hang
@@ -34,15 +37,19 @@ restricts it to some files; ``times`` to the first N matching calls.  The storag
 reacts as it would to the real failure: a failed ``segment.write`` is cut back and
 raised as StorageError, a failed ``segment.fsync`` fails the flush waiters, and so on.
 
-Simulated power loss (:func:`record_power_loss`): a recorder watches ``segment.write``
-and ``segment.fsync`` and remembers, per ``.log`` file, how many bytes its last fsync
-covered: the file's size when that fsync started (an append racing with it only makes
+Simulated power loss (:func:`record_power_loss`): a recorder watches ``segment.write``,
+``segment.fsync`` and ``segment.zero_fill`` and remembers, per ``.log`` file, how many
+bytes its last fsync covered: the segment's logical end (``end``, which
+``segment.fsync`` passes) when that fsync started (an append racing with it only makes
 the recorder more pessimistic; an fsync failed by an injected fault does not count).
 After the log is closed as by a crash (``close_unclean``), :meth:`PowerLoss.cut` does
 to the files what losing the page cache would: every recorded ``.log`` goes back to its
-last fsynced size, or with ``tear`` to some length between that and its current size (a
-torn write, or later writes reaching the disk before earlier ones of another file), and
-the index files of those segments, never fsynced, are emptied.  Deliberately not
+last fsynced end, or with ``tear`` to some length between that and its current data end
+(a torn write, or later writes reaching the disk before earlier ones of another file),
+and the index files of those segments, never fsynced, are emptied.  A file that had
+pre-zeroed space (:mod:`riverbed.storage.preallocate`) keeps its length: the bytes after
+the kept part become zeros again (the zeros were fsynced before the overwrites that are
+lost); its "current data end" is the end of its last non-zero byte.  Deliberately not
 modelled: directory entries (a created, renamed or deleted file stays so), files written
 outside these points (checkpoints and snapshots are fsynced before their rename;
 ``flushed.mark`` keeps its last write, a position that was fsynced when written),
@@ -68,6 +75,7 @@ POINTS = frozenset(
         "segment.write",
         "segment.fsync",
         "segment.truncate",
+        "segment.zero_fill",
         "index.flush",
         "index.read",
         "file.fsync",
@@ -87,15 +95,17 @@ _armed: dict[str, tuple[_Armed, ...]] = {}
 _registry_lock = threading.Lock()
 
 
-def point(name: str, path: PathLike = None) -> None:
-    """A failure point: does nothing unless a test armed ``name``."""
+def point(name: str, path: PathLike = None, end: int = -1) -> None:
+    """A failure point: does nothing unless a test armed ``name``.  ``end``: for
+    ``segment.fsync`` / ``segment.zero_fill``, the segment's logical end (its batches'
+    bytes) at this call, for the power-loss recorder; -1 when not given."""
     if _armed:
-        _fire(name, path)
+        _fire(name, path, end)
 
 
-def _fire(name: str, path: PathLike) -> None:
+def _fire(name: str, path: PathLike, end: int) -> None:
     for armed in _armed.get(name, ()):
-        armed.hit(name, "" if path is None else os.fspath(path))
+        armed.hit(name, "" if path is None else os.fspath(path), end)
 
 
 class _Armed:
@@ -104,7 +114,7 @@ class _Armed:
 
     observer = False
 
-    def hit(self, name: str, path: str) -> None:
+    def hit(self, name: str, path: str, end: int = -1) -> None:
         raise NotImplementedError
 
 
@@ -127,7 +137,7 @@ class Fault(_Armed):
     _released: threading.Event = field(init=False, default_factory=threading.Event)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
-    def hit(self, name: str, path: str) -> None:
+    def hit(self, name: str, path: str, end: int = -1) -> None:
         if not self._matches(path):
             return
         with self._lock:
@@ -219,14 +229,17 @@ class PowerLoss(_Armed):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._synced: dict[str, int] = {}
+        self._zero_filled: set[str] = set()  # files that had pre-zeroed space
 
-    def hit(self, name: str, path: str) -> None:
+    def hit(self, name: str, path: str, end: int = -1) -> None:
         if not path.endswith(".log"):
             return
         size = _size(path)
         with self._lock:
             if name == "segment.fsync":
-                self._synced[path] = size
+                self._synced[path] = size if end < 0 else min(end, size)
+            elif name == "segment.zero_fill":
+                self._zero_filled.add(path)
             else:
                 # First sight of a file: what it held before this process wrote to it is
                 # taken as durable (start recording before opening the log).
@@ -242,7 +255,7 @@ class PowerLoss(_Armed):
             synced = dict(self._synced)
         out = {}
         for path, size in synced.items():
-            current = _size(path)
+            current = self._data_end(path)
             if current > size:
                 out[path] = (size, current)
         return out
@@ -261,17 +274,34 @@ class PowerLoss(_Armed):
         for path, size in synced.items():
             if not os.path.exists(path):
                 continue  # retired or compacted away meanwhile
-            current = _size(path)
+            current = self._data_end(path)
             keep = min(size, current)
             if tear is not None and current > size:
                 keep = min(max(tear(path, size, current), size), current)
-            os.truncate(path, keep)
+            if path in self._zero_filled:
+                length = _size(path)
+                with open(path, "r+b") as f:
+                    f.seek(keep)
+                    f.write(bytes(max(length - keep, 0)))
+            else:
+                os.truncate(path, keep)
             dropped[path] = current - keep
             stem = path[: -len(".log")]
             for suffix in _INDEX_SUFFIXES:
                 if os.path.exists(stem + suffix):
                     os.truncate(stem + suffix, 0)
         return dropped
+
+    def _data_end(self, path: str) -> int:
+        """The file's size, or for a file with pre-zeroed space the end of its last
+        non-zero byte (a batch ending in zero bytes only looks shorter: pessimistic)."""
+        if path not in self._zero_filled:
+            return _size(path)
+        try:
+            with open(path, "rb") as f:
+                return len(f.read().rstrip(b"\0"))
+        except FileNotFoundError:
+            return 0
 
 
 def _size(path: str) -> int:
@@ -286,7 +316,7 @@ def record_power_loss() -> Iterator[PowerLoss]:
     """Record unsynced segment writes for the ``with`` block; call ``cut()`` inside it
     (after an unclean close) to simulate the power loss, then reopen the log."""
     recorder = PowerLoss()
-    names = ("segment.write", "segment.fsync")
+    names = ("segment.write", "segment.fsync", "segment.zero_fill")
     for name in names:
         _arm(name, recorder)
     try:

@@ -9,7 +9,10 @@
     crc          uint32    CRC-32C of the 28 bytes before it
 
 Written by :meth:`PartitionLog.flush` *after* each fsync of the active segment (just
-after that fsync's waiters are resolved), with one ``pwrite`` and no fsync of its own: it
+after that fsync's waiters are resolved), with one ``pwrite`` at offset 0 and no fsync of
+its own (:class:`FlushMarkFile`: the descriptor stays open between flushes, in the
+process-wide :mod:`~riverbed.storage.fd_cache`, so a flush pays one system call for the
+mark, not open/pwrite/close; the bytes written and their order are the same): it
 reaches the disk with the kernel's write-back or the next checkpoint, so after a process
 crash (SIGKILL) it is exact (or the previous flush's, when the kill fell between the
 waiters' wake-up and the write) and after a power loss it may be older (a lower bound,
@@ -28,13 +31,14 @@ corruption of acknowledged data, and only one *above* it as a torn write.
 from __future__ import annotations
 
 import logging
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from riverbed.protocol.batch import crc32c
 from riverbed.storage.atomic_file import fsync_dir
+from riverbed.storage.fd_cache import CachedFile, FdCache
+from riverbed.storage.fd_cache import shared as shared_fd_cache
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +61,57 @@ def encode(mark: FlushMark) -> bytes:
     return body + _CRC.pack(crc32c(body))
 
 
-def write_flush_mark(directory: Path, mark: FlushMark) -> None:
-    """Overwrite the mark in place (no fsync, see the module docstring)."""
-    fd = os.open(directory / FLUSH_MARK_FILE, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.pwrite(fd, encode(mark), 0)
-    finally:
-        os.close(fd)
+class FlushMarkFile:
+    """The mark of one partition directory, rewritten in place through a kept descriptor.
+
+    The descriptor is a :class:`~riverbed.storage.fd_cache.CachedFile` (``fd_cache``,
+    default the process-wide cache), so the marks of many partitions never decide the
+    process's descriptor count: an evicted one is reopened on the next write.  The file is
+    created on the first write, and again after :meth:`reset` removed it (or if it vanished
+    while its descriptor was evicted); a failed write drops the descriptor, so the next
+    write starts from a fresh ``open`` as every write once did.
+
+    Not thread-safe: :class:`~riverbed.storage.log.PartitionLog` calls it under its flush
+    lock.  :meth:`close` releases the descriptor (writes nothing).
+    """
+
+    __slots__ = ("_cache", "_file", "directory")
+
+    def __init__(self, directory: Path, fd_cache: FdCache | None = None) -> None:
+        self.directory = directory
+        self._cache = fd_cache
+        self._file: CachedFile | None = None
+
+    def write(self, mark: FlushMark) -> None:
+        """Overwrite the mark in place (no fsync, see the module docstring); raises
+        OSError (the descriptor is then dropped)."""
+        data = encode(mark)
+        file = self._file
+        try:
+            if file is None:
+                cache = self._cache or shared_fd_cache()
+                file = self._file = cache.file(self.directory / FLUSH_MARK_FILE, create=True)
+            try:
+                file.pwrite(data, 0)
+            except FileNotFoundError:  # evicted, then removed behind our back: recreate
+                self.close()
+                cache = self._cache or shared_fd_cache()
+                file = self._file = cache.file(self.directory / FLUSH_MARK_FILE, create=True)
+                file.pwrite(data, 0)
+        except OSError:
+            self.close()
+            raise
+
+    def reset(self) -> None:
+        """Drop the descriptor, then remove the mark durably (:func:`reset_flush_mark`);
+        a later :meth:`write` creates it afresh."""
+        self.close()
+        reset_flush_mark(self.directory)
+
+    def close(self) -> None:
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()
 
 
 def reset_flush_mark(directory: Path) -> None:

@@ -99,8 +99,9 @@ from riverbed.storage.checkpoint import PartitionCheckpoint, read_checkpoint, wr
 from riverbed.storage.clean_shutdown import consume_clean_shutdown, mark_clean_shutdown
 from riverbed.storage.config import DAY_MS, FlushPolicy, LogConfig
 from riverbed.storage.deletion import DeletionQueue
-from riverbed.storage.flush_mark import FlushMark, reset_flush_mark, write_flush_mark
+from riverbed.storage.flush_mark import FlushMark, FlushMarkFile
 from riverbed.storage.flusher import GroupCommitFlusher
+from riverbed.storage.preallocate import ZeroWindow
 from riverbed.storage.producer_state import (
     CompletedTxn,
     ProducerStateEntry,
@@ -223,12 +224,16 @@ class PartitionLog:
         # Segments sealed by a roll whose fsync is still owed, oldest first, each with
         # its producer snapshot as of its end (written after that fsync): see flush().
         self._rolled: list[tuple[LogSegment, bytes]] = []
+        # Zeros kept ahead of the active segment's end while fsyncs are small
+        # (riverbed.storage.preallocate); used under _flush_lock.
+        self._zero_window = ZeroWindow()
         # (segment base, byte position) of the newest producer snapshot's offset, and the
         # offset of the last periodic one (replaced by the next), see flush()
         self._snapshot_at = (-1, 0)
         self._periodic_snapshot = -1
         self.snapshot_interval_bytes = PRODUCER_SNAPSHOT_INTERVAL_BYTES
         self._offline: CorruptSegmentError | None = None
+        self._flush_mark = FlushMarkFile(directory)  # written and reset under _flush_lock
         # Set by begin_deletion: the topic is gone, so a request that found this log
         # before the deletion is answered as for an unknown partition (as Kafka does),
         # not as a storage failure.
@@ -786,7 +791,34 @@ class PartitionLog:
             if periodic is not None:
                 self._write_periodic_snapshot(target, periodic)
             self._write_flush_mark(mark)
+            self._keep_zero_window(mark)
         return target
+
+    def _keep_zero_window(self, mark: FlushMark) -> None:
+        """After a flush, under ``_flush_lock``, its waiters answered: extend the active
+        segment's zero window if the policy wants it (:mod:`riverbed.storage.preallocate`),
+        and fsync the zeros now, so the file's new blocks and length are committed here
+        and not by the next acknowledgement's fsync.  The zeros are written under
+        ``_lock`` (an append must not land in the range while it is zeroed).  A failed
+        fsync fails the waiters as a failed flush does (an fsync error is reported once:
+        the pages it lost may hold appends a later fsync would otherwise cover)."""
+        self._zero_window.flushed(mark.segment_base, mark.position)
+        if self._config.flush_policy is not FlushPolicy.PER_APPEND:
+            return  # no acknowledgement waits for these fsyncs: nothing to gain
+        with self._lock:
+            if self._closed:
+                return
+            active = self._segments[-1]
+            if active.base_offset != mark.segment_base:
+                return  # rolled since the flush: the new segment's first flush plans its window
+            end = self._zero_window.plan(active.size, active.allocated, self._config.segment_bytes)
+            if not end:
+                return
+            active.zero_fill(end)
+        try:
+            active.sync_data()  # the .txnindex is the next flush's business
+        except OSError as exc:
+            self._fail_waiters(StorageError(f"fsync of {active.log_path} failed: {os_reason(exc)}"))
 
     def _periodic_snapshot_data(self, active: LogSegment, target: int) -> bytes | None:
         """Under ``_lock``: the producer state as of ``target`` (every batch below it is
@@ -815,7 +847,11 @@ class PartitionLog:
 
     def _sync_rolled(self, seg: LogSegment, snapshot: bytes) -> None:
         """fsync a segment sealed by a roll, then write its producer snapshot.  Called
-        under ``_flush_lock`` (which anything that closes or retires a segment takes)."""
+        under ``_flush_lock`` (which anything that closes or retires a segment takes).
+        A zero window after its end is cut first, so the fsync makes the file's length
+        its logical end before the recovery point may pass it."""
+        if seg.trim_zeros():
+            self._zero_window.release()  # the next flush registers the new segment's
         seg.fsync()
         self.producers.write_snapshot(seg.next_offset, snapshot)
 
@@ -823,7 +859,7 @@ class PartitionLog:
         """Record the fsynced position for recovery (see :mod:`~riverbed.storage.flush_mark`);
         a failure only weakens corruption detection, so it is logged, not raised."""
         try:
-            write_flush_mark(self.directory, mark)
+            self._flush_mark.write(mark)
         except OSError as exc:
             _logger.warning("cannot write the flushed position of %s: %s", self.directory, exc)
 
@@ -1064,7 +1100,7 @@ class PartitionLog:
                 return
             # Lower the durable claims (flushed mark, recovery point) before cutting, so a
             # crash in between never reads as lost acknowledged data.
-            reset_flush_mark(self.directory)
+            self._flush_mark.reset()
             floor = max([b for b in self._bases if b < offset] or [max(offset, 0)])
             self._flushed_offset = min(self._flushed_offset, floor)
             self._write_checkpoint_locked()
@@ -1213,6 +1249,8 @@ class PartitionLog:
             self._rolled = []
             active = self._segments[-1]
             active.flush_indexes()
+            active.trim_zeros()  # file size == logical end before the clean marker
+            self._zero_window.release()
             active.fsync()
             end = active.next_offset
             self._flushed_offset = end
@@ -1221,6 +1259,7 @@ class PartitionLog:
             for seg in self._segments:
                 seg.flush_indexes()
                 seg.close()
+            self._flush_mark.close()
             self._deletions.delete_all()
             mark_clean_shutdown(self.directory)
             self._closed = True
@@ -1295,6 +1334,8 @@ class PartitionLog:
         """Mark the log closed and close every descriptor, all of them even if one
         fails (the first error is raised after); under both locks, no writes."""
         self._closed = True
+        self._zero_window.release()  # a crash or a deletion: its zeros count no more
+        self._flush_mark.close()
         errors: list[OSError] = []
         for seg in self._segments:
             try:

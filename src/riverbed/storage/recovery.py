@@ -45,6 +45,31 @@ Steps, in order:
      CorruptSegmentError naming the file and byte position.  Nothing is cut; the caller
      (:meth:`PartitionLog.open`) takes the partition offline.
 
+   *Zero tails* (pre-zeroed space, :mod:`riverbed.storage.preallocate`): the active
+   segment keeps zeros after its logical end, and a segment sealed by a roll keeps them
+   until the flusher cuts its file before the roll fsync.  So after a crash, a segment
+   above the recovery point may end with zeros after its last valid batch.  When every
+   byte from the last valid batch's end to the end of the file is zero, at or after the
+   bound, that tail is preallocated space, not a tear:
+
+   * it is cut (INFO, no WARNING) and the file fsynced;
+   * in a segment that is not the last, when its last valid batch ends exactly at the
+     next segment's base offset (contiguous offsets: the roll's segment was complete,
+     only its truncate was not yet durable), the later segments are kept;
+   * when the offsets are not contiguous (a batch that never reached the disk reads as
+     zeros too), it is a torn write by the rule above: WARNING, later segments deleted;
+   * zeros where the bound says data was fsynced (below it) stay corruption: the zero
+     check is made only after the bound check passed.
+
+   A torn batch followed by zeros is not all zeros: a torn write, as before.
+
+   The same holds for a sealed segment the bound covers (trusted, or wholly
+   acknowledged): it can be flushed to its end while still active (the bound then equals
+   the next segment's base) and rolled, the roll's truncate never made durable.  When
+   its check fails only because zeros follow batches that end exactly at the next
+   segment's base offset, the zeros are cut (INFO); any other damage there is
+   corruption as before.
+
 The result is a list of loaded segments (never empty).  Segments loaded as trusted are
 not CRC-checked here: their batches are verified before they are first served
 (:meth:`LogSegment.locate_verified`).
@@ -205,15 +230,19 @@ def load_segments(
             if clean or not unflushed:
                 # sealed segments: O(1), index files read on first use
                 if next_base is None or not seg.open_lazily(next_base):
-                    seg.load_trusted(next_base)
+                    _load_sealed(seg, next_base, trusted=True)
             elif next_base is not None and next_base <= bound:
-                seg.rebuild(sealed=True)  # wholly acknowledged: any damage is corruption
+                # wholly acknowledged: any damage is corruption
+                _load_sealed(seg, next_base, trusted=False)
             else:
-                size = seg.size
-                _recover_last(
-                    seg, checkpoint.recovery_point, bound, mark if next_base is None else None
+                cut = _recover_last(
+                    seg,
+                    checkpoint.recovery_point,
+                    bound,
+                    mark if next_base is None else None,
+                    next_base,
                 )
-                if next_base is not None and seg.size != size:
+                if next_base is not None and cut == _TORN:
                     # A torn sealed segment above the recovery point: its roll's fsync
                     # never happened.  Nothing after the tear was acknowledged.
                     for later in bases[i + 1 :]:
@@ -247,8 +276,63 @@ def load_segments(
     return segments
 
 
-def _recover_last(seg: LogSegment, recovery_point: int, bound: int, mark: FlushMark | None) -> None:
-    """CRC-check a segment reaching past the bound; cut a torn tail, refuse damage below it.
+def _load_sealed(seg: LogSegment, next_base: int | None, *, trusted: bool) -> None:
+    """``load_trusted`` (``trusted``) or a CRC-checked ``rebuild(sealed=True)`` of a
+    segment the bound covers; a CorruptSegmentError stands unless the damage is a zero
+    tail after batches that end exactly at ``next_base`` (module docstring): a segment
+    flushed to its end while active and rolled, whose roll fsync (with its truncate)
+    never happened before the crash; the tail is then cut (INFO).  Only the error path
+    reads the segment a second time."""
+    try:
+        if trusted:
+            seg.load_trusted(next_base)
+        else:
+            seg.rebuild(sealed=True)
+    except CorruptSegmentError:
+        if next_base is None or not _zero_tail_after(seg, next_base):
+            raise  # the files are left as they are
+        valid = seg.rebuild(sealed=False)
+        _cut_zeros(seg, valid)
+
+
+def _zero_tail_after(seg: LogSegment, next_base: int) -> bool:
+    """True if ``seg``'s CRC-valid batches end exactly at offset ``next_base`` and only
+    zeros follow them to the file's end; reads only (nothing is rewritten)."""
+    valid, next_offset = 0, seg.base_offset
+    for pos, header in seg.scan(0, verify=True):
+        valid, next_offset = pos + header.size, header.next_offset
+    return valid < seg.size and next_offset == next_base and seg.zeros_from(valid)
+
+
+def _cut_zeros(seg: LogSegment, valid: int) -> None:
+    log.info(
+        "cutting %d bytes of preallocated zeros after byte %d of %s (offset %d)",
+        seg.size - valid,
+        valid,
+        seg.log_path,
+        seg.next_offset,
+    )
+    seg.truncate_bytes(valid)
+    seg.fsync()
+
+
+_INTACT, _ZEROS, _TORN = "intact", "zeros", "torn"
+"""What :func:`_recover_last` found after the segment's last valid batch: nothing; only
+preallocated zeros (offsets contiguous with the next segment, if any), cut; a torn
+tail (or zeros with an offset gap before the next segment), cut."""
+
+
+def _recover_last(
+    seg: LogSegment,
+    recovery_point: int,
+    bound: int,
+    mark: FlushMark | None,
+    next_base: int | None = None,
+) -> str:
+    """CRC-check a segment reaching past the bound; cut a torn tail or a zero tail
+    (module docstring), refuse damage below it.  Returns :data:`_INTACT`,
+    :data:`_ZEROS` or :data:`_TORN`; ``next_base`` is the next segment's base offset
+    (None for the last segment).
 
     Only the batches from (about) the checkpoint's recovery point on are read
     (:meth:`LogSegment.recover`); damage found below the flushed position is confirmed
@@ -258,18 +342,21 @@ def _recover_last(seg: LogSegment, recovery_point: int, bound: int, mark: FlushM
     offset bound holds."""
     valid = seg.recover(recovery_point)
     if valid == seg.size:
-        return
+        return _INTACT
     position = mark.position if mark is not None and mark.segment_base == seg.base_offset else 0
     if valid < position or seg.next_offset < bound:
         valid = seg.rebuild(sealed=False)
         if valid == seg.size:
-            return
+            return _INTACT
     if valid < position or seg.next_offset < bound:
         raise CorruptSegmentError(
             f"corrupt record batch in {seg.log_path} at byte {valid} ({seg.describe_end()}), "
             f"below the flushed position (offset {bound}, byte "
             f"{position}): acknowledged, fsynced data is damaged; refusing to truncate it"
         )
+    if seg.zeros_from(valid) and (next_base is None or seg.next_offset == next_base):
+        _cut_zeros(seg, valid)
+        return _ZEROS
     log.warning(
         "truncating torn tail of %s: %d bytes after byte %d (beyond the flushed "
         "position: offset %d, byte %d)",
@@ -281,3 +368,4 @@ def _recover_last(seg: LogSegment, recovery_point: int, bound: int, mark: FlushM
     )
     seg.truncate_bytes(valid)
     seg.fsync()
+    return _TORN

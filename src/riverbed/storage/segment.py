@@ -15,6 +15,15 @@ increase; every batch's offsets are >= the segment's base offset and < the next
 segment's base offset.  The segment's ``next_offset`` is one past the last batch's last
 offset (the base offset when empty).
 
+Logical end vs file size: ``size`` is the segment's logical end, and every read, scan,
+index check and size report goes by it, never by the file's length.  The active segment
+may keep zeros after it (``[size, allocated)``, written by :meth:`zero_fill`: see
+:mod:`riverbed.storage.preallocate`), which appends then overwrite.  Nothing but zeros
+ever lies after ``size`` in this process.  :meth:`trim_zeros` cuts the file back to
+``size``; the log calls it before a sealed segment's roll fsync and before a clean
+close, so a segment trusted at load (cleanly closed, or below the recovery point) has
+file size == logical end, and :meth:`open` takes the file size as ``size``.
+
 Reads use ``pread`` and never load the whole file.  Appends are one ``pwrite`` of the
 already-encoded bytes at ``size``; a failed or short write is cut back so the file never
 keeps a partial batch from this process.  The ``.log`` descriptor comes from the
@@ -26,8 +35,10 @@ every batch before it is first served (:mod:`riverbed.storage.verify`: a per-seg
 watermark that :meth:`rebuild` and :meth:`append` advance), so a damaged batch raises
 CorruptSegmentError and is never served, and a damaged header never ends a walk early.
 
-Crash behaviour: a crash may leave a torn batch at the end of the active segment; the
-loader (:mod:`riverbed.storage.recovery`) finds it with :meth:`scan` and cuts it off with
+Crash behaviour: a crash may leave a torn batch at the end of the active segment, and
+(zero window) zeros after the last batch, in the active segment or in a segment sealed
+by a roll whose fsync had not happened; the loader (:mod:`riverbed.storage.recovery`)
+finds them with :meth:`scan` / :meth:`zeros_from` and cuts them off with
 :meth:`truncate_bytes` — only above the flushed position; below it, it is corruption.
 
 Not thread-safe: the owning :class:`~riverbed.storage.log.PartitionLog` serialises access.
@@ -117,7 +128,9 @@ class LogSegment:
         self.directory = directory
         self.base_offset = base_offset
         self.file = file  # None only for the placeholder of an offline partition
-        self.size = size
+        self.size = size  # the logical end: batches are [0, size)
+        # The file's length as this process made it (>= size; zeros in [size, allocated)).
+        self.allocated = size
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
         name = segment_name(base_offset)
@@ -436,13 +449,7 @@ class LogSegment:
                 header = BatchHeader.parse(buf, pos - at)
             except CorruptRecordError:
                 return
-            if (
-                header.magic != 2
-                or header.batch_length < HEADER_SIZE - 12
-                or pos + header.size > limit
-                or header.last_offset_delta < 0
-                or header.base_offset < min_base
-            ):
+            if not _header_fits(header, pos, limit, min_base):
                 return
             if pos + header.size > at + len(buf):
                 buf, at = self.pread(pos, min(max(_SCAN_CHUNK, header.size), limit - pos)), pos
@@ -496,8 +503,11 @@ class LogSegment:
             length = _write_all(self._file(), parts, position)
         except OSError as exc:
             self._file().ftruncate(position)
+            self.allocated = position
             raise StorageError(f"write to {self.log_path} failed: {exc}") from exc
         self.size = position + length
+        if self.size > self.allocated:
+            self.allocated = self.size
         for rel, header in headers:
             self._track(header, position + rel)
         self.verifier.appended(position, self.size, self.next_offset)
@@ -530,13 +540,7 @@ class LogSegment:
                 header = BatchHeader.parse(head)
             except CorruptRecordError:
                 return
-            if (
-                header.magic != 2
-                or header.batch_length < HEADER_SIZE - 12
-                or pos + header.size > limit
-                or header.last_offset_delta < 0
-                or header.base_offset < min_base
-            ):
+            if not _header_fits(header, pos, limit, min_base):
                 return
             if verify:
                 try:
@@ -638,9 +642,11 @@ class LogSegment:
     # -- maintenance ------------------------------------------------------------------
 
     def truncate_bytes(self, size: int) -> None:
+        """Cut the file (and the logical end) to ``size`` bytes: a zero window goes too."""
         faults.point("segment.truncate", self.log_path)
         self._file().ftruncate(size)
         self.size = size
+        self.allocated = size
         self.verifier.truncated(size, self.next_offset)  # truncate_to fixes next_offset
 
     def truncate_to(self, offset: int) -> int:
@@ -674,9 +680,60 @@ class LogSegment:
         self.time_index.flush()
 
     def fsync(self) -> None:
-        faults.point("segment.fsync", self.log_path)
-        self._file().fsync()
+        """Make the ``.log`` (:meth:`sync_data`) and the ``.txnindex`` durable."""
+        self.sync_data()
         self.txn_index.sync()
+
+    def sync_data(self) -> None:
+        """Make the ``.log``'s data and length durable: ``fdatasync`` (it commits the
+        metadata a later read needs: size, block map; not timestamps), so an overwrite
+        of pre-zeroed space (:mod:`riverbed.storage.preallocate`) flushes only data."""
+        faults.point("segment.fsync", self.log_path, self.size)
+        with self._file().use() as fd:
+            _datasync(fd)
+
+    def zero_fill(self, end: int) -> None:
+        """Write zeros over ``[allocated, end)`` (page cache; the caller fsyncs), so later
+        appends there overwrite allocated blocks.  Called under the log's lock, only on
+        the active segment.  A failure (a full disk) is logged at DEBUG and leaves no
+        window: appends then grow the file as without one; any zeros written stay
+        (harmless: only zeros lie past ``size``, and :meth:`trim_zeros` cuts the file to
+        ``size`` whatever its length)."""
+        start = self.allocated
+        if end <= start:
+            return
+        try:
+            faults.point("segment.zero_fill", self.log_path, self.size)
+            _write_all(self._file(), _zeros(end - start), start)
+        except OSError as exc:
+            log.debug("cannot pre-zero %s up to byte %d: %s", self.log_path, end, exc)
+            self.allocated = max(self.allocated, end)  # length unknown: trim cuts anyway
+            return
+        self.allocated = end
+
+    def trim_zeros(self) -> bool:
+        """Cut the file to the logical end if a zero window lies after it (the caller
+        fsyncs: a sealed segment before its roll fsync, the active one before a clean
+        close); True if it cut.  Raises OSError from ``ftruncate``."""
+        if self.allocated == self.size:
+            return False
+        faults.point("segment.truncate", self.log_path)
+        self._file().ftruncate(self.size)
+        self.allocated = self.size
+        return True
+
+    def zeros_from(self, position: int) -> bool:
+        """True if every byte of the file from ``position`` to its end (``allocated``:
+        at load, the file's length) is zero, i.e. preallocated space
+        (:mod:`riverbed.storage.preallocate`), not a torn batch.  Reads in
+        :data:`_SCAN_CHUNK` steps; for recovery."""
+        end = self.allocated
+        while position < end:
+            chunk = self.pread(position, min(_SCAN_CHUNK, end - position))
+            if not chunk or chunk.count(0) != len(chunk):
+                return False
+            position += len(chunk)
+        return True
 
     def close(self) -> None:
         if self.file is not None:
@@ -714,6 +771,32 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path.name}, size={self.size}, next={self.next_offset})"
+
+
+_datasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
+
+_ZEROS = bytes(1 << 20)
+
+
+def _zeros(length: int) -> list[memoryview]:
+    """``length`` zero bytes as views of one shared buffer (no allocation per call)."""
+    view = memoryview(_ZEROS)
+    return [view[: min(length - i, len(_ZEROS))] for i in range(0, length, len(_ZEROS))]
+
+
+def _header_fits(header: BatchHeader, pos: int, limit: int, min_base: int) -> bool:
+    """The structural checks a scan makes on a batch header at ``pos`` before trusting
+    its length (:meth:`LogSegment.scan` and its chunked twin ``_scan_verified`` stop
+    where this is False): magic 2, a length that covers the header and ends by
+    ``limit``, a non-negative offset delta, a base offset not below ``min_base`` (one
+    past the previous batch).  Pre-zeroed space fails the length check."""
+    return not (
+        header.magic != 2
+        or header.batch_length < HEADER_SIZE - 12
+        or pos + header.size > limit
+        or header.last_offset_delta < 0
+        or header.base_offset < min_base
+    )
 
 
 def _whole_batches(data: bytes) -> int:
