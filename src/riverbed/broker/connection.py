@@ -60,6 +60,25 @@ the rest of its body straight into a ``bytearray`` of the frame's size, which be
 frame (no per-read ``bytes`` and no join of the pieces).  The frame's pool reservation is
 taken before that buffer exists, as for every frame.
 
+After a frame received in place, the connection asks the transport for its next 4 bytes
+only (the next size prefix), not a scratch buffer's worth: a producer's next request is
+most likely large too, and so its body is never read into the scratch buffer, copied out
+as ``bytes`` and copied again into its frame (a quarter of a 1 MiB frame went that way
+when the scratch buffer was 256 KiB).  A small frame ends that until the next large one;
+it costs one more ``recv`` per large frame.
+
+Those buffers are reused (each loop thread keeps the last :data:`_POOL_FRAMES` of them,
+each at most :data:`_POOL_FRAME_MAX` bytes): a new in-place frame takes a kept buffer at
+least its size that nothing references any more (no memoryview of it is alive: no
+decoded request, pending response or held frame still points into it; CPython's reference
+count says so exactly), else a new one; the frame is then the buffer's first ``size``
+bytes.  A fresh ``bytearray(size)`` is zero-filled by Python, a write of every byte
+before the socket's data overwrites it: reuse saves that pass (issue 18.1).  Every byte
+of a frame is received before it is dispatched, so no byte of an earlier frame is ever
+seen.  The kept buffers are idle memory outside ``queued.max.request.bytes``, like the
+free heap the allocator keeps (:mod:`riverbed.allocator`): at most
+``_POOL_FRAMES * _POOL_FRAME_MAX`` (16 MiB) per loop thread.
+
 Event-loop only.  A crash (or close) drops pending responses; appends already made stay.
 """
 
@@ -69,6 +88,7 @@ import asyncio
 import itertools
 import logging
 import struct
+import sys
 import threading
 import time
 from collections import deque
@@ -106,6 +126,12 @@ _DIRECT_MIN = 64 << 10
 # transport fills it and calls buffer_updated at once, on the loop's thread).
 _SCRATCH_SIZE = 256 << 10
 _scratch = threading.local()
+# In-place frame buffers kept for reuse, per thread (see "Reading" in the module docstring).
+_POOL_FRAMES = 4
+_POOL_FRAME_MAX = 4 << 20
+# sys.getrefcount of a kept buffer nothing else references, in _take_frame: the pool's
+# list, the local name and getrefcount's own argument.
+_IDLE_REFS = 3
 
 
 def _scratch_buffer() -> memoryview:
@@ -113,6 +139,34 @@ def _scratch_buffer() -> memoryview:
     if view is None:
         view = _scratch.view = memoryview(bytearray(_SCRATCH_SIZE))
     return view
+
+
+def _frame_pool() -> list[bytearray]:
+    pool: list[bytearray] | None = getattr(_scratch, "frames", None)
+    if pool is None:
+        pool = _scratch.frames = []
+    return pool
+
+
+def _take_frame(size: int) -> memoryview:
+    """A writable view of ``size`` bytes for an in-place frame: the start of a kept buffer
+    nothing references any more, else of a new ``bytearray(size)``."""
+    pool = _frame_pool()
+    for i in range(len(pool)):
+        buf = pool[i]
+        if len(buf) >= size and sys.getrefcount(buf) == _IDLE_REFS:
+            del pool[i]
+            return memoryview(buf)[:size]
+    return memoryview(bytearray(size))
+
+
+def _keep_frame(buf: bytearray) -> None:
+    """Offer a received frame's buffer for reuse (taken once its views are gone)."""
+    if len(buf) <= _POOL_FRAME_MAX:
+        pool = _frame_pool()
+        pool.append(buf)
+        if len(pool) > _POOL_FRAMES:
+            del pool[0]
 
 
 class _Pending:
@@ -155,9 +209,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._buffered = 0
         self._need = 4
         self._head_reserved = 0  # pool bytes reserved for the frame being received
-        # A large frame being received in place, and how much of it has arrived.
-        self._direct: bytearray | None = None
+        # A large frame being received in place (a view of exactly its size, see
+        # _take_frame), and how much of it has arrived.
+        self._direct: memoryview | None = None
         self._direct_filled = 0
+        # The last frame was received in place: read the next size prefix alone.
+        self._prefix_only = False
         self._memory_wait = False  # waiting for the pool to admit the next frame
         self._pending: deque[_Pending] = deque()
         self._barrier: _Pending | None = None  # a Barrier's slot: later frames wait
@@ -241,7 +298,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         direct = self._direct
         if direct is not None:
-            return memoryview(direct)[self._direct_filled :]
+            return direct[self._direct_filled :]
+        if self._prefix_only and not self._chunks:
+            return _scratch_buffer()[:4]
         return _scratch_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
@@ -254,7 +313,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _start_direct(self, partial: memoryview, size: int) -> None:
         """Receive the rest of a ``size``-byte frame body in place (reserved already)."""
-        frame = bytearray(size)
+        frame = _take_frame(size)
         frame[: len(partial)] = partial
         self._direct = frame
         self._direct_filled = len(partial)
@@ -265,7 +324,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         assert frame is not None
         reserved, self._head_reserved = self._head_reserved, 0
         self._need = 4
-        self._held.append((memoryview(frame), reserved))
+        self._prefix_only = True
+        self._held.append((frame, reserved))
+        _keep_frame(frame.obj)  # type: ignore[arg-type]  # always a bytearray's view
         self.last_active = time.monotonic()
         self._pump()
 
@@ -312,6 +373,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._wait_for_memory()
                     break
                 self._head_reserved = size
+            if size < _DIRECT_MIN:
+                self._prefix_only = False
             if end - pos - 4 < size:
                 if size >= _DIRECT_MIN:
                     self._start_direct(view[pos + 4 : end], size)

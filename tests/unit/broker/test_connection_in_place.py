@@ -9,7 +9,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from riverbed.broker.config import BrokerConfig
-from riverbed.broker.connection import _DIRECT_MIN, KafkaConnection
+from riverbed.broker.connection import (
+    _DIRECT_MIN,
+    _POOL_FRAME_MAX,
+    _POOL_FRAMES,
+    KafkaConnection,
+    _frame_pool,
+)
 from riverbed.broker.limits import MemoryPool
 
 
@@ -94,3 +100,76 @@ def test_close_mid_frame_releases_its_reservation() -> None:
     conn.connection_lost(None)
     assert conn._pool.used == 0
     assert conn._direct is None
+
+
+class _Keeping(_Recording):
+    """Keeps each dispatched frame's view alive (as a pending request would)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.views: list[memoryview] = []
+
+    def _dispatch(self, frame: memoryview, reserved: int) -> None:
+        self.views.append(frame)
+        super()._dispatch(frame, reserved)
+
+
+def _feed_in_place(conn: KafkaConnection, body: bytes) -> None:
+    """Deliver a frame so that its body is received in place (prefix first)."""
+    stream = _frame(body)
+    _feed_buffered(conn, stream[:100], 100)
+    _feed_buffered(conn, stream[100:], 1 << 20)
+
+
+def _start_big(conn: KafkaConnection, body: bytes) -> memoryview:
+    """Feed the prefix and the start of ``body``; the in-place view receiving the rest."""
+    _feed_buffered(conn, _frame(body)[:100], 100)
+    assert conn._direct is not None
+    return conn._direct
+
+
+def test_in_place_buffer_is_reused_once_nothing_references_it() -> None:
+    _frame_pool().clear()
+    conn = _Recording()
+    first = bytes(range(256)) * (_DIRECT_MIN // 128)
+    view = _start_big(conn, first)
+    buffer = id(view.obj)  # kept by the pool from here on: the id stays its own
+    del view
+    _feed_buffered(conn, _frame(first)[100:], 1 << 20)
+    second = b"\x05" * (_DIRECT_MIN + 7)  # smaller: the start of the same buffer
+    view = _start_big(conn, second)
+    assert id(view.obj) == buffer and len(view) == len(second)
+    del view
+    _feed_buffered(conn, _frame(second)[100:], 1 << 20)
+    assert [f for f, _r in conn.frames] == [first, second]
+    assert conn._pool.used == 0
+
+
+def test_in_place_buffer_still_referenced_is_not_reused() -> None:
+    _frame_pool().clear()
+    conn = _Keeping()
+    first = b"\x01" * (_DIRECT_MIN * 2)
+    _feed_in_place(conn, first)
+    second = b"\x02" * (_DIRECT_MIN * 2)
+    view = _start_big(conn, second)
+    assert view.obj is not conn.views[0].obj  # the first frame is still in use
+    del view
+    _feed_buffered(conn, _frame(second)[100:], 1 << 20)
+    assert bytes(conn.views[0]) == first  # never overwritten
+    assert bytes(conn.views[1]) == second
+    conn.views.clear()  # released: the next frame may take either buffer
+    third = b"\x03" * (_DIRECT_MIN * 2)
+    _feed_in_place(conn, third)
+    assert [f for f, _r in conn.frames] == [first, second, third]
+
+
+def test_pool_keeps_few_buffers_and_no_huge_ones() -> None:
+    _frame_pool().clear()
+    conn = _Keeping()  # every frame stays referenced: each needs a buffer of its own
+    for i in range(_POOL_FRAMES + 3):
+        _feed_in_place(conn, bytes([i]) * (_DIRECT_MIN + i))
+    assert len(_frame_pool()) == _POOL_FRAMES
+    huge = b"\x09" * (_POOL_FRAME_MAX + 1)
+    _feed_in_place(conn, huge)
+    assert all(len(b) <= _POOL_FRAME_MAX for b in _frame_pool())
+    assert bytes(conn.views[-1]) == huge
