@@ -19,16 +19,30 @@ any moment leaves the source holding everything not yet acknowledged, and the ne
 re-sends it (duplicates of unacknowledged changes are possible, loss is not).
 
 Signal handlers are installed only when :func:`run` is called from the main thread;
-otherwise the caller stops the loop with the ``stop`` event.
+otherwise the caller stops the loop with the ``stop`` event.  The handlers take no lock
+(:class:`riverbed.signals.SignalStop`): ``Event.set()`` takes the event's non-reentrant
+lock, and a Python signal handler runs on the main thread between two bytecodes --
+possibly inside ``stop.wait()`` while that thread holds the very same lock, where the
+handler would wait for itself forever (a SIGTERMed connector that never exited).  The
+handler records the signal, which the loop checks, and a watcher thread sets the event,
+which ends the idle wait at once.
+
+The stop and the close are logged (logger ``riverbed.cdc.runner``, INFO) with how long
+the close took, so a slow shutdown says which phase it spent its time in.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import threading
-from types import FrameType
-from typing import Any, Protocol
+import time
+from typing import Protocol
+
+from riverbed.signals import SignalStop
+
+log = logging.getLogger(__name__)
 
 
 class Connector(Protocol):
@@ -57,16 +71,11 @@ def run(
     Returns normally after a requested stop (the CLI exits 0); an exception from the
     connector propagates after a best-effort close."""
     stop_event = stop if stop is not None else threading.Event()
-    previous: dict[signal.Signals, Any] = {}
+    signals = SignalStop(stop_event)  # no lock taken in the handlers (module doc)
     if threading.current_thread() is threading.main_thread():
-
-        def request_stop(_signum: int, _frame: FrameType | None) -> None:
-            stop_event.set()
-
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous[signum] = signal.signal(signum, request_stop)
+        signals.install()
     try:
-        while not stop_event.is_set():
+        while not signals.is_set():
             if not connector.poll_once():
                 stop_event.wait(idle_wait_s)
     except BaseException:
@@ -74,6 +83,10 @@ def run(
             connector.close(timeout_s=min(close_timeout_s, 5.0))
         raise
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        signals.restore()
+    received = signals.received
+    why = signal.Signals(received).name if received is not None else "stop requested"
+    log.info("%s: closing (up to %.0f s for acknowledgements)", why, close_timeout_s)
+    started = time.monotonic()
     connector.close(timeout_s=close_timeout_s)
+    log.info("closed in %.2f s", time.monotonic() - started)

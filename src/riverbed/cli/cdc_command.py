@@ -31,6 +31,7 @@ from riverbed.cli.kafka_admin import (
     client_config,
     property_option,
 )
+from riverbed.signals import SignalStop
 
 
 @click.group("cdc")
@@ -42,7 +43,7 @@ def _stop_on_sigterm() -> threading.Event:
     """A SIGTERM during start-up (snapshot, topic creation) must still end in exit 0: from
     here on it only requests the stop, which :func:`~riverbed.cdc.runner.run` honours."""
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+    SignalStop(stop, [signal.SIGTERM]).install()  # no lock in the handler (riverbed.signals)
     return stop
 
 

@@ -25,6 +25,7 @@ from riverbed.cli.kafka_admin import (
     client_config,
     property_option,
 )
+from riverbed.signals import SignalStop
 
 
 @click.command("postgres")
@@ -140,7 +141,7 @@ def postgres_command(
     # a SIGTERM during start-up (snapshot, topic creation) only requests the stop, honoured
     # once started: still exit 0
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+    SignalStop(stop, [signal.SIGTERM]).install()  # no lock in the handler (riverbed.signals)
     check_reachable(bootstrap)
     connector = PostgresConnector(
         PostgresConfig(

@@ -39,19 +39,19 @@ Called from the main thread only (signal handlers).
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from types import FrameType, ModuleType
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from riverbed.cli.kafka_admin import admin_client, bootstrap_option
 from riverbed.errors import ConfigError, RiverbedError
+from riverbed.signals import SignalStop
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
@@ -161,21 +161,13 @@ def wait_for_queries(queries: list[StreamingQuery]) -> None:
     """Return when every query has terminated (``availableNow``) or, after SIGTERM or
     SIGINT, once they are stopped gracefully; raise PipelineFailedError if one failed."""
     stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with SignalStop(stop):  # the handlers take no lock (riverbed.signals)
         while not stop.wait(POLL_S):
             _check_failed(queries)
             if not any(query.isActive for query in queries):
                 _check_failed(queries)
                 return
         _stop_gracefully(queries)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def run_example(

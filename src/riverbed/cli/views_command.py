@@ -9,14 +9,13 @@ read to the end they had at start.  Errors are one line, exit 1 (2 for a bad opt
 
 from __future__ import annotations
 
-import signal
 import threading
-from types import FrameType
 
 import click
 
 from riverbed.cli.kafka_admin import bootstrap_option, check_reachable, client_config
 from riverbed.cli.kafka_admin import property_option as _property_option
+from riverbed.signals import SignalStop
 from riverbed.views import View, open_view, run_views
 
 
@@ -55,12 +54,7 @@ def run_command(
     extra = client_config(bootstrap, properties)
     opened: list[View] = []
     stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    SignalStop(stop).install()  # SIGTERM/SIGINT; the handlers take no lock (riverbed.signals)
     try:
         for spec in specs:
             opened.append(open_view(spec))

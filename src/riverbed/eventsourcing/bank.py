@@ -35,6 +35,7 @@ from typing import Any
 
 from riverbed.errors import CommandRejected, EventSourcingError, WriterFencedError
 from riverbed.eventsourcing.model import Command, Decision, Event, NewEvent, State
+from riverbed.signals import SignalStop
 
 
 class BankAccount:
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     config = {"bootstrap.servers": args.bootstrap_server}
     topics = AppTopics(args.app)
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda _s, _f: stop.set())
+    SignalStop(stop, [signal.SIGTERM]).install()  # no lock in the handler (riverbed.signals)
     try:
         create_topics(config, topics, partitions=args.partitions)
         writer = CommandWriter(

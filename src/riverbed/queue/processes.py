@@ -25,11 +25,11 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import signal
-from types import FrameType
 from typing import Any
 
 from riverbed.queue.delivery import Delivery, Outcome, QueueError
 from riverbed.queue.worker import Handler, OutcomeCallback, QueueWorkers, WorkerSettings
+from riverbed.signals import SignalStop
 
 _OUTCOMES = tuple(Outcome)
 _ctx = multiprocessing.get_context("spawn")
@@ -44,7 +44,7 @@ def _child_main(
     counts: Any,
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    SignalStop(stopping, [signal.SIGTERM]).install()  # no lock in the handler (run's doc)
 
     def count(delivery: Delivery, outcome: Outcome, detail: str) -> None:
         with counts.get_lock():
@@ -127,22 +127,17 @@ class QueueWorkerProcesses:
     def run(self) -> None:
         """Start, block until SIGTERM/SIGINT (or :meth:`request_stop`), stop gracefully.
 
-        Main thread only (installs signal handlers; restores the previous ones).
+        Main thread only (installs signal handlers; restores the previous ones).  The
+        handlers, here and in the children, take no lock (:class:`riverbed.signals.SignalStop`):
+        the shared event's ``set()`` takes its non-reentrant lock, which ``wait()`` holds on
+        the same thread for a moment, and would wait for it forever.
         """
-
-        def _on_signal(signum: int, frame: FrameType | None) -> None:
-            self._stopping.set()
-
-        previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-        try:
+        with SignalStop(self._stopping):
             self.start()
             while not self._stopping.wait(0.2):
                 if all(not p.is_alive() for p in self._procs):
                     break
             self.stop()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
     def __enter__(self) -> QueueWorkerProcesses:
         return self.start()

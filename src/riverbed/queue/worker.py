@@ -54,15 +54,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 from riverbed.queue.delivery import Delivery, Outcome, QueueError, RejectDelivery
+from riverbed.signals import SignalStop
 
 Handler = Callable[[Delivery], object]
 """Called once per delivery on a worker thread; returning means ACCEPT."""
@@ -336,21 +335,15 @@ class QueueWorkers:
         """Start, then block until SIGTERM/SIGINT (or :meth:`request_stop`); stop gracefully.
 
         Must be called from the main thread (it installs the signal handlers, and restores
-        the previous ones before returning).
+        the previous ones before returning).  The handlers take no lock
+        (:class:`riverbed.signals.SignalStop`: an ``Event.set()`` there could wait forever
+        for the lock its own thread holds inside ``wait()``).
         """
-
-        def _on_signal(signum: int, frame: FrameType | None) -> None:
-            self._stopping.set()
-
-        previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-        try:
+        with SignalStop(self._stopping):
             self.start()
             while not self._stopping.wait(0.2):
                 pass
             self.stop()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
     def __enter__(self) -> QueueWorkers:
         return self.start()

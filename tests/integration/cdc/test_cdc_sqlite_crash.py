@@ -8,6 +8,11 @@ unbroken chain in commit order: each ``u``/``d`` has as ``before`` the previous 
 each ``r``/``c`` starts from an absent row — so nothing committed was lost or reordered.
 
 The default run takes ~15 s; ``RIVERBED_CDC_SOAK=1`` runs a bigger workload with more kills.
+
+The last connector is stopped with SIGTERM and must exit 0.  Its close waits up to 30 s
+for acknowledgements (+5 s for the offset record), so the test allows 90 s; a connector
+still running then is aborted with SIGABRT, which makes it print every thread's Python
+stack (``PYTHONFAULTHANDLER``), and the failure shows its log.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import base64
 import json
 import os
 import random
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -92,6 +98,21 @@ def check_chains(records: list[tuple[Any, Any]]) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in current.items() if v is not None}
 
 
+def stop_connector(connector: ConnectorProcess, timeout_s: float = 90) -> None:
+    """SIGTERM; it must exit 0 within ``timeout_s``, else it is aborted and the failure
+    shows its stacks and log (the connector logs the stop and how long its close took)."""
+    try:
+        code = connector.terminate(timeout_s)
+    except subprocess.TimeoutExpired:
+        connector.proc.send_signal(signal.SIGABRT)  # faulthandler: every thread's stack
+        connector.proc.wait(30)
+        pytest.fail(
+            f"the connector did not exit {timeout_s:.0f} s after SIGTERM; its log:\n"
+            f"{connector.stderr()[-20_000:]}"
+        )
+    assert code == 0, connector.stderr()
+
+
 def start_writer(
     db: Path, seed: int, transactions: int, sleep_ms: int = 0, gap_ms: int | None = None
 ) -> subprocess.Popen[bytes]:
@@ -110,8 +131,9 @@ def start_writer(
 
 @pytest.mark.parametrize("journal_mode", ["delete", "wal"])
 def test_sigkill_loses_nothing_committed(
-    broker: EmbeddedBroker, db: Path, journal_mode: str
+    broker: EmbeddedBroker, db: Path, journal_mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("PYTHONFAULTHANDLER", "1")  # a SIGABRTed connector prints its stacks
     rng = random.Random(env_int("RIVERBED_CDC_SEED", 11))
     kills = 12 if SOAK else 4
     transactions = 3000 if SOAK else 300
@@ -140,7 +162,7 @@ def test_sigkill_loses_nothing_committed(
             connector = ConnectorProcess(db, bootstrap, "--topic-prefix", prefix)
         assert writer.wait(120) == 0
         wait_until(lambda: pending_changes(db) == 0, 60, "the connector to catch up")
-        assert connector.terminate() == 0, connector.stderr()
+        stop_connector(connector)
     finally:
         for proc in (writer, connector.proc):
             if proc.poll() is None:

@@ -19,7 +19,8 @@ rows included, either committed or is rolled back by the next opener.
 tables' columns are compared with those the triggers were built for and the triggers are
 re-created (``ADD COLUMN``, ``RENAME COLUMN``) and the table is snapshotted again (``r``
 events), in one transaction.  Changes committed between the ALTER and that cycle carry the
-old column set; the re-snapshot that follows them gives every key the new one.  A captured
+old column set; the re-snapshot that follows them gives every key the new one.  A schema
+change made while the connector handles an earlier one is seen on the next cycle.  A captured
 column cannot be dropped (SQLite refuses ``DROP COLUMN`` of a column a trigger uses).  A
 dropped table stops being captured.
 
@@ -152,6 +153,7 @@ class SqliteConnector:
         lock_fd = -1
         try:
             lock_fd = _lock_exclusively(self.path)
+            version = int(conn.execute("PRAGMA schema_version").fetchone()[0])  # see below
             wanted = self._resolve_tables(conn)
             sink: ChangeSink[int] = ChangeSink(self._client_config, router=self._router)
             topics = [topic_name(self.topic_prefix, SCHEMA, t) for t in wanted]
@@ -171,7 +173,7 @@ class SqliteConnector:
         self._keys = triggers.recorded_keys(conn)
         self._schemas = {name: self._table_schema(info) for name, info in self._tables.items()}
         self._snapshot = triggers.snapshot_bounds(conn)
-        self._schema_version = self._read_schema_version()
+        self._schema_version = version  # read before looking at the tables (_check_schema)
         self.snapshot_rows = installed.snapshot_rows
         if stored.get("install_id") == self._install_id:
             self._skip_through = int(stored.get("seq", 0))
@@ -312,7 +314,13 @@ class SqliteConnector:
         """After any schema change: re-install (idempotent) for the tables to capture now —
         new triggers and a re-snapshot for a table whose columns changed or whose triggers
         went with a DROP TABLE; a new table (when capturing every table) is captured from
-        now on, with a snapshot."""
+        now on, with a snapshot.
+
+        The version recorded as handled is the one read *before* the tables are looked at:
+        DDL of the application after that read (even while the triggers are re-installed)
+        moves the version past it, so the next cycle looks again.  Our own trigger DDL moves
+        it too, which costs one more pass that changes nothing (an unchanged table keeps
+        its triggers: no DDL, the version stays)."""
         version = self._read_schema_version()
         if version == self._schema_version:
             return
@@ -345,7 +353,7 @@ class SqliteConnector:
         self._keys = triggers.recorded_keys(conn)
         self._schemas = {n: self._table_schema(i) for n, i in self._tables.items()}
         self._snapshot = triggers.snapshot_bounds(conn)
-        self._schema_version = self._read_schema_version()
+        self._schema_version = version
 
     def _table_schema(self, info: TableInfo) -> TableSchema | None:
         if not self._schemas_enable:
@@ -372,7 +380,15 @@ class SqliteConnector:
         if self._conn is None or self._sink is None:
             return
         try:
-            self._release(self._sink.flush(timeout_s), force=True)
+            acknowledged = self._sink.flush(timeout_s)
+            if (acknowledged or 0) < self._sent:
+                log.warning(
+                    "changes up to seq %d not acknowledged within %.0f s: they stay in the "
+                    "change table and are sent again at the next start",
+                    self._sent,
+                    timeout_s,
+                )
+            self._release(acknowledged, force=True)
             self._sink.flush(min(timeout_s, 5.0))  # the offset record
         finally:
             self._conn.close()
