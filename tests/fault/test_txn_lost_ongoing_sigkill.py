@@ -19,13 +19,11 @@ the LSO stays at the orphan's first offset and the first assertion times out."""
 from __future__ import annotations
 
 import textwrap
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from riverbed.coordinator import TRANSACTION_STATE_TOPIC_NAME
@@ -36,6 +34,8 @@ from riverbed.protocol.record_decode import iter_batches_with_records
 from riverbed.storage.flush_mark import read_flush_mark
 from riverbed.testing import broker_process
 from riverbed.testing.broker_process import BrokerProcess, free_port, wait_until
+from riverbed.testing.log_contents import batches_end
+from riverbed.testing.scenarios.transactions import end_offsets, read_all
 
 TXN_ID = "lost-ongoing"
 TOPIC = "k"
@@ -81,6 +81,7 @@ def _state_dir(data_dir: Path) -> Path:
 def _last_state(segment: Path) -> TransactionState | None:
     state = None
     data = segment.read_bytes()
+    data = data[: batches_end(data)]
     for header, records in iter_batches_with_records(data, allow_partial_tail=True):
         if header.is_control:
             continue
@@ -90,42 +91,10 @@ def _last_state(segment: Path) -> TransactionState | None:
     return state
 
 
-def _offsets(bootstrap: str, level: Any) -> list[int]:
-    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    specs = {TopicPartition(TOPIC, p): OffsetSpec.latest() for p in range(2)}  # type: ignore[no-untyped-call]
-    futures = admin.list_offsets(specs, isolation_level=level, request_timeout=10)
-    return [futures[TopicPartition(TOPIC, p)].result(10).offset for p in range(2)]
-
-
 def _committed_values(bootstrap: str) -> list[str]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"g-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(2)])
-    got: list[str] = []
-    eof: set[int] = set()
-    deadline = time.monotonic() + 60
-    while len(eof) < 2 and time.monotonic() < deadline:
-        msg = consumer.poll(0.2)
-        if msg is None:
-            continue
-        error = msg.error()
-        if error is not None:
-            assert error.code() == -191, error  # _PARTITION_EOF
-            eof.add(int(msg.partition() or 0))
-            continue
-        got.append((msg.value() or b"").decode())
-    consumer.close()
-    assert len(eof) == 2, "read_committed never reached the end of both partitions"
-    return sorted(got)
+    """read_committed from the start; waits until both partitions reach their end."""
+    records = read_all(bootstrap, TOPIC, "read_committed", timeout_s=60)
+    return sorted(value.decode() for _, _, value in records)
 
 
 @pytest.fixture
@@ -147,8 +116,6 @@ def process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_lost_ongoing_record_is_aborted_at_restart(
     process: BrokerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from confluent_kafka import IsolationLevel
-
     bootstrap = process.bootstrap_servers
     producer = _producer(bootstrap)
     producer.begin_transaction()
@@ -162,11 +129,13 @@ def test_lost_ongoing_record_is_aborted_at_restart(
         return (
             _last_state(segment) is TransactionState.COMPLETE_COMMIT
             and mark is not None
-            and mark.position == segment.stat().st_size
+            and mark.position == batches_end(segment.read_bytes())
         )
 
     wait_until(complete_and_fsynced, 60, "CompleteCommit appended and fsynced")
-    durable_size = segment.stat().st_size
+    mark = read_flush_mark(state_dir)
+    assert mark is not None
+    durable_size = mark.position  # the logical end: zeros may follow it in the file
     process.trigger.touch()  # type: ignore[attr-defined]  # from here: no txn-state fsync
 
     producer.begin_transaction()
@@ -177,16 +146,21 @@ def test_lost_ongoing_record_is_aborted_at_restart(
         "the Ongoing record appended (not durable)",
     )
     process.kill()
-    with open(segment, "r+b") as f:  # the page cache is lost: back to the fsynced size
-        f.truncate(durable_size)
+    data = segment.read_bytes()
+    with open(segment, "r+b") as f:  # the page cache is lost: back to the fsynced bytes
+        if batches_end(data) < len(data):  # pre-zeroed space: its zeros were fsynced
+            f.seek(durable_size)
+            f.write(bytes(len(data) - durable_size))
+        else:
+            f.truncate(durable_size)
     for index in (*state_dir.glob("*.index"), *state_dir.glob("*.timeindex")):
         index.write_bytes(b"")
     monkeypatch.undo()  # restart as a plain broker
     process.start()
 
     def stable() -> bool:
-        ends = _offsets(bootstrap, IsolationLevel.READ_UNCOMMITTED)
-        return _offsets(bootstrap, IsolationLevel.READ_COMMITTED) == ends
+        ends = end_offsets(bootstrap, TOPIC, committed=False)
+        return end_offsets(bootstrap, TOPIC, committed=True) == ends
 
     wait_until(stable, 60, "the partitions' LSO to reach their end (orphan aborted)")
     assert _committed_values(bootstrap) == [f"c-{i}" for i in range(4)]

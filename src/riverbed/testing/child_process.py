@@ -61,3 +61,27 @@ class ChildProcess:
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.kill()
+
+
+def run_grouped(
+    argv: Sequence[str], env: dict[str, str], timeout_s: float
+) -> tuple[int | None, str]:
+    """Run ``argv`` to its end in its own session and process group, stdout and stderr
+    together; its exit status (None when it ran past ``timeout_s``: then the whole group,
+    a Spark driver's JVM and Python workers included, is SIGKILLed) and its output."""
+    proc = subprocess.Popen(
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        status: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        status = None
+    return status, out.decode(errors="replace")

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -41,11 +40,12 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from riverbed.file_lock import exclusive_lock
 from riverbed.testing.lifecycle import StartStopContext, log_tail, stop_process_group
 
 DEFAULT_KAFKA_VERSION = "4.1.1"
@@ -131,7 +131,7 @@ def resolve_jars(version: str = DEFAULT_KAFKA_VERSION, cache: Path | None = None
     if stamp.exists():
         return libs
     cache.mkdir(parents=True, exist_ok=True)
-    with _flock(cache / ".lock"):
+    with exclusive_lock(cache / ".lock"):
         if stamp.exists():
             return libs
         pom = cache / "pom.xml"
@@ -157,16 +157,6 @@ def resolve_jars(version: str = DEFAULT_KAFKA_VERSION, cache: Path | None = None
             raise KafkaReferenceError(f"mvn failed ({proc.returncode}):\n{proc.stdout[-4000:]}")
         stamp.write_text(version + "\n")
     return libs
-
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def free_port() -> int:

@@ -28,8 +28,6 @@ need 3 brokers cannot pass against a single Riverbed node; they are left out of
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import re
 import shutil
@@ -38,12 +36,12 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from riverbed.errors import RiverbedError
+from riverbed.file_lock import exclusive_lock
 
 __all__ = [
     "BROKER_SETTINGS",
@@ -137,17 +135,6 @@ def cache_dir(version: str = NPM_VERSION) -> Path:
     return Path.home() / ".cache" / "riverbed" / "librdkafka" / version
 
 
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def _run(args: list[str], cwd: Path, log: Path, timeout_s: float) -> None:
     with open(log, "ab") as out:
         try:
@@ -172,7 +159,7 @@ def ensure_test_runner(version: str = NPM_VERSION, timeout_s: float = 1800.0) ->
     missing = [t for t in ("npm", "make", "cc", "c++", "tar") if shutil.which(t) is None]
     if missing:
         raise LibrdkafkaUnavailable(f"building librdkafka's tests needs {', '.join(missing)}")
-    with _flock(root / ".lock"):
+    with exclusive_lock(root / ".lock"):
         if (root / "complete").exists():
             return tests
         shutil.rmtree(root / "librdkafka", ignore_errors=True)

@@ -48,7 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from riverbed.errors import RiverbedError
-from riverbed.testing.kafka_reference import LOG4J_VERSION, SLF4J_VERSION, _flock
+from riverbed.file_lock import exclusive_lock
+from riverbed.testing.kafka_reference import LOG4J_VERSION, SLF4J_VERSION
 from riverbed.testing.lifecycle import StartStopContext, log_tail, stop_process_group
 
 MIRROR_MAKER_VERSION = "4.3.1"
@@ -114,7 +115,7 @@ def resolve_mirror_jars(version: str = MIRROR_MAKER_VERSION) -> Path:
     if stamp.exists():
         return libs
     cache.mkdir(parents=True, exist_ok=True)
-    with _flock(cache / ".lock"):
+    with exclusive_lock(cache / ".lock"):
         if stamp.exists():
             return libs
         pom = cache / "pom.xml"

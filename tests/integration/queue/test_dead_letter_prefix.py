@@ -10,13 +10,12 @@ Kafka run is gated (``kafka_variant``: ``-m kafka``); Riverbed's log line is che
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Consumer
-from confluent_kafka import TopicPartition as KafkaTopicPartition
 from queue_helpers import QueueNames, produce, wait_until
 
 from riverbed.queue import Delivery, QueueWorkers, RejectDelivery, WorkerSettings
 from riverbed.queue.admin import ShareGroupAdmin
 from riverbed.testing.kafka_share_reference import create_topic, enable_dead_letters
+from riverbed.testing.scenarios.confluent import high_watermark
 
 
 def _archived(bootstrap: str, group: str, topic: str) -> bool:
@@ -26,15 +25,6 @@ def _archived(bootstrap: str, group: str, topic: str) -> bool:
     with ShareGroupAdmin(bootstrap, timeout_s=60) as admin:
         (found,) = admin.describe_offsets(group, {topic: [0]})
     return found.start_offset >= 0 and found.lag == 0
-
-
-def _high_watermark(bootstrap: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks"})
-    try:
-        _low, high = consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), timeout=60)
-        return int(high)
-    finally:
-        consumer.close()
 
 
 @pytest.mark.kafka_variant
@@ -52,4 +42,4 @@ def test_a_dead_letter_topic_without_the_prefix_gets_nothing(queue_names: QueueN
     with QueueWorkers(settings, reject) as workers:
         wait_until(lambda: workers.stats.snapshot()["reject"] == 1, "the rejection")
         wait_until(lambda: _archived(bs, group, source), "the record archived")
-    assert _high_watermark(bs, dead) == 0
+    assert high_watermark(bs, dead) == 0

@@ -19,6 +19,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import IncrementalAlterConfigsRequest
+from riverbed.protocol.messages.generated.alter_share_group_offsets_request import (
+    AlterShareGroupOffsetsRequest,
+)
+from riverbed.protocol.messages.generated.describe_share_group_offsets_request import (
+    DescribeShareGroupOffsetsRequest,
+)
 from riverbed.testing.wire import WireClient
 
 LOCK_MS = 3_000
@@ -63,6 +69,41 @@ def set_group_configs(bootstrap: str, group: str, **configs: str) -> None:
         assert answer.error_code == ErrorCode.NONE, answer
     finally:
         wire.close()
+
+
+def describe_offsets_request(
+    group: str, topics: dict[str, list[int]] | None
+) -> DescribeShareGroupOffsetsRequest:
+    """DescribeShareGroupOffsets (API 90) of ``group``: the partitions of ``topics`` (name ->
+    partition indexes), or every topic the group has offsets for when ``None``."""
+    req = DescribeShareGroupOffsetsRequest
+    named = None
+    if topics is not None:
+        named = [
+            req.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps)
+            for t, ps in topics.items()
+        ]
+    return req(groups=[req.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=named)])
+
+
+def alter_offsets_request(
+    group: str, offsets: dict[str, dict[int, int]]
+) -> AlterShareGroupOffsetsRequest:
+    """AlterShareGroupOffsets (API 91) of ``group``: topic name -> {partition: start offset}."""
+    req = AlterShareGroupOffsetsRequest
+    return req(
+        group_id=group,
+        topics=[
+            req.AlterShareGroupOffsetsRequestTopic(
+                topic_name=t,
+                partitions=[
+                    req.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
+                    for p, o in ps.items()
+                ],
+            )
+            for t, ps in offsets.items()
+        ],
+    )
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:

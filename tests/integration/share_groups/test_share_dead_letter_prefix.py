@@ -10,14 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Consumer
-from confluent_kafka import TopicPartition as KafkaTopicPartition
 from share_helpers import create_topic, produce
 
 from riverbed.queue import Delivery, QueueWorkers, RejectDelivery, WorkerSettings
 from riverbed.queue.admin import ShareGroupAdmin
 from riverbed.testing.broker_process import BrokerProcess
 from riverbed.testing.kafka_share_reference import enable_dead_letters, set_share_group_config
+from riverbed.testing.scenarios.confluent import high_watermark
 
 DEADLINE_S = 120.0  # a loaded machine
 REFUSED = (
@@ -39,15 +38,6 @@ def _start_offset(bootstrap: str) -> int:
     return found.start_offset
 
 
-def _high_watermark(bootstrap: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks"})
-    try:
-        _low, high = consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), timeout=60)
-        return int(high)
-    finally:
-        consumer.close()
-
-
 def test_a_dead_letter_topic_without_the_prefix_gets_nothing_and_the_record_is_archived(
     share_broker: BrokerProcess,
 ) -> None:
@@ -65,7 +55,7 @@ def test_a_dead_letter_topic_without_the_prefix_gets_nothing_and_the_record_is_a
         _wait(lambda: workers.stats.snapshot()["reject"] == 1, "the rejection")
         _wait(lambda: REFUSED in share_broker.log_path.read_text(errors="replace"), "the warning")
         _wait(lambda: _start_offset(bs) == 1, "the record archived")
-    assert _high_watermark(bs, "orders.dead") == 0
+    assert high_watermark(bs, "orders.dead") == 0
     log = share_broker.log_path.read_text(errors="replace")
     assert log.count(REFUSED) == 1  # once per group and reason
     assert "proceeding to ARCHIVED regardless" in log

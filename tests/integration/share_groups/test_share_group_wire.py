@@ -13,8 +13,10 @@ import pytest
 from share_helpers import (
     BROKER_CONFIG,
     Wire,
+    alter_offsets_request,
     close_all,
     create_topic,
+    describe_offsets_request,
     poll,
     produce,
     set_group_configs,
@@ -583,12 +585,6 @@ def coordinated(wire: Wire, api_key: int, version: int, request: Any) -> Any:
 def test_share_group_offsets_admin_errors(bootstrap: str) -> None:
     """DescribeShareGroupOffsets of an unknown group, AlterShareGroupOffsets of a group
     with a member and of an unknown topic: the same errors as Kafka 4.4."""
-    from riverbed.protocol.messages.generated.alter_share_group_offsets_request import (
-        AlterShareGroupOffsetsRequest as Alter,
-    )
-    from riverbed.protocol.messages.generated.describe_share_group_offsets_request import (
-        DescribeShareGroupOffsetsRequest as Describe,
-    )
 
     bs = bootstrap
     create_topic(bs, "oa", 1)
@@ -596,56 +592,15 @@ def test_share_group_offsets_admin_errors(bootstrap: str) -> None:
     try:
         find_coordinator(wire, "oag")
         find_coordinator(wire, "no-such")  # Kafka loads its coordinator partition
-        unknown = coordinated(
-            wire,
-            90,
-            1,
-            Describe(
-                groups=[
-                    Describe.DescribeShareGroupOffsetsRequestGroup(group_id="no-such", topics=None)
-                ]
-            ),
-        )
+        unknown = coordinated(wire, 90, 1, describe_offsets_request("no-such", None))
         assert (unknown.groups[0].error_code, unknown.groups[0].topics) == (E.NONE, [])
-        named = coordinated(
-            wire,
-            90,
-            1,
-            Describe(
-                groups=[
-                    Describe.DescribeShareGroupOffsetsRequestGroup(
-                        group_id="no-such",
-                        topics=[
-                            Describe.DescribeShareGroupOffsetsRequestTopic(
-                                topic_name="oa", partitions=[0]
-                            )
-                        ],
-                    )
-                ]
-            ),
-        )
+        named = coordinated(wire, 90, 1, describe_offsets_request("no-such", {"oa": [0]}))
         assert named.groups[0].error_code == E.NONE
         (partition,) = named.groups[0].topics[0].partitions
         assert (partition.error_code, partition.start_offset) == (E.NONE, -1)
 
         def alter(topic: str) -> Any:
-            return wire.call(
-                91,
-                0,
-                Alter(
-                    group_id="oag",
-                    topics=[
-                        Alter.AlterShareGroupOffsetsRequestTopic(
-                            topic_name=topic,
-                            partitions=[
-                                Alter.AlterShareGroupOffsetsRequestPartition(
-                                    partition_index=0, start_offset=0
-                                )
-                            ],
-                        )
-                    ],
-                ),
-            )
+            return wire.call(91, 0, alter_offsets_request("oag", {topic: {0: 0}}))
 
         missing = alter("oa-missing")
         assert missing.error_code == E.NONE
@@ -712,14 +667,8 @@ def _offsets_admin_observations(bs: str, past_end: bool) -> dict[str, Any]:
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as Tp
 
-    from riverbed.protocol.messages.generated.alter_share_group_offsets_request import (
-        AlterShareGroupOffsetsRequest as Alter,
-    )
     from riverbed.protocol.messages.generated.delete_share_group_offsets_request import (
         DeleteShareGroupOffsetsRequest as Delete,
-    )
-    from riverbed.protocol.messages.generated.describe_share_group_offsets_request import (
-        DescribeShareGroupOffsetsRequest as Describe,
     )
 
     create_topic(bs, "ob", 2)
@@ -736,36 +685,12 @@ def _offsets_admin_observations(bs: str, past_end: bool) -> dict[str, Any]:
         ]
 
     def describe(group: str, topics: dict[str, list[int]] | None) -> Any:
-        named = None
-        if topics is not None:
-            named = [
-                Describe.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps)
-                for t, ps in topics.items()
-            ]
-        req = Describe(
-            groups=[Describe.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=named)]
-        )
-        [g] = coordinated(wire, 90, 1, req).groups
+        [g] = coordinated(wire, 90, 1, describe_offsets_request(group, topics)).groups
         shown = [(t.topic_name, t.topic_id != ZERO_UUID, parts(t.partitions)) for t in g.topics]
         return (g.error_code, shown)
 
     def alter(group: str, offsets: dict[str, dict[int, int]]) -> Any:
-        req = Alter(
-            group_id=group,
-            topics=[
-                Alter.AlterShareGroupOffsetsRequestTopic(
-                    topic_name=t,
-                    partitions=[
-                        Alter.AlterShareGroupOffsetsRequestPartition(
-                            partition_index=p, start_offset=o
-                        )
-                        for p, o in ps.items()
-                    ],
-                )
-                for t, ps in offsets.items()
-            ],
-        )
-        a = wire.call(91, 0, req)
+        a = wire.call(91, 0, alter_offsets_request(group, offsets))
         return (
             a.error_code,
             [

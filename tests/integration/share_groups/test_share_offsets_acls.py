@@ -26,15 +26,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourcePatternType,
     ResourceType,
 )
+from share_helpers import alter_offsets_request, describe_offsets_request
 
-from riverbed.protocol.messages.generated.alter_share_group_offsets_request import (
-    AlterShareGroupOffsetsRequest as Alter,
-)
 from riverbed.protocol.messages.generated.delete_share_group_offsets_request import (
     DeleteShareGroupOffsetsRequest as Delete,
-)
-from riverbed.protocol.messages.generated.describe_share_group_offsets_request import (
-    DescribeShareGroupOffsetsRequest as Describe,
 )
 from riverbed.protocol.messages.generated.find_coordinator_request import (
     FindCoordinatorRequest,
@@ -100,16 +95,7 @@ def _alice(rtype: Any, name: str, op: Any) -> Any:
 
 
 def _describe(wire: WireClient, group: str, topics: dict[str, list[int]] | None) -> Any:
-    named = None
-    if topics is not None:
-        named = [
-            Describe.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps)
-            for t, ps in topics.items()
-        ]
-    req = Describe(
-        groups=[Describe.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=named)]
-    )
-    [g] = wire.call(90, 1, req).groups
+    [g] = wire.call(90, 1, describe_offsets_request(group, topics)).groups
     shown = [
         (t.topic_name, [(p.partition_index, p.error_code, p.start_offset) for p in t.partitions])
         for t in g.topics
@@ -118,19 +104,7 @@ def _describe(wire: WireClient, group: str, topics: dict[str, list[int]] | None)
 
 
 def _alter(wire: WireClient, group: str, topics: list[str]) -> Any:
-    req = Alter(
-        group_id=group,
-        topics=[
-            Alter.AlterShareGroupOffsetsRequestTopic(
-                topic_name=t,
-                partitions=[
-                    Alter.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=1)
-                ],
-            )
-            for t in topics
-        ],
-    )
-    a = wire.call(91, 0, req)
+    a = wire.call(91, 0, alter_offsets_request(group, {t: {0: 1} for t in topics}))
     return (
         a.error_code,
         [(t.topic_name, [p.error_code for p in t.partitions]) for t in a.responses],

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from riverbed.testing.broker_process import BrokerProcess, free_port, wait_until
+from riverbed.testing.scenarios.transactions import end_offsets, read_all
 
 TIMEOUT_MS = 2000
 
@@ -51,59 +51,20 @@ def _produce(producer: Producer, tag: str, n: int = 4) -> None:
     assert producer.flush(30) == 0
 
 
-def _committed_values(bootstrap: str) -> list[str]:
-    """read_committed from the start; waits until both partitions reach their end."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"g-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition("k", p, 0) for p in range(2)])
-    got: list[str] = []
-    eof: set[int] = set()
-    deadline = time.monotonic() + 30
-    while len(eof) < 2 and time.monotonic() < deadline:
-        msg = consumer.poll(0.2)
-        if msg is None:
-            continue
-        error = msg.error()
-        if error is not None:
-            assert error.code() == -191, error  # _PARTITION_EOF
-            eof.add(int(msg.partition() or 0))
-            continue
-        got.append((msg.value() or b"").decode())
-    consumer.close()
-    assert len(eof) == 2, "read_committed never reached the end of both partitions"
-    return sorted(got)
-
-
 def _settled(bootstrap: str) -> list[str]:
     """Once no transaction is open (the LSO is the log end in both partitions: the
     restarted broker re-sent its markers or timed the transaction out), the
     read_committed view."""
-    from confluent_kafka import IsolationLevel
-    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-
-    def ends(level: Any) -> list[int]:
-        specs = {
-            TopicPartition("k", p): OffsetSpec.latest()  # type: ignore[no-untyped-call]
-            for p in range(2)
-        }
-        futures = admin.list_offsets(specs, isolation_level=level, request_timeout=10)
-        return [futures[TopicPartition("k", p)].result(10).offset for p in range(2)]
-
     wait_until(
-        lambda: ends(IsolationLevel.READ_COMMITTED) == ends(IsolationLevel.READ_UNCOMMITTED),
+        lambda: (
+            end_offsets(bootstrap, "k", committed=True)
+            == end_offsets(bootstrap, "k", committed=False)
+        ),
         30,
         "every transaction decided",
     )
-    return _committed_values(bootstrap)
+    records = read_all(bootstrap, "k", "read_committed", timeout_s=30)
+    return sorted(value.decode() for _, _, value in records)
 
 
 def test_kill_with_an_open_transaction_aborts_it(process: BrokerProcess) -> None:

@@ -7,21 +7,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from _txn_service_host import PROPS, GroupsHost, Host, until
 
 from riverbed.broker.config import BrokerConfig
 from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, GroupService
-from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import TopicManager
 from riverbed.broker.transactions import (
     CoordinatorNotAvailableError,
     PendingOffset,
     TransactionService,
 )
-from riverbed.clock import ManualClock
 from riverbed.coordinator import (
     OFFSETS_TOPIC_NAME,
     TRANSACTION_STATE_TOPIC_NAME,
@@ -39,29 +37,9 @@ from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.record_build import build_batch
 from riverbed.protocol.topic_partition import TopicPartition
 
-PROPS = {"offsets.topic.num.partitions": "3"}
 TXN_CONFIG = TransactionCoordinatorConfig(
     transaction_state_log_num_partitions=4, offsets_topic_num_partitions=3
 )
-
-
-@dataclass
-class Host:
-    """The parts of a broker TransactionService uses (:class:`TransactionHost`)."""
-
-    topics: TopicManager
-    groups: GroupService
-    config: BrokerConfig = field(default_factory=lambda: BrokerConfig.from_props(PROPS))
-    clock: ManualClock = field(default_factory=ManualClock)
-    purgatory: FetchPurgatory = field(default_factory=FetchPurgatory)
-
-
-@dataclass
-class GroupsHost:
-    topics: TopicManager
-    config: BrokerConfig
-    clock: ManualClock = field(default_factory=ManualClock)
-    purgatory: FetchPurgatory = field(default_factory=FetchPurgatory)
 
 
 @pytest.fixture
@@ -97,14 +75,6 @@ def make_host(tmp_path: Path) -> Iterator[Callable[..., Host]]:
 def _service(host: Host) -> TransactionService:
     ids = itertools.count(1000)
     return TransactionService(host, lambda: next(ids), TXN_CONFIG)
-
-
-async def _until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        assert loop.time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
 
 
 def test_topic_is_created_on_first_use(make_host: Callable[..., Host]) -> None:
@@ -181,7 +151,7 @@ def test_commit_writes_markers_then_completes(make_host: Callable[..., Host]) ->
         assert ended.response.error_code == ErrorCode.NONE
         meta = service.coordinator.transaction("tx")
         assert meta is not None
-        await _until(lambda: meta.state is TransactionState.COMPLETE_COMMIT)
+        await until(lambda: meta.state is TransactionState.COMPLETE_COMMIT)
         assert plog.log_end_offset == 2 and plog.last_stable_offset == 2
         service.close()
 
@@ -215,7 +185,7 @@ def test_end_txn_is_answered_before_the_markers_are_written(
         task.add_done_callback(lambda _t: end_at_answer.append(plog.log_end_offset))
         meta = service.coordinator.transaction("tx")
         assert meta is not None
-        await _until(lambda: meta.state is TransactionState.COMPLETE_COMMIT)
+        await until(lambda: meta.state is TransactionState.COMPLETE_COMMIT)
         assert end_at_answer == [1]  # the data batch only: no COMMIT marker yet
         assert plog.log_end_offset == 2
         service.close()
@@ -248,7 +218,7 @@ def test_restart_after_prepare_commit_completes_the_commit(make_host: Callable[.
         service.load()  # replay, then recover() re-sends the markers
         meta = service.coordinator.transaction("tx")
         assert meta is not None
-        await _until(lambda: meta.state is TransactionState.COMPLETE_COMMIT)
+        await until(lambda: meta.state is TransactionState.COMPLETE_COMMIT)
         assert plog.last_stable_offset == plog.log_end_offset == 2
         service.close()
 
@@ -302,7 +272,7 @@ def test_offsets_of_a_prepared_commit_are_applied_after_a_restart(
         service.load()
         meta = service.coordinator.transaction("tx")
         assert meta is not None
-        await _until(lambda: meta.state is TransactionState.COMPLETE_COMMIT)
+        await until(lambda: meta.state is TransactionState.COMPLETE_COMMIT)
         assert _committed(restarted) == [("t", 0, 42)]
         service.close()
         restarted.groups.load()  # replay alone now finds the marker

@@ -17,18 +17,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _txn_service_host import PROPS, GroupsHost, Host, until
 
 from riverbed.broker.config import BrokerConfig
 from riverbed.broker.groups import OFFSETS_TOPIC_CONFIGS, GroupService
-from riverbed.broker.purgatory import FetchPurgatory
 from riverbed.broker.topics import TopicManager
 from riverbed.broker.transactions import PendingOffset, TransactionService
-from riverbed.clock import ManualClock
 from riverbed.coordinator import OFFSETS_TOPIC_NAME
 from riverbed.coordinator.partitioning import partition_for
 from riverbed.coordinator.transactions import (
@@ -45,28 +43,10 @@ from riverbed.storage import faults
 from riverbed.storage.manager import LogManager
 from riverbed.storage.transactions import IsolationLevel
 
-PROPS = {"offsets.topic.num.partitions": "3"}
 TXN_CONFIG = TransactionCoordinatorConfig(
     transaction_state_log_num_partitions=1, offsets_topic_num_partitions=3
 )
 T0 = TopicPartition("t", 0)
-
-
-@dataclass
-class Host:
-    topics: TopicManager
-    groups: GroupService
-    config: BrokerConfig = field(default_factory=lambda: BrokerConfig.from_props(PROPS))
-    clock: ManualClock = field(default_factory=ManualClock)
-    purgatory: FetchPurgatory = field(default_factory=FetchPurgatory)
-
-
-@dataclass
-class GroupsHost:
-    topics: TopicManager
-    config: BrokerConfig
-    clock: ManualClock = field(default_factory=ManualClock)
-    purgatory: FetchPurgatory = field(default_factory=FetchPurgatory)
 
 
 @pytest.fixture
@@ -144,11 +124,9 @@ def test_load_aborts_a_transaction_no_coordinator_lists(host: Host) -> None:
         service = TransactionService(host, lambda: next(ids), TXN_CONFIG)
         await service.ensure_topic()  # __transaction_state exists, nothing in it
         service.load()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 30
-        while plog.last_stable_offset != plog.high_watermark:
-            assert loop.time() < deadline, "the orphan was never aborted"
-            await asyncio.sleep(0.01)
+        await until(
+            lambda: plog.last_stable_offset == plog.high_watermark, "the orphan was never aborted"
+        )
         service.close()
 
     asyncio.run(scenario())
@@ -169,13 +147,6 @@ def test_load_keeps_held_offsets_of_a_listed_transaction_after_an_epoch_bump(hos
     p = partition_for(group, 3)
     offsets_tp = TopicPartition(OFFSETS_TOPIC_NAME, p)
     offsets_log = host.topics.partition_log(OFFSETS_TOPIC_NAME, p)
-
-    async def wait(cond: Callable[[], bool], what: str) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 30
-        while not cond():
-            assert loop.time() < deadline, what
-            await asyncio.sleep(0.01)
 
     async def first_life() -> tuple[int, int]:
         ids = itertools.count(1000)
@@ -228,7 +199,7 @@ def test_load_keeps_held_offsets_of_a_listed_transaction_after_an_epoch_bump(hos
             m = service.coordinator.transaction("tx")
             return m is not None and m.state.is_complete_or_empty
 
-        await wait(complete, "the commit never completed")
+        await until(complete, "the commit never completed")
         service.close()
 
     asyncio.run(second_life())
@@ -246,13 +217,6 @@ def test_a_reload_after_a_failed_append_aborts_nothing_and_keeps_held_offsets(
     group = "g"
     p = partition_for(group, 3)
     offsets_log = host.topics.partition_log(OFFSETS_TOPIC_NAME, p)
-
-    async def wait(cond: Callable[[], bool], what: str) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 30
-        while not cond():
-            assert loop.time() < deadline, what
-            await asyncio.sleep(0.01)
 
     async def run(service: TransactionService, handler: Callable[[int], Any]) -> Any:
         executed = service.execute(handler)
@@ -297,7 +261,7 @@ def test_a_reload_after_a_failed_append_aborts_nothing_and_keeps_held_offsets(
             meta = service.coordinator.transaction("tx")
             return meta is not None and meta.state.is_complete_or_empty
 
-        await wait(committed, "the commit never completed")  # the held offsets settled
+        await until(committed, "the commit never completed")  # the held offsets settled
         assert service.unstable_offsets(group) == set()
         # the next transaction of "tx" writes to t-0 only
         add = AddPartitionsToTxnRequest("tx", pid, 0, frozenset({T0}))
@@ -315,7 +279,7 @@ def test_a_reload_after_a_failed_append_aborts_nothing_and_keeps_held_offsets(
         assert service.unstable_offsets(group) == set()  # the settled offsets stay settled
         end = EndTxnRequest("tx", pid, 0, True)
         await run(service, lambda n: service.coordinator.end_txn(end, n))
-        await wait(committed, "the second commit never completed")
+        await until(committed, "the second commit never completed")
         service.close()
         assert offsets_log.log_end_offset == before  # no marker there: no ABORT
 

@@ -202,3 +202,17 @@ def list_offsets_specs(bootstrap: str, topic: str, partition: int) -> dict[str, 
             continue
         out[name] = (int(info.offset), int(info.timestamp))
     return out
+
+
+def high_watermark(bootstrap: str, topic: str, partition: int = 0, timeout_s: float = 60) -> int:
+    """The high watermark of ``topic``'s ``partition`` (a Consumer's watermark query)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**_common(bootstrap), "group.id": "watermarks"})
+    try:
+        _low, high = consumer.get_watermark_offsets(
+            TopicPartition(topic, partition), timeout=timeout_s
+        )
+        return int(high)
+    finally:
+        consumer.close()
