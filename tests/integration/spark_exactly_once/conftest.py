@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -44,6 +43,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from riverbed.spark.transactional_failpoints import FAILPOINT_ENV
+from riverbed.testing.child_process import run_grouped
 
 DRIVER = Path(__file__).with_name("eos_driver.py")
 DRIVER_TIMEOUT_S = 420.0
@@ -230,22 +230,9 @@ def run_driver(
     if failpoint:
         env[FAILPOINT_ENV] = failpoint
     started = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, str(DRIVER), json.dumps(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        out, _ = proc.communicate()
-        raise AssertionError(
-            f"driver did not finish in {timeout_s:g} s:\n{out.decode()[-3000:]}"
-        ) from None
-    return DriverRun(proc.returncode, out.decode(errors="replace"), time.monotonic() - started)
+    status, out = run_grouped([sys.executable, str(DRIVER), json.dumps(config)], env, timeout_s)
+    assert status is not None, f"driver did not finish in {timeout_s:g} s:\n{out[-3000:]}"
+    return DriverRun(status, out, time.monotonic() - started)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

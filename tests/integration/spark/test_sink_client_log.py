@@ -1,0 +1,39 @@
+"""The sink's producers log through Python logging, not stderr: a producer kept idle in a
+Python worker between tasks (riverbed.spark.sink._ProducerPool) otherwise wrote every
+failed reconnect to the worker's stderr once the cluster went away (seen as librdkafka
+lines on ``riverbed demo``'s stderr, whose broker stops before Spark's workers exit).
+A real broker, no Spark: the producer is the one a task gets."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from riverbed.spark import sink
+from riverbed.testing.embedded import EmbeddedBroker
+from riverbed.testing.waiting import wait_until
+
+
+def test_a_kept_producer_logs_the_lost_cluster_to_logging_not_stderr(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    broker = EmbeddedBroker(tmp_path / "broker").start()
+    config = {"bootstrap.servers": broker.bootstrap_servers, "acks": "all"}
+    pool = sink._ProducerPool()
+    try:
+        producer = pool.take(config)
+        producer.produce("t", b"v")
+        assert producer.flush(30) == 0
+        pool.give_back(config, producer)  # idle now, its connections open
+    finally:
+        broker.stop()
+    caplog.set_level(logging.DEBUG, logger=sink.CLIENT_LOG.name)
+
+    def reconnect_logged() -> bool:
+        producer.poll(0.1)  # librdkafka's log lines reach the logger when polled
+        return any("Connect to" in r.getMessage() for r in caplog.records)
+
+    wait_until(reconnect_logged, 60, "librdkafka to log a failed reconnect")
+    assert "rdkafka" not in capfd.readouterr().err
