@@ -53,43 +53,19 @@ import contextlib
 import json
 import multiprocessing
 import os
-import shutil
-import signal
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_produce_consume import (
-    CONSUMER_SETTINGS,
-    PROFILED_BROKER,
-    _free_port,
-    _wait_accepting,
-    create_topic,
-    durable_producer,
-    print_profile,
-)
+from _bench_common import BROKER_PIDS, cpu_seconds, load1, riverbed_subprocess
+from bench_produce_consume import CONSUMER_SETTINGS, create_topic, durable_producer
 from confluent_kafka import Consumer, TopicPartition
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CONSUME_DEADLINE_S = 120.0
 READY_TIMEOUT_S = 120.0  # spawning C Python processes on a loaded 2-core box is slow
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid``, all threads (fields 14, 15 of /proc/PID/stat)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-def load1() -> float:
-    return os.getloadavg()[0]
 
 
 # -- peers ------------------------------------------------------------------------------
@@ -103,33 +79,9 @@ def riverbed_broker(
 
     ``src``: import ``riverbed`` from this source tree (``PYTHONPATH``), e.g. a copy of
     ``src/`` from before a change; ``env_items``: ``KEY=VALUE`` added to its environment."""
-    workdir = Path(tempfile.mkdtemp(prefix="riverbed-consume-scale-"))
-    port = _free_port()
-    args = ["broker", "--data-dir", str(workdir / "data"), "--listen", f"127.0.0.1:{port}"]
-    args += ["--log-level", "WARNING"]
-    profile_path = workdir / "broker.prof"
-    if profile:
-        cmd = [sys.executable, "-c", PROFILED_BROKER, str(profile_path), *args]
-    else:
-        cmd = [sys.executable, "-c", "from riverbed.cli.main import main; main()", *args]
-    env = dict(os.environ)
-    if src is not None:
-        env["PYTHONPATH"] = src
-    env.update(item.split("=", 1) for item in env_items)
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
-    try:
-        _wait_accepting(port, proc, 60)
-        yield f"127.0.0.1:{port}", proc.pid
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if profile and profile_path.exists():
-            print_profile(profile_path, limit=35)
-        shutil.rmtree(workdir, ignore_errors=True)
+    env = dict(item.split("=", 1) for item in env_items)
+    with riverbed_subprocess(profile, src, env=env, profile_limit=35) as bootstrap:
+        yield bootstrap, BROKER_PIDS[bootstrap]
 
 
 @contextlib.contextmanager

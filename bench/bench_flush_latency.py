@@ -8,6 +8,10 @@ times (a 25-record batch of 100 B values per append, files in ``--dir``):
   one file: the floor the file system sets;
 * ``raw 4 threads``: 4 threads each write+fdatasync their own file, started together
   (a barrier), until the last ends: the floor of a 4-partition round;
+* ``raw pre-zeroed`` / ``raw 4 pre-zeroed``: the same two, but each write overwrites a
+  region of the file that was written with zeros and fdatasynced first (the file's size
+  and blocks do not change: the sync flushes data only, no journal commit; what
+  :mod:`riverbed.storage.preallocate` gives the logs);
 * ``log.flush direct``: append then ``PartitionLog.flush()`` in the calling thread (a log
   under the OS policy, so no flusher thread flushes it meanwhile): the append, the fsync
   and the flush body (index entries, flush mark), no thread hand-off;
@@ -93,6 +97,24 @@ def measure(n: int, directory: Path) -> dict[str, dict[str, float]]:
     finally:
         for fd in fds:
             os.close(fd)
+    zfds = [os.open(directory / f"zero{i}", os.O_CREAT | os.O_RDWR, 0o644) for i in range(4)]
+    try:
+        span = (n + 2) * len(payload)
+        for fd in zfds:  # pre-zeroed: written and durable before the measurement
+            os.pwrite(fd, bytes(span), 0)
+            os.fsync(fd)
+        at = [0]
+
+        def overwrite() -> None:
+            os.pwrite(zfds[0], payload, at[0])
+            at[0] += len(payload)
+            os.fdatasync(zfds[0])
+
+        results["raw pre-zeroed"] = percentiles(timed(n, overwrite))
+        results["raw 4 pre-zeroed"] = percentiles(_raw_parallel(n, zfds, payload, overwrite=True))
+    finally:
+        for fd in zfds:
+            os.close(fd)
 
     manager = LogManager(directory / "data")
     try:
@@ -154,17 +176,25 @@ def measure(n: int, directory: Path) -> dict[str, dict[str, float]]:
     return results
 
 
-def _raw_parallel(n: int, fds: list[int], payload: bytes) -> list[float]:
+def _raw_parallel(
+    n: int, fds: list[int], payload: bytes, *, overwrite: bool = False
+) -> list[float]:
+    """``overwrite``: ``pwrite`` from byte 0 on (over pre-zeroed space), not appends."""
     start = threading.Barrier(len(fds) + 1)
     done = threading.Barrier(len(fds) + 1)
     stop = False
 
     def worker(fd: int) -> None:
+        at = 0
         while True:
             start.wait()
             if stop:
                 return
-            os.write(fd, payload)
+            if overwrite:
+                os.pwrite(fd, payload, at)
+                at += len(payload)
+            else:
+                os.write(fd, payload)
             os.fdatasync(fd)
             done.wait()
 

@@ -14,7 +14,10 @@ Per value size (``--sizes``, default 1024 and 100 bytes):
    delivery-report latencies (``Message.latency()``: librdkafka's time from ``produce()``
    to the acknowledgement).  ``--repeat`` runs (default 5) per peer and size, alternating
    the peers; the medians are printed, with the 1-minute load average of each run (a
-   loaded box delays every process that takes part).
+   loaded box delays every process that takes part).  Before each run the box's dirty
+   pages are written back (``os.sync()``, untimed; ``--no-write-back`` skips it): Kafka
+   acknowledges from the page cache and the kernel writes its data back up to 30 s
+   later, inside the next peer's run, where every fsync on the disk waits behind it.
 
 Note on the floor: with ``linger.ms`` L, librdkafka holds the first message of a batch
 for L ms before sending it, unless the batch fills first; below ``batch.size`` per L ms
@@ -25,9 +28,10 @@ Run: ``.venv/bin/python bench/bench_latency.py [--sizes 1024,100] [--rate MSGS]
 [--fraction 0.5] [--seconds 5] [--repeat 5] [--linger 5] [--peers riverbed,kafka]
 [--json PATH]``.  Peer ``riverbed-nofsync`` is a second Riverbed broker on Kafka's flush
 policy (``flush.messages``/``flush.ms`` at Long.MAX_VALUE: no fsync before the ack), so
-the fsync's share of the latency shows; peer ``baseline`` is a Riverbed broker imported
-from ``--baseline-src DIR`` (a copy of ``src/``), for before/after runs.  Exit status 0
-whether or not a goal is met (this is a measurement).
+the fsync's share of the latency shows; peer ``riverbed-nozero`` one without pre-zeroed
+segment space (``riverbed.log.zero.window.bytes=0``); peer ``baseline`` is a Riverbed
+broker imported from ``--baseline-src DIR`` (a copy of ``src/``), for before/after runs.
+Exit status 0 whether or not a goal is met (this is a measurement).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench_common import write_back
 from bench_produce_consume import (
     DeliveryLatencies,
     create_topic,
@@ -97,7 +102,8 @@ def rate_limited(
 # Kafka's default flush policy (no fsync per append: page cache) for Riverbed, to tell the
 # fsync's share of Riverbed's latency from the rest (docs/storage.md, flush policies).
 NO_FSYNC = ("flush.messages=9223372036854775807", "flush.ms=9223372036854775807")
-PEERS = ("riverbed", "riverbed-nofsync", "baseline", "kafka")
+NO_ZERO_WINDOW = ("riverbed.log.zero.window.bytes=0",)
+PEERS = ("riverbed", "riverbed-nofsync", "riverbed-nozero", "baseline", "kafka")
 
 
 def peers_context(peer: str, baseline_src: str | None) -> contextlib.AbstractContextManager[str]:
@@ -109,6 +115,8 @@ def peers_context(peer: str, baseline_src: str | None) -> contextlib.AbstractCon
         return riverbed_subprocess(False, str(Path(baseline_src).resolve()))
     if peer == "riverbed-nofsync":
         return riverbed_subprocess(False, config=NO_FSYNC)
+    if peer == "riverbed-nozero":
+        return riverbed_subprocess(False, config=NO_ZERO_WINDOW)
     return kafka_reference()
 
 
@@ -130,6 +138,11 @@ def main(argv: list[str] | None = None) -> None:
         metavar="DIR",
         help="peer 'baseline': the Riverbed broker imported from DIR (a copy of src/)",
     )
+    parser.add_argument(
+        "--no-write-back",
+        action="store_true",
+        help="do not os.sync() before each run (one peer's dirty pages then land in the next run)",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
@@ -137,7 +150,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"peers are {', '.join(PEERS)} (riverbed for the peak unless --rate)")
     print(
         f"{os.cpu_count()} CPUs, load {load1():.1f}; confluent-kafka acks=all idempotent "
-        f"linger.ms={args.linger:g}, {args.partitions} partitions, {args.seconds:g} s per run",
+        f"linger.ms={args.linger:g}, {args.partitions} partitions, {args.seconds:g} s per run"
+        f"{'' if args.no_write_back else ', dirty pages written back before each'}",
         flush=True,
     )
     runs: list[Run] = []
@@ -170,6 +184,8 @@ def main(argv: list[str] | None = None) -> None:
                 for peer in order:
                     topic = f"lat-{size}-{int(time.time() * 1000)}"
                     create_topic(bootstraps[peer], topic, args.partitions)
+                    if not args.no_write_back:
+                        write_back()
                     reached, lat = rate_limited(
                         bootstraps[peer], topic, size, rates[size], args.seconds, args.linger
                     )

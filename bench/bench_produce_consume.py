@@ -47,7 +47,9 @@ Run: ``.venv/bin/python bench/bench_produce_consume.py [--messages 200000] [--si
 [--peers riverbed,kafka,mock] [--broker subprocess|embedded] [--bootstrap HOST:PORT]
 [--repeat 3] [--profile] [--json PATH]``.  Each peer and size runs ``--repeat`` times;
 ratios and bars use the medians, and the best run is printed too (other tenants of a
-shared box add noise).
+shared box add noise).  Before each run the box's dirty pages are written back
+(``os.sync()``, untimed; ``--no-write-back`` skips it), so a run does not pay for the
+write-back of an earlier run's page-cache data (Kafka acknowledges from the page cache).
 Exit status 0 whether or not the bars are met (this is a measurement).
 """
 
@@ -57,19 +59,14 @@ import argparse
 import contextlib
 import json
 import os
-import pstats
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from _bench_common import BROKER_PIDS, cpu_seconds, riverbed_subprocess, write_back
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
@@ -105,21 +102,6 @@ CONSUMER_SETTINGS: dict[str, object] = {
     # consumer never starves waiting on its own timer.
     "fetch.queue.backoff.ms": 10,
 }
-
-PROFILED_BROKER = """
-import cProfile, sys
-from riverbed.cli.main import main
-profile_path = sys.argv.pop(1)
-profiler = cProfile.Profile()
-profiler.enable()
-try:
-    main()
-except SystemExit:
-    pass
-finally:
-    profiler.disable()
-    profiler.dump_stats(profile_path)
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,84 +140,6 @@ class Result:
 
 
 # -- peers ------------------------------------------------------------------------------
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-BROKER_PIDS: dict[str, int] = {}  # bootstrap -> broker process, for the CPU figure
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid``, all threads (fields 14, 15 of /proc/PID/stat)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _wait_accepting(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"riverbed broker exited with {proc.returncode}")
-        with contextlib.suppress(OSError):
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        time.sleep(0.02)  # polling interval; the condition is the port accepting
-    raise RuntimeError(f"riverbed broker did not accept connections in {timeout_s}s")
-
-
-@contextlib.contextmanager
-def riverbed_subprocess(
-    profile: bool, src: str | None = None, config: tuple[str, ...] = ()
-) -> Iterator[str]:
-    """``riverbed broker`` in a temp dir; with ``profile``, under cProfile (printed at exit).
-
-    ``src``: import ``riverbed`` from this source tree instead (``PYTHONPATH``), e.g. a
-    copy of ``src/`` taken before a change, to compare both brokers in one run.
-    ``config``: ``KEY=VALUE`` settings passed as ``--config``.
-    """
-    workdir = Path(tempfile.mkdtemp(prefix="riverbed-bench-"))
-    port = _free_port()
-    args = [
-        "broker",
-        "--data-dir",
-        str(workdir / "data"),
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--log-level",
-        "WARNING",
-    ]
-    for item in config:
-        args += ["--config", item]
-    profile_path = workdir / "broker.prof"
-    if profile:
-        cmd = [sys.executable, "-c", PROFILED_BROKER, str(profile_path), *args]
-    else:
-        cmd = [sys.executable, "-c", "from riverbed.cli.main import main; main()", *args]
-    env = None
-    if src is not None:
-        env = {**os.environ, "PYTHONPATH": src}
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
-    try:
-        _wait_accepting(port, proc, 30)
-        BROKER_PIDS[f"127.0.0.1:{port}"] = proc.pid
-        yield f"127.0.0.1:{port}"
-    finally:
-        BROKER_PIDS.pop(f"127.0.0.1:{port}", None)
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if profile and profile_path.exists():
-            print_profile(profile_path)
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -277,14 +181,6 @@ def mock_cluster() -> Iterator[str]:
 @contextlib.contextmanager
 def existing(bootstrap: str) -> Iterator[str]:
     yield bootstrap
-
-
-def print_profile(path: Path, limit: int = 25) -> None:
-    stats = pstats.Stats(str(path))
-    stats.strip_dirs()
-    for key in ("cumulative", "tottime"):
-        print(f"\n== riverbed broker profile: top {limit} by {key} ==")
-        stats.sort_stats(key).print_stats(limit)
 
 
 # -- workload ---------------------------------------------------------------------------
@@ -576,6 +472,11 @@ def main(argv: list[str] | None = None) -> None:
         help="runs per peer and size; medians feed the ratios and bars",
     )
     parser.add_argument(
+        "--no-write-back",
+        action="store_true",
+        help="do not os.sync() before each run",
+    )
+    parser.add_argument(
         "--baseline-src",
         metavar="DIR",
         help="add peer 'baseline': the subprocess broker imported from DIR "
@@ -609,6 +510,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.messages:,} messages per size, {args.partitions} partitions, "
         f"{os.cpu_count()} CPUs, confluent-kafka acks=all idempotent linger.ms=5, "
         f"load {os.getloadavg()[0]:.1f}"
+        f"{'' if args.no_write_back else ', dirty pages written back before each run'}"
     )
     results: list[Result] = []
     for peer in peers:
@@ -628,6 +530,8 @@ def main(argv: list[str] | None = None) -> None:
         with context as bootstrap:
             for _ in range(args.repeat):
                 for size in sizes:
+                    if not args.no_write_back:
+                        write_back()
                     result = measure(peer, bootstrap, size, args.messages, args.partitions)
                     print_result(result)
                     results.append(result)

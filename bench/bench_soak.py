@@ -25,12 +25,8 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -41,9 +37,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_produce_consume import _free_port, _wait_accepting, durable_producer, produce_paced
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+from _bench_common import BROKER_PIDS, cpu_seconds, load1, riverbed_subprocess
+from bench_produce_consume import durable_producer, produce_paced
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,46 +59,11 @@ def rss_mib(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for {pid}")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` (fields 14 and 15 of ``/proc/PID/stat``)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-def load1() -> float:
-    return float(Path("/proc/loadavg").read_text().split()[0])
-
-
 @contextlib.contextmanager
 def broker() -> Iterator[tuple[str, int]]:
     """``riverbed broker`` on a temp dir: yields (bootstrap, pid); SIGTERM at exit."""
-    workdir = Path(tempfile.mkdtemp(prefix="riverbed-soak-"))
-    port = _free_port()
-    cmd = [
-        sys.executable,
-        "-c",
-        "from riverbed.cli.main import main; main()",
-        "broker",
-        "--data-dir",
-        str(workdir / "data"),
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--log-level",
-        "WARNING",
-    ]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
-    try:
-        _wait_accepting(port, proc, 60)
-        yield f"127.0.0.1:{port}", proc.pid
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
+    with riverbed_subprocess(False) as bootstrap:
+        yield bootstrap, BROKER_PIDS[bootstrap]
 
 
 class Counters:

@@ -9,18 +9,26 @@ measures, in one run:
 * **scan**: ``spark.read.format("riverbed")`` into an aggregate that touches every value
   (``sum(length(value))``), beside Spark scanning the *same rows* from Parquet with the
   same aggregate -- rows/s of both and their ratio (Parquet is the ceiling: no broker, no
-  Python, columnar files) -- and the *in-memory floor*: a Python data source
-  (``bench_floor``) yielding the same rows as ready-made Arrow batches, no client, no
-  broker: what any Python data source costs on this Spark before it reads anything;
+  Python, columnar files; ``--values same``, the default, gives every record the value
+  ``b"x" * size``, which Parquet stores as one dictionary entry, ``--values distinct``
+  random bytes per record, as real payloads differ) -- and the *in-memory floor*: a Python
+  data source (``bench_floor``) yielding the same rows as ready-made Arrow batches, no
+  client, no broker: what any Python data source costs on this Spark before it reads
+  anything -- and ``format("riverbed-jvm")`` (riverbed.spark.jvm: the Java DataSource V2
+  reader, no Python worker; ``--no-jvm`` leaves it out, as does a machine without
+  mvn/javac);
 * **stream**: ``readStream`` with ``trigger(availableNow=True)`` into the ``noop`` sink,
   query start included;
 * **plan**: the source's own part of a micro-batch without Spark (driver-side planning
   and the tasks' reads of one record per partition);
-* **latency**: produce -> Spark -> output topic.  A streaming query with a
-  ``--trigger-ms`` trigger reads topic A and writes topic B through the riverbed sink; the
-  producer stamps its send time (epoch ns) into each record's value; a consumer on B
-  computes receive - send.  ``--latency-rate`` records/s for ``--latency-seconds``;
-  p50/p99/max after the query's first (slow, ~10 s) micro-batch has run.
+* **latency**: produce -> Spark -> output topic, run by ``bench_spark_latency.py`` (see
+  there): a streaming query with a ``--trigger-ms`` trigger reads topic A and writes
+  topic B through the riverbed sink; the producer stamps its send time into each record;
+  a consumer on B that adds no wait of its own computes receive - send.
+  ``--latency-rate`` records/s for ``--latency-seconds``, p50/p99/max after the query's
+  first micro-batch, under Spark's default checkpoint file manager and under the one
+  docs/spark.md recommends (``--latency-variant``); ``--latency-trace`` adds the
+  per-stage breakdown.
 
 The embedded broker runs in this process (a thread), competing for the GIL with the
 producer, the consumer and the Spark driver's py4j threads; the subprocess broker
@@ -37,26 +45,25 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import bench_spark_latency
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 from bench_produce_consume import riverbed_subprocess
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-import riverbed.spark
+from riverbed.spark.jvm import JvmReaderBuildError, jvm_reader_classpath
 from riverbed.spark.options import parse_source_options
 from riverbed.spark.reader import RiverbedStreamReader
 from riverbed.spark.schema import arrow_schema, source_schema
@@ -89,11 +96,17 @@ def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
         future.result(30)
 
 
-def produce_records(bootstrap: str, topic: str, records: int, size: int, partitions: int) -> None:
+def produce_records(
+    bootstrap: str, topic: str, records: int, size: int, partitions: int, distinct: bool = False
+) -> None:
+    """``records`` values of ``size`` bytes: all ``b"x" * size``, or (``distinct``) each
+    its own random bytes, which no column encoding shrinks."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     payload = b"x" * size
     started = time.perf_counter()
     for i in range(records):
+        if distinct:
+            payload = os.urandom(size)
         while True:
             try:
                 producer.produce(topic, payload, partition=i % partitions)
@@ -105,21 +118,16 @@ def produce_records(bootstrap: str, topic: str, records: int, size: int, partiti
     print(f"produced {records:,} x {size} B in {elapsed:.1f} s ({records / elapsed:,.0f} msg/s)")
 
 
-def local_session() -> SparkSession:
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    riverbed.spark.register(session)
-    session.dataSource.register(FloorSource)
-    return session
+def local_session(jvm: bool) -> tuple[SparkSession, bool]:
+    """The session, and whether the riverbed-jvm reader is on its classpath."""
+    jars = None
+    if jvm:
+        try:
+            jars = jvm_reader_classpath()
+        except JvmReaderBuildError as exc:
+            print(f"riverbed-jvm left out: {exc}")
+            jvm = False
+    return bench_spark_latency.spark_session(jars, FloorSource), jvm
 
 
 def timed_scan(df: DataFrame) -> tuple[int, float]:
@@ -185,17 +193,25 @@ class FloorSource(DataSource):
 
 
 def bench_scan(
-    spark: SparkSession, bootstrap: str, topic: str, runs: int, rows: list[int], size: int
+    spark: SparkSession,
+    bootstrap: str,
+    topic: str,
+    runs: int,
+    rows: list[int],
+    size: int,
+    jvm: bool,
 ) -> None:
-    def source(builder: DataFrameReader) -> DataFrame:
+    def source(builder: DataFrameReader, fmt: str = "riverbed") -> DataFrame:
         return (
-            builder.format("riverbed")
+            builder.format(fmt)
             .option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", topic)
             .load()
         )
 
     source(spark.read).limit(1).collect()  # start the Python workers
+    if jvm:
+        timed_scan(source(spark.read, "riverbed-jvm"))  # warm up the JVM reader's classes
     with tempfile.TemporaryDirectory(prefix="riverbed-bench-parquet-") as parquet_dir:
         path = str(Path(parquet_dir) / "rows")
         source(spark.read).write.parquet(path)
@@ -208,28 +224,45 @@ def bench_scan(
         )
         timed_scan(floor)
         ours: list[float] = []
+        jvms: list[float] = []
         floors: list[float] = []
         theirs: list[float] = []
         for attempt in range(1, runs + 1):
             n, riverbed_s = timed_scan(source(spark.read))
+            jvm_rows, jvm_s = timed_scan(source(spark.read, "riverbed-jvm")) if jvm else (n, 0.0)
             floor_rows, floor_s = timed_scan(floor)
             parquet_rows, parquet_s = timed_scan(spark.read.parquet(path))
-            assert parquet_rows == n == floor_rows, (parquet_rows, n, floor_rows)
+            assert parquet_rows == n == floor_rows == jvm_rows, (parquet_rows, n, floor_rows)
             ours.append(n / riverbed_s)
             floors.append(n / floor_s)
             theirs.append(n / parquet_s)
+            jvm_part = ""
+            if jvm:
+                jvms.append(n / jvm_s)
+                jvm_part = (
+                    f"riverbed-jvm {n / jvm_s:,.0f} rows/s ({jvm_s:.2f} s, "
+                    f"jvm/Parquet {parquet_s / jvm_s:.2f}), "
+                )
             print(
                 f"scan #{attempt}: riverbed source {n / riverbed_s:,.0f} rows/s "
-                f"({riverbed_s:.2f} s), in-memory floor {n / floor_s:,.0f} rows/s "
+                f"({riverbed_s:.2f} s), {jvm_part}in-memory floor {n / floor_s:,.0f} rows/s "
                 f"({floor_s:.2f} s), Parquet {n / parquet_s:,.0f} rows/s ({parquet_s:.2f} s); "
                 f"source/Parquet {parquet_s / riverbed_s:.2f}, floor/Parquet "
                 f"{parquet_s / floor_s:.2f} (load {load()})"
             )
         ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
         floor_ratios = [a / b for a, b in zip(floors, theirs, strict=True)]
+        jvm_line = ""
+        if jvm:
+            jvm_ratios = [a / b for a, b in zip(jvms, theirs, strict=True)]
+            jvm_line = (
+                f"riverbed-jvm {statistics.median(jvms):,.0f} rows/s (jvm/Parquet "
+                f"{statistics.median(jvm_ratios):.2f}, runs "
+                f"{', '.join(f'{r:.2f}' for r in jvm_ratios)}), "
+            )
         print(
             f"scan median of {runs}: riverbed source {statistics.median(ours):,.0f} rows/s, "
-            f"in-memory floor {statistics.median(floors):,.0f} rows/s, "
+            f"{jvm_line}in-memory floor {statistics.median(floors):,.0f} rows/s, "
             f"Parquet {statistics.median(theirs):,.0f} rows/s; median ratios "
             f"source/Parquet {statistics.median(ratios):.2f}, "
             f"floor/Parquet {statistics.median(floor_ratios):.2f}"
@@ -300,104 +333,32 @@ def bench_plan(bootstrap: str, rounds: int) -> None:
     )
 
 
-class LatencyConsumer(threading.Thread):
-    """Reads topic B; each value is ``b"<send epoch ns>"``; records receive - send."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        super().__init__(daemon=True)
-        self.latencies_ms: dict[int, float] = {}
-        self.stopping = threading.Event()
-        self._consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-                "auto.offset.reset": "earliest",
-                "fetch.wait.max.ms": 10,
-                "enable.auto.commit": False,
-            }
-        )
-        self._consumer.subscribe([topic])
-
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            for message in self._consumer.consume(500, timeout=0.05):
-                value = message.value()
-                if message.error() is None and value:
-                    now = time.time_ns()
-                    sent = int(value)
-                    self.latencies_ms[sent] = (now - sent) / 1e6
-        self._consumer.close()
-
-
-def wait_for(condition: object, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def bench_latency(
-    spark: SparkSession, bootstrap: str, trigger_ms: int, rate: int, seconds: float
+    spark: SparkSession,
+    bootstrap: str,
+    trigger_ms: int,
+    rate: int,
+    seconds: float,
+    variants: list[str],
+    trace: bool,
 ) -> None:
-    topic_a, topic_b = f"lat-a-{uuid.uuid4().hex[:8]}", f"lat-b-{uuid.uuid4().hex[:8]}"
-    create_topics(bootstrap, [topic_a, topic_b], 2)
-    consumer = LatencyConsumer(bootstrap, topic_b)
-    consumer.start()
-    query = (
-        spark.readStream.format("riverbed")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic_a)
-        .option("startingOffsets", "earliest")
-        .load()
-        .select("key", "value")
-        .writeStream.format("riverbed")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", topic_b)
-        .option("kafka.linger.ms", "0")
-        .option("checkpointLocation", tempfile.mkdtemp(prefix="riverbed-bench-cp-"))
-        .trigger(processingTime=f"{trigger_ms} milliseconds")
-        .start()
-    )
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-    try:
-        warm = time.time_ns()
-        producer.produce(topic_a, str(warm).encode())
-        producer.flush(10)
-        if not wait_for(lambda: warm in consumer.latencies_ms, 120):
-            raise SystemExit(f"warm-up record never reached {topic_b}: {query.exception()}")
-        print(
-            f"latency warm-up (first micro-batch incl. query start): "
-            f"{consumer.latencies_ms[warm]:,.0f} ms"
+    """The latency run of ``bench_spark_latency.py`` (its docstring says what is measured
+    and how), once per variant in turn: ``default`` is Spark's own configuration,
+    ``fs-checkpoint`` the checkpoint file manager docs/spark.md recommends."""
+    if trace:
+        spark.dataSource.register(bench_spark_latency.TracedSource)
+    for name in variants:
+        result = bench_spark_latency.run_variant(
+            spark,
+            bootstrap,
+            bench_spark_latency.VARIANTS[name],
+            trigger_ms,
+            rate,
+            seconds,
+            partitions=2,
+            trace=trace,
         )
-        interval = 1 / rate
-        sent: list[int] = []
-        started = time.monotonic()
-        while time.monotonic() - started < seconds:
-            due = started + len(sent) * interval
-            delay = due - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)  # pacing the producer, not synchronisation
-            stamp = time.time_ns()
-            producer.produce(topic_a, str(stamp).encode())
-            producer.poll(0)
-            sent.append(stamp)
-        producer.flush(10)
-        wait_for(lambda: all(s in consumer.latencies_ms for s in sent), 60)
-    finally:
-        consumer.stopping.set()
-        consumer.join(10)
-        query.stop()
-    got = sorted(consumer.latencies_ms[s] for s in sent if s in consumer.latencies_ms)
-    if len(got) < 2:
-        raise SystemExit("no latency samples")
-    q = statistics.quantiles(got, n=100)
-    print(
-        f"latency produce -> Spark (trigger {trigger_ms} ms) -> topic: {len(got):,}/{len(sent):,} "
-        f"records at {rate}/s, p50 {q[49]:,.0f} ms, p99 {q[98]:,.0f} ms, max {got[-1]:,.0f} ms "
-        f"(load {load()})"
-    )
+        bench_spark_latency.summarise(result, trigger_ms, rate)
 
 
 def main() -> None:
@@ -407,6 +368,12 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=400_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument(
+        "--values",
+        choices=("same", "distinct"),
+        default="same",
+        help="every value b'x' * size (Parquet keeps one dictionary entry), or random bytes each",
+    )
     parser.add_argument("--runs", type=int, default=5, help="scan repetitions (alternating)")
     parser.add_argument("--bootstrap", help="a running broker instead of a started one")
     parser.add_argument(
@@ -419,30 +386,56 @@ def main() -> None:
     parser.add_argument("--latency-rate", type=int, default=200, help="records/s")
     parser.add_argument("--latency-seconds", type=float, default=15)
     parser.add_argument(
+        "--latency-variant",
+        action="append",
+        choices=sorted(bench_spark_latency.VARIANTS),
+        help="latency configurations, in turn (default: default, fs-checkpoint)",
+    )
+    parser.add_argument(
+        "--latency-trace", action="store_true", help="print the latency breakdown per stage"
+    )
+    parser.add_argument(
         "--skip", choices=["scan", "stream", "latency", "plan"], action="append", default=[]
     )
     parser.add_argument("--plan-rounds", type=int, default=20)
+    parser.add_argument(
+        "--no-jvm", action="store_true", help="leave the riverbed-jvm reader out of the scan"
+    )
     args = parser.parse_args()
 
     with broker_servers(args.bootstrap, args.broker) as bootstrap:
-        spark = local_session()
+        spark, jvm = local_session(jvm=not args.no_jvm and "scan" not in args.skip)
         try:
             if "scan" not in args.skip or "stream" not in args.skip:
                 topic = f"bench-{uuid.uuid4().hex[:8]}"
                 create_topics(bootstrap, [topic], args.partitions)
-                produce_records(bootstrap, topic, args.records, args.size, args.partitions)
+                produce_records(
+                    bootstrap,
+                    topic,
+                    args.records,
+                    args.size,
+                    args.partitions,
+                    distinct=args.values == "distinct",
+                )
+                print(f"values: {args.values}")
                 if "scan" not in args.skip:
                     rows = [
                         len(range(p, args.records, args.partitions)) for p in range(args.partitions)
                     ]
-                    bench_scan(spark, bootstrap, topic, args.runs, rows, args.size)
+                    bench_scan(spark, bootstrap, topic, args.runs, rows, args.size, jvm)
                 if "stream" not in args.skip:
                     bench_stream(spark, bootstrap, topic)
             if "plan" not in args.skip:
                 bench_plan(bootstrap, args.plan_rounds)
             if "latency" not in args.skip:
                 bench_latency(
-                    spark, bootstrap, args.trigger_ms, args.latency_rate, args.latency_seconds
+                    spark,
+                    bootstrap,
+                    args.trigger_ms,
+                    args.latency_rate,
+                    args.latency_seconds,
+                    args.latency_variant or ["default", "fs-checkpoint"],
+                    args.latency_trace,
                 )
         finally:
             spark.stop()

@@ -1,0 +1,149 @@
+"""What the broker benchmarks share: a ``riverbed broker`` subprocess on a temp data dir
+(optionally under cProfile, or imported from another source tree for before/after runs),
+and the process figures they report (CPU seconds from ``/proc/PID/stat``, load average).
+
+Imported by module name: a script run as ``python bench/NAME.py`` has ``bench/`` first on
+``sys.path``.  ``bench_produce_consume`` re-exports :func:`riverbed_subprocess` and
+:data:`BROKER_PIDS` for the scripts that import them from there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pstats
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+BROKER_PIDS: dict[str, int] = {}  # bootstrap -> broker process, for the CPU figures
+
+PROFILED_BROKER = """
+import cProfile, sys
+from riverbed.cli.main import main
+profile_path = sys.argv.pop(1)
+profiler = cProfile.Profile()
+profiler.enable()
+try:
+    main()
+except SystemExit:
+    pass
+finally:
+    profiler.disable()
+    profiler.dump_stats(profile_path)
+"""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid``, all threads (fields 14, 15 of /proc/PID/stat)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def load1() -> float:
+    """The 1-minute load average."""
+    return os.getloadavg()[0]
+
+
+def write_back() -> None:
+    """``os.sync()``: write back every dirty page of the box before a run (untimed).
+    Between alternating peers this keeps one peer's deferred write-back (Kafka
+    acknowledges from the page cache; the kernel writes its data back up to 30 s later)
+    out of the next peer's run, where it would slow every fsync on the same disk."""
+    os.sync()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_accepting(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Return once 127.0.0.1:``port`` accepts a connection; raise if ``proc`` exits first
+    or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"riverbed broker exited with {proc.returncode}")
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        time.sleep(0.02)  # polling interval; the condition is the port accepting
+    raise RuntimeError(f"riverbed broker did not accept connections in {timeout_s}s")
+
+
+def print_profile(path: Path, limit: int = 25) -> None:
+    stats = pstats.Stats(str(path))
+    stats.strip_dirs()
+    for key in ("cumulative", "tottime"):
+        print(f"\n== riverbed broker profile: top {limit} by {key} ==")
+        stats.sort_stats(key).print_stats(limit)
+
+
+@contextlib.contextmanager
+def riverbed_subprocess(
+    profile: bool,
+    src: str | None = None,
+    config: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
+    profile_limit: int = 25,
+) -> Iterator[str]:
+    """``riverbed broker`` in a temp dir: yields its bootstrap address, and its pid is
+    :data:`BROKER_PIDS` [bootstrap] while it runs.  SIGTERM at exit (SIGKILL after 60 s),
+    then the data dir is removed.
+
+    ``profile``: run it under cProfile (event-loop thread) and print its top
+    ``profile_limit`` functions at exit.  ``src``: import ``riverbed`` from this source
+    tree instead (``PYTHONPATH``), e.g. a copy of ``src/`` taken before a change, to
+    compare both brokers in one run.  ``config``: ``KEY=VALUE`` settings passed as
+    ``--config``.  ``env``: variables added to its environment.
+    """
+    workdir = Path(tempfile.mkdtemp(prefix="riverbed-bench-"))
+    port = free_port()
+    args = [
+        "broker",
+        "--data-dir",
+        str(workdir / "data"),
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "WARNING",
+    ]
+    for item in config:
+        args += ["--config", item]
+    profile_path = workdir / "broker.prof"
+    if profile:
+        cmd = [sys.executable, "-c", PROFILED_BROKER, str(profile_path), *args]
+    else:
+        cmd = [sys.executable, "-c", "from riverbed.cli.main import main; main()", *args]
+    child_env = dict(os.environ)
+    if src is not None:
+        child_env["PYTHONPATH"] = src
+    child_env.update(env or {})
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=child_env)
+    bootstrap = f"127.0.0.1:{port}"
+    try:
+        wait_accepting(port, proc, 60)  # a loaded 2-core box can take this long
+        BROKER_PIDS[bootstrap] = proc.pid
+        yield bootstrap
+    finally:
+        BROKER_PIDS.pop(bootstrap, None)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if profile and profile_path.exists():
+            print_profile(profile_path, profile_limit)
+        shutil.rmtree(workdir, ignore_errors=True)
