@@ -77,6 +77,13 @@ public final class ClientScenario {
         return new KafkaConsumer<>(p);
     }
 
+    private static Map<TopicPartition, Long> positions(
+            KafkaConsumer<byte[], byte[]> consumer, List<TopicPartition> tps) {
+        Map<TopicPartition, Long> out = new HashMap<>();
+        for (TopicPartition tp : tps) out.put(tp, consumer.position(tp, Duration.ofSeconds(5)));
+        return out;
+    }
+
     private static void roundtrip(JsonNode in) throws Exception {
         String topic = in.get("topic").asText();
         Properties p = common(in);
@@ -114,8 +121,15 @@ public final class ClientScenario {
             for (TopicPartition tp : tps) consumer.seek(tp, 0);
             Map<TopicPartition, Long> position = new HashMap<>();
             long deadline = System.currentTimeMillis() + 30_000;
+            int polls = 0;
             while (tps.stream().anyMatch(tp -> position.getOrDefault(tp, 0L) < end.get(tp))) {
-                if (System.currentTimeMillis() > deadline) throw new RuntimeException("timeout");
+                if (System.currentTimeMillis() > deadline) {
+                    // What was read of what: a stalled partition is told apart from a slow start.
+                    throw new RuntimeException("timeout after " + polls + " polls: end offsets "
+                            + end + ", read up to " + position + ", consumer positions "
+                            + positions(consumer, tps));
+                }
+                polls++;
                 for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(500))) {
                     ObjectNode o = JSON.createObjectNode();
                     o.put("partition", r.partition());
