@@ -24,6 +24,8 @@ from pathlib import Path
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 BROKER_PIDS: dict[str, int] = {}  # bootstrap -> broker process, for the CPU figures
+# ``--config`` of peer ``riverbed-nofsync``: Kafka's flush policy (no fsync before the ack).
+NO_FSYNC = ("flush.messages=9223372036854775807", "flush.ms=9223372036854775807")
 
 PROFILED_BROKER = """
 import cProfile, sys
@@ -147,3 +149,22 @@ def riverbed_subprocess(
         if profile and profile_path.exists():
             print_profile(profile_path, profile_limit)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def disk_write_seconds(directory: Path, nbytes: int, chunk: int = 1 << 20) -> float:
+    """Seconds to write ``nbytes`` of random bytes to a new file in ``directory`` in
+    ``chunk``-byte writes and ``fdatasync`` it once at the end, the file then removed: the
+    most favourable way to put those bytes on this disk, so ``nbytes`` over it bounds any
+    broker that makes every acknowledged byte durable (fsync before the ack)."""
+    block = os.urandom(chunk)
+    fd, name = tempfile.mkstemp(prefix="disk-ceiling-", dir=directory)
+    try:
+        start = time.perf_counter()
+        left = nbytes
+        while left > 0:
+            left -= os.write(fd, block[: min(chunk, left)])
+        os.fdatasync(fd)
+        return time.perf_counter() - start
+    finally:
+        os.close(fd)
+        os.unlink(name)

@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import write_back
+from _bench_common import NO_FSYNC, write_back
 from bench_produce_consume import (
     DeliveryLatencies,
     create_topic,
@@ -101,7 +101,6 @@ def rate_limited(
 
 # Kafka's default flush policy (no fsync per append: page cache) for Riverbed, to tell the
 # fsync's share of Riverbed's latency from the rest (docs/storage.md, flush policies).
-NO_FSYNC = ("flush.messages=9223372036854775807", "flush.ms=9223372036854775807")
 NO_ZERO_WINDOW = ("riverbed.log.zero.window.bytes=0",)
 PEERS = ("riverbed", "riverbed-nofsync", "riverbed-nozero", "baseline", "kafka")
 

@@ -1,11 +1,17 @@
 """Produce/consume throughput and produce latency of Riverbed next to its peers.
 
-One run measures the same confluent-kafka workload against each peer, in this order:
+One run measures the same confluent-kafka workload against each peer (``--peers``); every
+peer runs for the whole benchmark and the runs alternate (per repeat, per size, each peer
+in turn):
 
 * ``riverbed`` - ``riverbed broker`` in a subprocess on a temp data dir (uvloop, the
   default flush policy: fsync per append with group commit), or in-process
   (``--broker embedded``, sharing the benchmark's GIL), or an already running broker
   (``--bootstrap HOST:PORT``);
+* ``riverbed-nofsync`` - a second subprocess broker on Kafka's flush policy
+  (``flush.messages``/``flush.ms`` at Long.MAX_VALUE: acknowledged from the page cache),
+  so the share of the fsync before every acknowledgement shows;
+* ``baseline`` - a subprocess broker imported from ``--baseline-src DIR`` (before/after);
 * ``kafka``    - the Apache Kafka broker (``riverbed.testing.kafka_reference``, KRaft, single
   node, Kafka's default flush policy: page cache, no fsync per append);
 * ``mock``     - librdkafka's in-process mock cluster (``test.mock.num.brokers=1``): no disk,
@@ -37,19 +43,26 @@ Per value size (``--sizes``, default 100 and 1024 bytes) and peer:
   request sizes change with it): compare medians of several runs before and after a
   broker change (``--baseline-src``), or use ``bench_produce_cpu.py``, which alternates.
 
-Then ratios Riverbed/Kafka and Riverbed/mock, and the bars Riverbed aims for on a 2-core box.
+Before the peers' runs of each size, the **disk ceiling** (``--no-disk`` skips it): the
+same number of bytes written in 1 MiB writes to a file on the benchmark's temp directory's
+disk with one ``fdatasync`` at the end, the most favourable way to make them durable; a
+broker that fsyncs before every acknowledgement cannot produce faster for long.
+
+Then ratios Riverbed/Kafka and Riverbed/mock (and those of ``riverbed-nofsync``), each
+Riverbed peer over the disk ceiling, and the bars Riverbed aims for on a 2-core box.
 Client and broker share the machine's cores: compare ratios within one run, not absolute
 numbers across runs.  ``--profile`` runs the subprocess broker under cProfile (event-loop
 thread only; the storage flusher threads are not profiled) and prints the top functions
 by cumulative and by own time after the workload.
 
 Run: ``.venv/bin/python bench/bench_produce_consume.py [--messages 200000] [--sizes 100,1024]
-[--peers riverbed,kafka,mock] [--broker subprocess|embedded] [--bootstrap HOST:PORT]
-[--repeat 3] [--profile] [--json PATH]``.  Each peer and size runs ``--repeat`` times;
-ratios and bars use the medians, and the best run is printed too (other tenants of a
-shared box add noise).  Before each run the box's dirty pages are written back
-(``os.sync()``, untimed; ``--no-write-back`` skips it), so a run does not pay for the
-write-back of an earlier run's page-cache data (Kafka acknowledges from the page cache).
+[--peers riverbed,riverbed-nofsync,kafka,mock] [--broker subprocess|embedded]
+[--bootstrap HOST:PORT] [--repeat 3] [--no-disk] [--profile] [--json PATH]``.  Each peer
+and size runs ``--repeat`` times; ratios and bars use the medians, and the best run is
+printed too (other tenants of a shared box add noise).  Before each run the box's dirty
+pages are written back (``os.sync()``, untimed; ``--no-write-back`` skips it), so a run
+does not pay for the write-back of an earlier run's page-cache data (Kafka acknowledges
+from the page cache).
 Exit status 0 whether or not the bars are met (this is a measurement).
 """
 
@@ -66,7 +79,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from _bench_common import BROKER_PIDS, cpu_seconds, riverbed_subprocess, write_back
+from _bench_common import (
+    BROKER_PIDS,
+    NO_FSYNC,
+    cpu_seconds,
+    disk_write_seconds,
+    riverbed_subprocess,
+    write_back,
+)
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
@@ -116,11 +136,25 @@ class Result:
     consume_s: float
     longest_call_ms: float  # the longest consume() call: a client-side stall shows here
     produce_cpu_s: float = float("nan")  # broker CPU seconds over the produce phase
+    # this process's CPU seconds over the produce phase (warm-up included): the client's,
+    # and for the mock cluster its broker's too (it runs in this process)
+    client_cpu_s: float = float("nan")
 
     @property
     def cpu_s_per_gb(self) -> float:
         """Broker CPU seconds per 10^9 bytes of values produced (NaN: not measured)."""
         return self.produce_cpu_s / (self.messages * self.size / 1e9)
+
+    @property
+    def cores_busy(self) -> float:
+        """Client plus broker CPU seconds per second of the produce phase (NaN parts: 0)."""
+        broker = 0.0 if self.produce_cpu_s != self.produce_cpu_s else self.produce_cpu_s
+        return (self.client_cpu_s + broker) / self.produce_s
+
+    @property
+    def client_cpu_s_per_gb(self) -> float:
+        """This process's CPU seconds per 10^9 bytes of values produced."""
+        return self.client_cpu_s / (self.messages * self.size / 1e9)
 
     @property
     def produce_msgs(self) -> float:
@@ -361,7 +395,9 @@ def measure(peer: str, bootstrap: str, size: int, messages: int, partitions: int
     else:
         create_topic(bootstrap, topic, partitions)
     pid = BROKER_PIDS.get(bootstrap)
+    client0 = time.process_time()
     produce_s, latencies, produce_cpu_s = produce(bootstrap, topic, messages, size, pid)
+    client_cpu_s = time.process_time() - client0
     latencies.sort()
     consumed, consume_s, longest_call_s = consume(bootstrap, topic)
     return Result(
@@ -375,6 +411,7 @@ def measure(peer: str, bootstrap: str, size: int, messages: int, partitions: int
         consume_s,
         longest_call_s * 1e3,
         produce_cpu_s,
+        client_cpu_s,
     )
 
 
@@ -383,11 +420,11 @@ def measure(peer: str, bootstrap: str, size: int, messages: int, partitions: int
 
 def print_result(r: Result) -> None:
     print(
-        f"{r.peer:<9} {r.size:>5} B  produce {r.produce_msgs:>10,.0f} msg/s "
+        f"{r.peer:<16} {r.size:>5} B  produce {r.produce_msgs:>10,.0f} msg/s "
         f"{r.produce_mbs:>7.1f} MB/s  p50 {r.p50_ms:>7.1f} ms  p99 {r.p99_ms:>7.1f} ms  "
         f"consume {r.consume_msgs:>10,.0f} msg/s {r.consume_mbs:>7.1f} MB/s "
         f"({r.consumed:,} read, longest consume() {r.longest_call_ms:,.0f} ms)"
-        f"  broker CPU {r.cpu_s_per_gb:.2f} s/GB",
+        f"  broker CPU {r.cpu_s_per_gb:.2f} s/GB  client CPU {r.client_cpu_s_per_gb:.2f} s/GB",
         flush=True,
     )
 
@@ -413,23 +450,25 @@ def summarise(results: list[Result], pick: Callable[[list[float]], float]) -> li
             pick([r.consume_s / max(r.consumed, 1) for r in runs]) * runs[0].consumed,
             pick([r.longest_call_ms for r in runs]),
             pick([r.produce_cpu_s for r in runs]),
+            pick([r.client_cpu_s for r in runs]),
         )
         for (peer, size), runs in groups.items()
     ]
 
 
 def print_ratios(results: list[Result]) -> None:
+    """Riverbed's medians over each peer's, and those of Riverbed on Kafka's flush policy
+    (``riverbed-nofsync``) over Kafka's and the mock's: the fsync's share shows."""
     by_key = {(r.peer, r.size): r for r in results}
+    pairs = [("riverbed", p) for p in ("baseline", "riverbed-nofsync", "kafka", "mock")]
+    pairs += [("riverbed-nofsync", p) for p in ("kafka", "mock")]
     for size in sorted({r.size for r in results}):
-        ours = by_key.get(("riverbed", size))
-        if ours is None:
-            continue
-        for peer in ("baseline", "kafka", "mock"):
-            other = by_key.get((peer, size))
-            if other is None:
+        for name, peer in pairs:
+            ours, other = by_key.get((name, size)), by_key.get((peer, size))
+            if ours is None or other is None:
                 continue
             print(
-                f"riverbed/{peer:<8} {size:>5} B"
+                f"{name + '/' + peer:<27} {size:>5} B"
                 f"  produce x{ours.produce_msgs / other.produce_msgs:.2f}"
                 f"  consume x{ours.consume_msgs / other.consume_msgs:.2f}"
                 f"  p50 x{ours.p50_ms / other.p50_ms:.2f}  p99 x{ours.p99_ms / other.p99_ms:.2f}"
@@ -452,6 +491,71 @@ def print_bars(results: list[Result]) -> None:
             print(f"  riverbed {r.size:>5} B {name:<14} {value:>12,.1f} {verdict} bar {bar:,.0f}")
 
 
+PEERS = ("riverbed", "riverbed-nofsync", "baseline", "kafka", "mock")
+RIVERBED_PEERS = ("riverbed", "riverbed-nofsync", "baseline")
+
+
+def peer_context(peer: str, args: argparse.Namespace) -> contextlib.AbstractContextManager[str]:
+    """The broker behind ``peer`` for the whole benchmark: yields its bootstrap address."""
+    if peer == "riverbed":
+        if args.bootstrap:
+            return existing(args.bootstrap)
+        if args.broker == "embedded":
+            return riverbed_embedded()
+        return riverbed_subprocess(args.profile)
+    if peer == "riverbed-nofsync":
+        return riverbed_subprocess(False, config=NO_FSYNC)
+    if peer == "baseline":
+        return riverbed_subprocess(False, str(Path(args.baseline_src).resolve()))
+    if peer == "kafka":
+        return kafka_reference()
+    return mock_cluster()
+
+
+def print_disk(size: int, messages: int, seconds: float) -> None:
+    nbytes = messages * size
+    print(
+        f"{'disk':<9} {size:>5} B  write+fdatasync {nbytes / seconds / 1e6:>7.1f} MB/s "
+        f"= {messages / seconds:>10,.0f} msg/s of {size} B (the bound of an fsync before "
+        "every ack)",
+        flush=True,
+    )
+
+
+def print_disk_ratios(medians: list[Result], disk_median_s: dict[int, float]) -> None:
+    """Each Riverbed peer's produce rate over the disk's: how near the durable ceiling."""
+    for r in medians:
+        if r.size not in disk_median_s or r.peer not in RIVERBED_PEERS:
+            continue
+        disk_mbs = r.messages * r.size / disk_median_s[r.size] / 1e6
+        print(
+            f"{r.peer + '/disk':<27} {r.size:>5} B  produce x{r.produce_mbs / disk_mbs:.2f} "
+            f"(disk {disk_mbs:.0f} MB/s with one fdatasync at the end)"
+        )
+
+
+CEILING_GOAL = 0.85  # issue 18.1: produce >= 0.85x the mock cluster
+
+
+def print_ceiling_budget(medians: list[Result]) -> None:
+    """The broker CPU per GB that :data:`CEILING_GOAL` x the mock's rate leaves, if client
+    and broker together keep every core busy (saturation: CPU-bound on this box): cores /
+    (goal x mock GB/s) - the client's CPU per GB in Riverbed's run.  Beside Riverbed's."""
+    by_key = {(r.peer, r.size): r for r in medians}
+    cores = os.cpu_count() or 1
+    for size in sorted({r.size for r in medians}):
+        ours, mock = by_key.get(("riverbed", size)), by_key.get(("mock", size))
+        if ours is None or mock is None:
+            continue
+        budget = cores / (CEILING_GOAL * mock.produce_mbs / 1e3) - ours.client_cpu_s_per_gb
+        print(
+            f"{size:>5} B: {CEILING_GOAL}x the mock ({CEILING_GOAL * mock.produce_mbs:.0f} MB/s) "
+            f"leaves the broker {budget:.2f} s/GB of {cores} cores beside the client's "
+            f"{ours.client_cpu_s_per_gb:.2f} s/GB; riverbed used {ours.cpu_s_per_gb:.2f} s/GB "
+            f"(cores busy: riverbed run {ours.cores_busy:.2f}, mock run {mock.cores_busy:.2f})"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--messages", type=int, default=200_000)
@@ -470,6 +574,11 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         default=3,
         help="runs per peer and size; medians feed the ratios and bars",
+    )
+    parser.add_argument(
+        "--no-disk",
+        action="store_true",
+        help="skip the disk ceiling (write + fdatasync of each run's bytes)",
     )
     parser.add_argument(
         "--no-write-back",
@@ -498,7 +607,7 @@ def main(argv: list[str] | None = None) -> None:
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     if args.baseline_src and "baseline" not in peers:
         peers.insert(peers.index("riverbed") + 1 if "riverbed" in peers else 0, "baseline")
-    unknown = set(peers) - {"riverbed", "baseline", "kafka", "mock"}
+    unknown = set(peers) - set(PEERS)
     if unknown:
         parser.error(f"unknown peers {sorted(unknown)}")
     if "baseline" in peers and not args.baseline_src:
@@ -513,26 +622,25 @@ def main(argv: list[str] | None = None) -> None:
         f"{'' if args.no_write_back else ', dirty pages written back before each run'}"
     )
     results: list[Result] = []
-    for peer in peers:
-        if peer == "riverbed":
-            if args.bootstrap:
-                context = existing(args.bootstrap)
-            elif args.broker == "embedded":
-                context = riverbed_embedded()
-            else:
-                context = riverbed_subprocess(args.profile)
-        elif peer == "baseline":
-            context = riverbed_subprocess(False, str(Path(args.baseline_src).resolve()))
-        elif peer == "kafka":
-            context = kafka_reference()
-        else:
-            context = mock_cluster()
-        with context as bootstrap:
-            for _ in range(args.repeat):
-                for size in sizes:
+    disk_s: dict[int, list[float]] = {size: [] for size in sizes}
+    with contextlib.ExitStack() as stack:
+        # Every peer runs for the whole benchmark and the runs alternate between them
+        # (repeat, then size, then peer), so a quieter or busier minute of the box falls
+        # on all of them alike; an idle peer costs the others little (Kafka's JVM idles
+        # at a few % of a core).
+        bootstraps = {peer: stack.enter_context(peer_context(peer, args)) for peer in peers}
+        data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-disk-")))
+        for _ in range(args.repeat):
+            for size in sizes:
+                if not args.no_disk:
                     if not args.no_write_back:
                         write_back()
-                    result = measure(peer, bootstrap, size, args.messages, args.partitions)
+                    disk_s[size].append(disk_write_seconds(data_dir, args.messages * size))
+                    print_disk(size, args.messages, disk_s[size][-1])
+                for peer in peers:
+                    if not args.no_write_back:
+                        write_back()
+                    result = measure(peer, bootstraps[peer], size, args.messages, args.partitions)
                     print_result(result)
                     results.append(result)
     medians = summarise(results, statistics.median)
@@ -545,6 +653,9 @@ def main(argv: list[str] | None = None) -> None:
             print_result(r)
     print()
     print_ratios(medians)
+    if not args.no_disk:
+        print_disk_ratios(medians, {size: statistics.median(t) for size, t in disk_s.items()})
+    print_ceiling_budget(medians)
     print()
     print_bars(medians)
     if args.json:

@@ -112,7 +112,7 @@ def micro(rounds: int = 7) -> None:
     path = directory / FLUSH_MARK_FILE
     mark_file = FlushMarkFile(directory)
 
-    def mark_old(n: int) -> None:  # the flush mark's write before b18e9e2
+    def mark_old(n: int) -> None:  # the flush mark's write before 32d2ae1
         for i in range(n):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
             try:

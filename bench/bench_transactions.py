@@ -45,7 +45,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from bench_latency import NO_FSYNC
+from _bench_common import NO_FSYNC
 from bench_produce_consume import (
     CONSUMER_SETTINGS,
     create_topic,

@@ -13,7 +13,7 @@ lock, a plain non-reentrant ``Lock``, which ``Event.wait()`` holds for a few byt
 its way in and out; a ``multiprocessing`` Event's lock is just as non-reentrant, and so are
 the locks of ``queue.Queue`` and of logging handlers.  A handler that called ``stop.set()``
 at that moment waited for a lock its own thread holds: the process never exited (SIGTERM
-ignored from then on, only SIGKILL ends it -- commit 4c83bd7, the CDC connector).
+ignored from then on, only SIGKILL ends it -- fixed in ee7bb7d, the CDC connector).
 
 **How.**  The handler installed here takes no lock: it records the signal number in a
 plain attribute (:attr:`SignalStop.received`) and writes one byte to a non-blocking

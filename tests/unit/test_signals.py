@@ -3,7 +3,7 @@
 A Python signal handler runs on the main thread between two bytecodes.  ``Event.wait()``
 holds the event's non-reentrant lock for a moment on its way in and out; a handler that
 called ``stop.set()`` right then waited for that lock, held by its own thread, forever
-(commit 4c83bd7: a SIGTERMed CDC connector that never exited).  Here the moment is made
+(fixed in ee7bb7d: a SIGTERMed CDC connector that never exited).  Here the moment is made
 certain: the signal is sent while the lock is held, in a child process (a hang there is
 killed at the timeout instead of hanging the suite), for both kinds of event the code
 uses: ``threading.Event`` and a ``multiprocessing`` Event.
