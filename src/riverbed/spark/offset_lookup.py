@@ -30,6 +30,7 @@ until ``kafkaConsumer.pollTimeoutMs`` has passed, then :class:`ConfigError`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -44,6 +45,10 @@ from riverbed.protocol.topic_partition import TopicPartition
 from riverbed.spark.offsets import PartitionOffsets
 
 T = TypeVar("T")
+
+CLIENT_LOG = logging.getLogger("riverbed.spark.kafka_client")
+"""librdkafka's log lines of the look-up's client (the sink's producers use the same
+logger, :data:`riverbed.spark.sink.CLIENT_LOG`)."""
 
 ATTEMPT_S = 10.0
 """Longest one ListOffsets or Metadata attempt waits before its client is replaced and it
@@ -64,6 +69,9 @@ class OffsetLookup:
         self._isolation = isolation_level(kafka_config)
         config: dict[str, Any] = {k: v for k, v in kafka_config.items() if not _consumer_only(k)}
         config["error_cb"] = self._on_client_error
+        # librdkafka's own log lines go to Python logging, not stderr: a reader kept by a
+        # finished query logged every failed reconnect there once its cluster went away.
+        config["logger"] = CLIENT_LOG
         self._config = config
         try:
             self._admin = AdminClient(config)
