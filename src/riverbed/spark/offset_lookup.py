@@ -47,8 +47,11 @@ from riverbed.spark.offsets import PartitionOffsets
 T = TypeVar("T")
 
 CLIENT_LOG = logging.getLogger("riverbed.spark.kafka_client")
-"""librdkafka's log lines of the look-up's client (the sink's producers use the same
-logger, :data:`riverbed.spark.sink.CLIENT_LOG`)."""
+"""librdkafka's own log lines of the source's look-up client and of the sink's producers
+(:mod:`riverbed.spark.sink` imports it), with a NullHandler: configure logging to see
+them.  Not stderr: an idle client kept by a reader or a Python worker logged every failed
+reconnect there once its cluster went away; what matters reaches the caller as an error."""
+CLIENT_LOG.addHandler(logging.NullHandler())
 
 ATTEMPT_S = 10.0
 """Longest one ListOffsets or Metadata attempt waits before its client is replaced and it

@@ -26,7 +26,6 @@ Thread-safety: a producer serves one task at a time; the pool is locked.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -49,6 +48,7 @@ from pyspark.sql.types import (
 )
 
 from riverbed.errors import ConfigError
+from riverbed.spark.offset_lookup import CLIENT_LOG
 from riverbed.spark.options import SinkOptions
 from riverbed.spark.schema import HEADERS_TYPE
 from riverbed.spark.transactional_failpoints import failpoint
@@ -98,14 +98,6 @@ def _bytes(value: object) -> bytes | None:
     if isinstance(value, str):
         return value.encode()
     return bytes(value)  # type: ignore[call-overload,no-any-return]
-
-
-CLIENT_LOG = logging.getLogger("riverbed.spark.kafka_client")
-"""librdkafka's own log lines of the sink's producers (a NullHandler: configure logging to
-see them).  Not stderr: a producer kept idle in a Python worker (:class:`_ProducerPool`)
-logged every failed reconnect there once the cluster went away (the demo's broker stops
-before Spark's workers exit); what matters to a write reaches it as a delivery error."""
-CLIENT_LOG.addHandler(logging.NullHandler())
 
 
 def new_producer(config: Mapping[str, object]) -> Producer:
