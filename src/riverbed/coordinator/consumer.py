@@ -163,6 +163,8 @@ class ConsumerGroupManager:
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             member.previous_member_epoch = member.member_epoch
             member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH  # keeps its partitions
+            # whoever takes its place may commit them at any epoch (Kafka resets them to 0)
+            member.assignment_epochs = dict.fromkeys(member.assignment_epochs, 0)
         else:
             self.fence(group, member.member_id)
         return ConsumerGroupHeartbeatResponse(
@@ -209,7 +211,7 @@ class ConsumerGroupManager:
             target = group.target.pop(old.member_id, {})
             group.remove_member(old.member_id)
             group.members[member_id] = member
-            group.set_member_partitions(member, assigned, pending)
+            group.set_member_partitions(member, assigned, pending, new_epoch=0)
             group.target[member_id] = target
             member.subscribed_topic_names = old.subscribed_topic_names
             member.subscribed_topic_regex = old.subscribed_topic_regex

@@ -13,15 +13,25 @@ Reconciliation moves a partition between members in two steps, revocation first:
     B heartbeats  → STABLE at epoch 2, owns {2,3}
 
 Invariant (``partition_owner``): a partition is held — assigned or pending revocation —
-by at most one member at a time.  Not thread-safe.
+by at most one member at a time.
+
+Assignment epochs (KIP-1251, Kafka 4.3+): each member remembers the member epoch at which
+each partition it holds was assigned to it (a partition it keeps across epochs keeps its
+first epoch).  An offset commit carrying an *older* member epoch than the member's current
+one is accepted when every partition it names is still held and was assigned at or before
+that epoch (``assignment epoch <= commit epoch <= member epoch``), so a commit that raced a
+heartbeat bumping the epoch is not refused; a commit for a partition the member no longer
+holds, or received after it, is STALE_MEMBER_EPOCH (:meth:`ConsumerGroup.commit_error`).
+Not thread-safe.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from riverbed.coordinator.state import ConsumerGroupState, MemberState
+from riverbed.protocol.error_codes import ErrorCode
 
 Partitions = dict[str, frozenset[int]]
 
@@ -66,6 +76,9 @@ class ConsumerGroupMember:
     session_deadline_ms: int = 0
     revocation_deadline_ms: int | None = None
     """Set while UNREVOKED_PARTITIONS: past it, the member is fenced (rebalance timeout)."""
+    assignment_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
+    """``(topic, partition) -> member epoch`` it was assigned at, for every partition held
+    (assigned or pending revocation): kept exact by ``set_member_partitions``."""
 
 
 @dataclass(slots=True)
@@ -105,19 +118,51 @@ class ConsumerGroup:
         return frozenset(topics) | frozenset(self.subscription_metadata)
 
     def set_member_partitions(
-        self, member: ConsumerGroupMember, assigned: Partitions, pending_revocation: Partitions
+        self,
+        member: ConsumerGroupMember,
+        assigned: Partitions,
+        pending_revocation: Partitions,
+        new_epoch: int | None = None,
     ) -> None:
-        """Change what ``member`` holds, keeping ``partition_owner`` exact."""
+        """Change what ``member`` holds, keeping ``partition_owner`` exact.
+
+        A partition it already held keeps its assignment epoch; one new to it gets
+        ``new_epoch`` (the member's current epoch when ``None``)."""
         for t, ps in _or(member.assigned, member.pending_revocation).items():
             for p in ps:
                 if self.partition_owner.get((t, p)) == member.member_id:
                     del self.partition_owner[(t, p)]
         member.assigned, member.pending_revocation = assigned, pending_revocation
+        fill = member.member_epoch if new_epoch is None else new_epoch
+        epochs: dict[tuple[str, int], int] = {}
         for t, ps in _or(assigned, pending_revocation).items():
             for p in ps:
                 holder = self.partition_owner.setdefault((t, p), member.member_id)
                 if holder != member.member_id:
                     raise AssertionError(f"{t}-{p} held by {holder} and {member.member_id}")
+                epochs[(t, p)] = member.assignment_epochs.get((t, p), fill)
+        member.assignment_epochs = epochs
+
+    def commit_error(
+        self, member_id: str, member_epoch: int, partitions: Iterable[tuple[str, int]]
+    ) -> ErrorCode:
+        """Whether a member may commit offsets of ``partitions`` with ``member_epoch``
+        (OffsetCommit and TxnOffsetCommit, Kafka 4.4's ``ConsumerGroup.validateOffsetCommit``):
+        UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH for an epoch newer than the member's or older
+        than a partition's assignment epoch (or a partition it does not hold), else NONE.
+        At the member's current epoch every partition is accepted, as Kafka does."""
+        member = self.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch == member.member_epoch:
+            return ErrorCode.NONE
+        if member_epoch > member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        for tp in partitions:
+            assigned_at = member.assignment_epochs.get(tp)
+            if assigned_at is None or member_epoch < assigned_at:
+                return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
 
     def remove_member(self, member_id: str) -> ConsumerGroupMember | None:
         member = self.members.pop(member_id, None)
@@ -165,7 +210,7 @@ class ConsumerGroup:
         }
         new_assigned = _or(kept, free)
         unreleased = _minus(wanted, free)
-        self.set_member_partitions(member, new_assigned, {})
+        self.set_member_partitions(member, new_assigned, {}, self.assignment_epoch)
         member.revocation_deadline_ms = None
         state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
         self._move(member, state, self.assignment_epoch)

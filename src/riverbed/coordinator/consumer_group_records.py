@@ -17,7 +17,7 @@ non-flexible: an int16 *record type* (the "key version" here), then ``string`` f
 
 Values start with an int16 value version (0) and are *flexible*: compact strings and
 arrays (uvarint N+1, 0 = null), 16-byte uuids, and a tagged-fields section (uvarint
-count) after every struct; we write no tagged fields and ignore any we read::
+count) after every struct; unknown tagged fields are ignored::
 
     3 ConsumerGroupMetadataValue     epoch int32
     4 PartitionMetadataValue         topics [topic_id uuid, topic_name string,
@@ -32,8 +32,13 @@ count) after every struct; we write no tagged fields and ignore any we read::
     8 CurrentMemberAssignmentValue   member_epoch int32, previous_member_epoch int32,
                                      state int8 (0 STABLE, 1 UNREVOKED_PARTITIONS,
                                      2 UNRELEASED_PARTITIONS), assigned_partitions
-                                     [topic_id uuid, partitions [int32]],
-                                     partitions_pending_revocation (same)
+                                     [topic_id uuid, partitions [int32], tagged 0:
+                                     assignment_epochs [int32]?], partitions_pending_
+                                     revocation (same)
+
+Record 8's one tagged field, ``AssignmentEpochs`` (Kafka 4.3+, KIP-1251: the member epoch
+each partition was assigned at, one per partition), is written; a record without it (older
+Riverbed, older Kafka) reads as ``None`` and the loader takes the member epoch, as Kafka does.
 
 Riverbed before the generated codec wrote PartitionMetadataValue with an int32 group epoch
 before ``topics``, a field Kafka's schema does not have; those records still decode (the
@@ -123,6 +128,11 @@ class ConsumerGroupTargetAssignmentMemberValue:
     partitions: TopicPartitionsById
 
 
+AssignmentEpochs = tuple[tuple[int, ...] | None, ...]
+"""Per entry of a :data:`TopicPartitionsById`, the assignment epoch of each partition (same
+order), or ``None`` where the record carried none; ``()`` for none at all."""
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupCurrentMemberAssignmentValue:
     member_epoch: int
@@ -130,6 +140,8 @@ class ConsumerGroupCurrentMemberAssignmentValue:
     state: int
     assigned: TopicPartitionsById
     pending_revocation: TopicPartitionsById
+    assigned_epochs: AssignmentEpochs = ()
+    pending_revocation_epochs: AssignmentEpochs = ()
 
 
 ConsumerGroupValue = (
@@ -188,14 +200,19 @@ def decode_key_body(version: int, buf: bytes, pos: int) -> ConsumerGroupRecordKe
 
 
 def _topic_partitions(
-    partitions: TopicPartitionsById,
+    partitions: TopicPartitionsById, epochs: AssignmentEpochs = ()
 ) -> list[gen.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]:
-    return [
-        gen.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions(
-            topic_id=topic_id, partitions=list(ps)
+    out = []
+    for i, (topic_id, ps) in enumerate(partitions):
+        topic_epochs = epochs[i] if i < len(epochs) else None
+        out.append(
+            gen.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions(
+                topic_id=topic_id,
+                partitions=list(ps),
+                assignment_epochs=None if topic_epochs is None else list(topic_epochs),
+            )
         )
-        for topic_id, ps in partitions
-    ]
+    return out
 
 
 def _to_message(value: ConsumerGroupValue) -> Message:
@@ -236,8 +253,10 @@ def _to_message(value: ConsumerGroupValue) -> Message:
         member_epoch=value.member_epoch,
         previous_member_epoch=value.previous_member_epoch,
         state=value.state,
-        assigned_partitions=_topic_partitions(value.assigned),
-        partitions_pending_revocation=_topic_partitions(value.pending_revocation),
+        assigned_partitions=_topic_partitions(value.assigned, value.assigned_epochs),
+        partitions_pending_revocation=_topic_partitions(
+            value.pending_revocation, value.pending_revocation_epochs
+        ),
     )
 
 
@@ -300,4 +319,20 @@ def decode_value(key_version: int, value: bytes) -> ConsumerGroupValue:
         v.state,
         _by_id(v.assigned_partitions),
         _by_id(v.partitions_pending_revocation),
+        _epochs(v.assigned_partitions),
+        _epochs(v.partitions_pending_revocation),
     )
+
+
+def _epochs(
+    items: list[gen.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions],
+) -> AssignmentEpochs:
+    """Each entry's epochs; ``None`` where absent or not one per partition (malformed);
+    ``()`` when no entry has any."""
+    out = tuple(
+        None
+        if item.assignment_epochs is None or len(item.assignment_epochs) != len(item.partitions)
+        else tuple(item.assignment_epochs)
+        for item in items
+    )
+    return out if any(e is not None for e in out) else ()

@@ -12,9 +12,9 @@ converting an empty consumer group).
 What is persisted: group epoch (3), the partition counts the epoch was computed with (4),
 each member's subscription and identity (5), the target assignment epoch (6) and each
 member's target (7), each member's epoch, previous epoch, reconciliation state, assigned
-partitions and partitions pending revocation (8).  Not persisted, as in Kafka: session and
-revocation deadlines (restarted from "now" on load) and the partition owner index
-(rebuilt from the members' partitions).
+partitions and partitions pending revocation with the epoch each was assigned at (8).
+Not persisted, as in Kafka: session and revocation deadlines (restarted from "now" on
+load) and the partition owner index (rebuilt from the members' partitions).
 
 Loading: :meth:`replay` applies records in log order (a record for a group id held by a
 classic group replaces it: the later record wins, as the log is in time order);
@@ -36,6 +36,7 @@ from riverbed.coordinator.consumer_group_records import (
     CONSUMER_GROUP_PARTITION_METADATA,
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+    AssignmentEpochs,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
@@ -89,6 +90,30 @@ class ConsumerGroupPersistence:
             if topic_id is not None and ps:
                 out.append((topic_id, tuple(sorted(ps))))
         return tuple(sorted(out, key=lambda item: item[0].bytes))
+
+    def _assignment_value(
+        self, m: ConsumerGroupMember
+    ) -> ConsumerGroupCurrentMemberAssignmentValue:
+        assigned, pending = self._by_id(m.assigned), self._by_id(m.pending_revocation)
+
+        def epochs(by_id: TopicPartitionsById) -> AssignmentEpochs:
+            out = []
+            for topic_id, ps in by_id:
+                name = self.topics.topic_name(topic_id)
+                out.append(
+                    tuple(m.assignment_epochs.get((name or "", p), m.member_epoch) for p in ps)
+                )
+            return tuple(out)
+
+        return ConsumerGroupCurrentMemberAssignmentValue(
+            m.member_epoch,
+            m.previous_member_epoch,
+            MEMBER_STATE_CODES[m.state],
+            assigned,
+            pending,
+            epochs(assigned),
+            epochs(pending),
+        )
 
     def encode_group(self, group: ConsumerGroup) -> dict[bytes, bytes]:
         """Every record value that persists ``group``, keyed by encoded key, in the order
@@ -147,13 +172,7 @@ class ConsumerGroupPersistence:
                     ConsumerGroupRecordKey(
                         CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, gid, m.member_id
                     ),
-                    ConsumerGroupCurrentMemberAssignmentValue(
-                        m.member_epoch,
-                        m.previous_member_epoch,
-                        MEMBER_STATE_CODES[m.state],
-                        self._by_id(m.assigned),
-                        self._by_id(m.pending_revocation),
-                    ),
+                    self._assignment_value(m),
                 )
             )
         return {encode_key(k): encode_value(v) for k, v in values}
@@ -271,6 +290,20 @@ class ConsumerGroupPersistence:
             m.state = _STATE_OF_CODE.get(value.state, MemberState.STABLE)
             m.assigned = self._by_name(value.assigned)
             m.pending_revocation = self._by_name(value.pending_revocation)
+            m.assignment_epochs = {}
+            for by_id, epochs in (
+                (value.assigned, value.assigned_epochs),
+                (value.pending_revocation, value.pending_revocation_epochs),
+            ):
+                for i, (topic_id, ps) in enumerate(by_id):
+                    name = self.topics.topic_name(topic_id)
+                    topic_epochs = epochs[i] if i < len(epochs) else None
+                    if name is None:
+                        continue
+                    for j, p in enumerate(ps):
+                        m.assignment_epochs[(name, p)] = (
+                            value.member_epoch if topic_epochs is None else topic_epochs[j]
+                        )
 
     def on_loaded(self, now_ms: int) -> None:
         """After the last replay: owner index, assignor, sessions and revocation timers."""

@@ -10,8 +10,10 @@ Commit validation, as Kafka's:
 * classic group, generation -1 and no member: a *simple* commit, allowed only while the
   group is Empty (else UNKNOWN_MEMBER_ID); a commit to an unknown group id creates an
   Empty simple group;
-* KIP-848 group: the member must exist and the epoch match (STALE_MEMBER_EPOCH); simple
-  commits only while the group has no members.
+* KIP-848 group: the member must exist (UNKNOWN_MEMBER_ID) and the epoch be its current
+  one, or an older one at or after the assignment epoch of every partition committed
+  (KIP-1251; else STALE_MEMBER_EPOCH, :meth:`ConsumerGroup.commit_error`); commits with a
+  negative epoch only while the group has no members.
 
 Expiration (:meth:`OffsetManager.expire`, run by ``tick`` every
 ``offsets_retention_check_interval_ms``): offsets of an Empty group expire
@@ -118,13 +120,20 @@ class OffsetManager:
             group = ClassicGroup(req.group_id)
             self.ctx.groups[req.group_id] = group
         if isinstance(group, ConsumerGroup):
-            if simple and not group.members:
+            if generation < 0 and not group.members:
                 return
-            consumer_member = group.members.get(req.member_id)
-            if consumer_member is None:
-                raise GroupCoordinatorError(E.UNKNOWN_MEMBER_ID)
-            if generation != consumer_member.member_epoch:
-                raise GroupCoordinatorError(E.STALE_MEMBER_EPOCH)
+            limit = self.ctx.config.offset_metadata_max_bytes
+            error = group.commit_error(
+                req.member_id,
+                generation,
+                (
+                    (p.topic, p.partition)
+                    for p in req.partitions
+                    if len((p.committed_metadata or "").encode()) <= limit
+                ),
+            )
+            if error is not E.NONE:
+                raise GroupCoordinatorError(error)
             return
         if group.is_in(S.DEAD):
             raise GroupCoordinatorError(E.COORDINATOR_NOT_AVAILABLE)

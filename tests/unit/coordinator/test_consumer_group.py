@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from riverbed.coordinator import ConsumerGroupState, MemberState
+from riverbed.coordinator.api import OffsetCommitPartition, OffsetCommitRequest
 from riverbed.coordinator.consumer_group import ConsumerGroup
 from riverbed.coordinator.testing import CoordinatorDriver
 from riverbed.protocol.error_codes import ErrorCode
@@ -120,3 +121,55 @@ def test_new_partitions_bump_the_group_epoch() -> None:
     d.topics.partitions["t"] = 3
     r = d.cg_heartbeat(G, "A", r.member_epoch)
     assert r.member_epoch == 2 and r.assignment == {"t": _fs(0, 1, 2)}
+
+
+def _commit(d: CoordinatorDriver, member: str, epoch: int, *partitions: int) -> set[ErrorCode]:
+    req = OffsetCommitRequest(
+        G, tuple(OffsetCommitPartition("t", p, 10) for p in partitions), epoch, member
+    )
+    return {r.error_code for r in d.handle(d.coordinator.offset_commit(req, d.now)).partitions}
+
+
+def _a_kept_0_and_1_when_b_joined(d: CoordinatorDriver) -> None:
+    """A: t-0..3 at epoch 1, keeps t-0, t-1 and reaches epoch 2; B: t-2, t-3 at epoch 2."""
+    d.cg_heartbeat(G, "A", 0, topics=("t",))
+    d.cg_heartbeat(G, "B", 0, topics=("t",))
+    d.cg_heartbeat(G, "A", 1, owned={"t": _fs(0, 1, 2, 3)})
+    d.cg_heartbeat(G, "A", 1, owned={"t": _fs(0, 1)})
+    d.cg_heartbeat(G, "B", 2)
+    members = _group(d).members
+    assert (members["A"].member_epoch, members["A"].assigned) == (2, {"t": _fs(0, 1)})
+    assert (members["B"].member_epoch, members["B"].assigned) == (2, {"t": _fs(2, 3)})
+
+
+def test_an_older_epoch_commits_only_partitions_assigned_at_or_before_it() -> None:
+    """KIP-1251 (Kafka 4.3+): assignment epoch <= commit epoch <= member epoch, for every
+    partition of the request; at the member's own epoch anything goes, as in Kafka."""
+    d = CoordinatorDriver(topics={"t": 4})
+    _a_kept_0_and_1_when_b_joined(d)
+    assert _commit(d, "A", 1, 0, 1) == {ErrorCode.NONE}  # a commit that raced the bump
+    assert _commit(d, "A", 1, 0, 2) == {ErrorCode.STALE_MEMBER_EPOCH}  # t-2 left A
+    assert _commit(d, "A", 3, 0) == {ErrorCode.STALE_MEMBER_EPOCH}  # newer than A's
+    assert _commit(d, "A", 2, 2) == {ErrorCode.NONE}
+    assert _commit(d, "B", 1, 2) == {ErrorCode.STALE_MEMBER_EPOCH}  # B got t-2 at 2
+    assert _commit(d, "Z", 2, 0) == {ErrorCode.UNKNOWN_MEMBER_ID}
+    # C joins: A gives up one more partition and moves to epoch 3; what it keeps is still
+    # its since epoch 1
+    d.cg_heartbeat(G, "C", 0, topics=("t",))
+    for member, epoch in (("A", 2), ("B", 2), ("A", 2), ("B", 2), ("C", 3)):
+        held = _group(d).members[member].assigned
+        d.cg_heartbeat(G, member, epoch, owned=held)
+    a = _group(d).members["A"]
+    assert a.member_epoch == 3 and len(a.assigned["t"]) < 2
+    kept = min(a.assigned["t"])
+    assert _commit(d, "A", 1, kept) == {ErrorCode.NONE}
+    assert _commit(d, "A", 2, kept) == {ErrorCode.NONE}
+
+
+def test_a_static_member_taking_its_place_back_commits_at_any_epoch() -> None:
+    d = CoordinatorDriver(topics={"t": 2})
+    d.cg_heartbeat(G, "A", 0, topics=("t",), instance_id="i")
+    d.cg_heartbeat(G, "A", -2, instance_id="i")
+    assert set(_group(d).members["A"].assignment_epochs.values()) == {0}
+    d.cg_heartbeat(G, "A2", 0, topics=("t",), instance_id="i")
+    assert _commit(d, "A2", 0, 0, 1) == {ErrorCode.NONE}

@@ -10,8 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from riverbed.coordinator import ConsumerGroupState, MemberState
+from riverbed.coordinator.api import OffsetCommitPartition, OffsetCommitRequest
 from riverbed.coordinator.consumer_group import ConsumerGroup
 from riverbed.coordinator.consumer_group_records import (
+    AssignmentEpochs,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
@@ -26,7 +28,7 @@ from riverbed.coordinator.consumer_group_records import (
     encode_value,
     key_version_of,
 )
-from riverbed.coordinator.offsets_topic_records import decode_key
+from riverbed.coordinator.offsets_topic_records import CoordinatorRecord, decode_key
 from riverbed.coordinator.testing import CoordinatorDriver
 from riverbed.protocol.error_codes import ErrorCode
 
@@ -71,6 +73,30 @@ _parts = st.lists(
     ),
     max_size=3,
 ).map(tuple)
+
+
+@st.composite
+def _with_epochs(draw: st.DrawFn) -> ConsumerGroupCurrentMemberAssignmentValue:
+    """A record 8 carrying AssignmentEpochs (KIP-1251) for some or all of its entries."""
+    assigned, pending = draw(_parts), draw(_parts)
+
+    def epochs(parts: tuple[tuple[uuid.UUID, tuple[int, ...]], ...]) -> AssignmentEpochs:
+        out = tuple(
+            draw(st.none() | st.tuples(*(st.integers(0, 2**31 - 1) for _ in ps))) for _, ps in parts
+        )
+        return out if any(e is not None for e in out) else ()
+
+    return ConsumerGroupCurrentMemberAssignmentValue(
+        draw(st.integers(-2, 2**31 - 1)),
+        draw(st.integers(-2, 2**31 - 1)),
+        draw(st.integers(0, 2)),
+        assigned,
+        pending,
+        epochs(assigned),
+        epochs(pending),
+    )
+
+
 _values: st.SearchStrategy[ConsumerGroupValue] = st.one_of(
     st.builds(ConsumerGroupMetadataValue, st.integers(-1, 2**31 - 1)),
     st.builds(
@@ -100,6 +126,7 @@ _values: st.SearchStrategy[ConsumerGroupValue] = st.one_of(
         _parts,
         _parts,
     ),
+    _with_epochs(),
 )
 
 
@@ -204,3 +231,40 @@ def test_converting_an_empty_consumer_group_to_classic_tombstones_it() -> None:
     assert not isinstance(joined, ConsumerGroup)
     fresh = d.replayed()
     assert not isinstance(fresh.group(G), ConsumerGroup)
+
+
+def test_assignment_epochs_survive_a_restart() -> None:
+    """Record 8 carries each partition's assignment epoch (KIP-1251): after a restart A
+    may still commit t-0 (assigned at epoch 1) with epoch 1, not t-2 (revoked)."""
+    d = CoordinatorDriver(topics={"t": 4})
+    d.cg_heartbeat(G, "A", 0, topics=("t",))
+    d.cg_heartbeat(G, "B", 0, topics=("t",))
+    d.cg_heartbeat(G, "A", 1, owned={"t": _fs(0, 1, 2, 3)})
+    d.cg_heartbeat(G, "A", 1, owned={"t": _fs(0, 1)})
+    d.cg_heartbeat(G, "B", 2)
+    epochs = dict(_group(d).members["A"].assignment_epochs)
+    assert epochs == {("t", 0): 1, ("t", 1): 1}
+    _restart(d)
+    assert _group(d).members["A"].assignment_epochs == epochs
+    assert _group(d).members["B"].assignment_epochs == {("t", 2): 2, ("t", 3): 2}
+
+    def commit(partition: int) -> ErrorCode:
+        req = OffsetCommitRequest(G, (OffsetCommitPartition("t", partition, 10),), 1, "A")
+        return d.handle(d.coordinator.offset_commit(req, d.now)).partitions[0].error_code
+
+    assert commit(0) is ErrorCode.NONE
+    assert commit(2) is ErrorCode.STALE_MEMBER_EPOCH
+
+
+def test_a_record_without_assignment_epochs_loads_them_as_the_member_epoch() -> None:
+    """Records written before KIP-1251 (older Riverbed, Kafka < 4.3) carry none."""
+    d = CoordinatorDriver(topics={"t": 2})
+    d.cg_heartbeat(G, "A", 0, topics=("t",))
+    topic_id = d.topics.topic_id("t")
+    assert topic_id is not None
+    old = ConsumerGroupCurrentMemberAssignmentValue(1, 0, 0, ((topic_id, (0, 1)),), ())
+    d.log.append(
+        CoordinatorRecord(G, encode_key(ConsumerGroupRecordKey(8, G, "A")), encode_value(old))
+    )
+    d.coordinator = d.replayed()
+    assert _group(d).members["A"].assignment_epochs == {("t", 0): 1, ("t", 1): 1}

@@ -16,7 +16,9 @@ answer UNKNOWN_TOPIC_OR_PARTITION; an unknown transactional id or another produc
 INVALID_PRODUCER_ID_MAPPING, an older epoch PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
 below v3), a transaction that is not Ongoing or did not add the group's offsets
 (AddOffsetsToTxn) INVALID_TXN_STATE; v3+ (KIP-447) a generation of a classic group that
-is not the group's ILLEGAL_GENERATION and a member it does not know UNKNOWN_MEMBER_ID.
+is not the group's ILLEGAL_GENERATION and a member it does not know UNKNOWN_MEMBER_ID; a
+consumer group's member epoch as OffsetCommit's (an older epoch only for partitions
+assigned at or before it, KIP-1251; else STALE_MEMBER_EPOCH).
 v6 (topic ids) is not served.
 """
 
@@ -255,20 +257,21 @@ def _check(deps: TxnOffsetCommitDeps, version: int, request: TxnOffsetCommitRequ
 
 
 def _check_member(deps: TxnOffsetCommitDeps, request: TxnOffsetCommitRequest) -> ErrorCode:
+    return deps.groups.query(lambda: _member_error(deps, request))
+
+
+def _member_error(deps: TxnOffsetCommitDeps, request: TxnOffsetCommitRequest) -> ErrorCode:
+    """On the groups' thread: the member checks of TxnOffsetCommit v3+."""
     generation = request.generation_id_or_member_epoch
     member = request.member_id
-    group = deps.groups.query(lambda: deps.groups.coordinator.group(request.group_id))
+    group = deps.groups.coordinator.group(request.group_id)
     if group is None or (generation < 0 and not member):
         return ErrorCode.NONE
     if member and member not in group.members:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if isinstance(group, ClassicGroup) and generation >= 0 and generation != group.generation_id:
         return ErrorCode.ILLEGAL_GENERATION
-    if (
-        isinstance(group, ConsumerGroup)
-        and member
-        and generation >= 0
-        and generation != group.members[member].member_epoch
-    ):
-        return ErrorCode.STALE_MEMBER_EPOCH
+    if isinstance(group, ConsumerGroup) and member and generation >= 0:
+        partitions = ((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+        return group.commit_error(member, generation, partitions)
     return ErrorCode.NONE

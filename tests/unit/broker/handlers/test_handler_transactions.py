@@ -23,6 +23,8 @@ from riverbed.broker.handlers import (
 from riverbed.broker.transactions import PendingOffset
 from riverbed.coordinator import OFFSETS_TOPIC_NAME, OffsetFetchPartition
 from riverbed.coordinator import OffsetFetchResponse as Fetched
+from riverbed.coordinator.consumer_group import ConsumerGroup
+from riverbed.coordinator.testing import CoordinatorDriver
 from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -131,44 +133,47 @@ def test_fenced_epoch_is_invalid_producer_epoch_for_old_versions() -> None:
         assert r.error_code == code
 
 
-def test_offsets_are_held_for_the_transaction_and_checked() -> None:
-    broker = FakeBroker()
-    broker.topics.add("t", 1)
-    pid, epoch = _init(broker)
+def _txn_commit(
+    broker: FakeBroker,
+    pid: int,
+    epoch: int,
+    version: int,
+    member: str = "",
+    generation: int = -1,
+    partition: int = 0,
+) -> int:
+    r = answer(
+        txn_offset_commit.handle,
+        broker,
+        ctx(txn_offset_commit.API_KEY, version),
+        TxnOffsetCommitRequest(
+            transactional_id="tx",
+            group_id="g",
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id_or_member_epoch=generation,
+            member_id=member,
+            group_instance_id=None,
+            topics=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                    name="t",
+                    topic_id=uuid.UUID(int=0),
+                    partitions=[
+                        TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                            partition_index=partition,
+                            committed_offset=5,
+                            committed_leader_epoch=-1,
+                            committed_metadata="m",
+                        )
+                    ],
+                )
+            ],
+        ),
+    )
+    return int(r.topics[0].partitions[0].error_code)
 
-    def commit(version: int) -> int:
-        r = answer(
-            txn_offset_commit.handle,
-            broker,
-            ctx(txn_offset_commit.API_KEY, version),
-            TxnOffsetCommitRequest(
-                transactional_id="tx",
-                group_id="g",
-                producer_id=pid,
-                producer_epoch=epoch,
-                generation_id_or_member_epoch=-1,
-                member_id="",
-                group_instance_id=None,
-                topics=[
-                    TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
-                        name="t",
-                        topic_id=uuid.UUID(int=0),
-                        partitions=[
-                            TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
-                                partition_index=0,
-                                committed_offset=5,
-                                committed_leader_epoch=-1,
-                                committed_metadata="m",
-                            )
-                        ],
-                    )
-                ],
-            ),
-        )
-        return int(r.topics[0].partitions[0].error_code)
 
-    broker.groups.coordinator.replies["group"] = None  # an unknown group: no member check
-    assert commit(3) == ErrorCode.INVALID_TXN_STATE  # AddOffsetsToTxn not called yet
+def _add_offsets(broker: FakeBroker, pid: int, epoch: int) -> None:
     r = answer(
         add_offsets_to_txn.handle,
         broker,
@@ -178,10 +183,55 @@ def test_offsets_are_held_for_the_transaction_and_checked() -> None:
         ),
     )
     assert r.error_code == ErrorCode.NONE
+
+
+def test_offsets_are_held_for_the_transaction_and_checked() -> None:
+    broker = FakeBroker()
+    broker.topics.add("t", 1)
+    pid, epoch = _init(broker)
+
+    def commit(version: int) -> int:
+        return _txn_commit(broker, pid, epoch, version)
+
+    broker.groups.coordinator.replies["group"] = None  # an unknown group: no member check
+    assert commit(3) == ErrorCode.INVALID_TXN_STATE  # AddOffsetsToTxn not called yet
+    _add_offsets(broker, pid, epoch)
     meta = broker.transactions.coordinator.transaction("tx")
     assert meta is not None and any(tp.topic == OFFSETS_TOPIC_NAME for tp in meta.partitions)
     assert commit(3) == ErrorCode.NONE
     assert [(p, g, o.offset) for p, g, o in broker.transactions.pending] == [(pid, "g", 5)]
+
+
+def test_a_consumer_group_members_older_epoch_commits_only_what_it_was_assigned_then() -> None:
+    """KIP-1251 through TxnOffsetCommit v3+: A owned t-0..3 at epoch 1, kept t-0 and t-1
+    when B joined and is at epoch 2 now; B was assigned t-2 and t-3 at epoch 2."""
+    broker = FakeBroker()
+    broker.topics.add("t", 4)
+    pid, epoch = _init(broker)
+    _add_offsets(broker, pid, epoch)
+    d = CoordinatorDriver(topics={"t": 4})
+    d.cg_heartbeat("g", "A", 0, topics=("t",))
+    d.cg_heartbeat("g", "B", 0, topics=("t",))
+    d.cg_heartbeat("g", "A", 1, owned={"t": frozenset({0, 1, 2, 3})})
+    d.cg_heartbeat("g", "A", 1, owned={"t": frozenset({0, 1})})
+    d.cg_heartbeat("g", "B", 2)
+    group = d.coordinator.group("g")
+    assert isinstance(group, ConsumerGroup)
+    assert (group.members["A"].member_epoch, group.members["B"].assigned) == (
+        2,
+        {"t": frozenset({2, 3})},
+    )
+    broker.groups.coordinator.replies["group"] = group
+
+    def commit(member: str, generation: int, partition: int) -> int:
+        return _txn_commit(broker, pid, epoch, 3, member, generation, partition)
+
+    assert commit("A", 2, 0) == ErrorCode.NONE
+    assert commit("A", 1, 0) == ErrorCode.NONE  # t-0 assigned at 1 <= 1 <= 2
+    assert commit("A", 1, 2) == ErrorCode.STALE_MEMBER_EPOCH  # revoked from A
+    assert commit("A", 3, 0) == ErrorCode.STALE_MEMBER_EPOCH  # newer than A's epoch
+    assert commit("B", 1, 2) == ErrorCode.STALE_MEMBER_EPOCH  # assigned to B at 2
+    assert commit("Z", 2, 0) == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_describe_and_list_transactions() -> None:
