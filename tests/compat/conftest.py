@@ -1,11 +1,12 @@
 """Fixtures for the client-compatibility suite.
 
 ``kafka_reference`` (session): a real Apache Kafka broker, jars from Maven Central (cached
-under ~/.cache/riverbed/kafka-<version>).  ``server`` is parametrised over the servers a
-scenario must pass against: the reference broker (``kafka``, marked ``kafka``) and
-Riverbed's own broker (``riverbed``, an :class:`EmbeddedBroker` in a temporary dir with
-Kafka's default settings, like the reference).  ``-m "not kafka"`` runs Riverbed only.
-``new_topic`` makes a uniquely named topic on the current server.
+under ~/.cache/riverbed/kafka-<version>); ``kafka44`` (per module): Kafka 4.4, for modules
+that compare behaviour newer than the session's reference.  ``server`` is parametrised
+over the servers a scenario must pass against: the reference broker (``kafka``, marked
+``kafka``) and Riverbed's own broker (``riverbed``, an :class:`EmbeddedBroker` in a
+temporary dir with Kafka's default settings, like the reference).  ``-m "not kafka"``
+runs Riverbed only.  ``new_topic`` makes a uniquely named topic on the current server.
 
 ``client_suites`` tests (the clients' own suites in full: many minutes each) are skipped
 unless selected: ``pytest -m client_suites tests/compat`` (docs/compatibility.md).
@@ -76,6 +77,17 @@ def kafka_reference() -> Iterator[KafkaReference]:
         if out:
             Path(out).write_text(json.dumps(broker.api_versions_used("riverbed-compat"), indent=1))
         broker.stop()
+
+
+@pytest.fixture(scope="module")
+def kafka44() -> Iterator[KafkaReference]:
+    """A Kafka 4.4 reference for one module, for behaviour newer than the session's
+    reference (4.1): GROUP configs, KIP-1251's assignment epochs.  Module-scoped, so that
+    no second JVM stays up for the whole session."""
+    for tool in ("java", "mvn"):
+        _need(tool)
+    with KafkaReference(version="4.4.0") as broker:
+        yield broker
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,9 @@ validate too much to send some of these) and returns what the broker answered; t
 expected values are Kafka 4.4's (its ``GroupConfig``: 27 keys, their defaults, types,
 broker synonyms and validation words), measured against the reference broker, and both
 servers must give them.  ``server`` is parametrised here over a Kafka 4.4 reference
-started for this module (the session's reference is 4.1, whose GROUP configs differ) and
-Riverbed's broker; ``-m "not kafka"`` runs Riverbed's only.  Normalised: entries are
+started for this module (``kafka44``, tests/compat/conftest.py; the session's reference
+is 4.1, whose GROUP configs differ) and Riverbed's broker; ``-m "not kafka"`` runs
+Riverbed's only.  Normalised: entries are
 sorted by name (Kafka's order is a hash map's), documentation is not asked for, and a
 change is described once Kafka has applied it (it goes through the metadata log, a moment
 after the answer).  Riverbed's one deliberate difference, ``share.auto.offset.reset=
@@ -17,10 +18,8 @@ by_duration:...`` refused, is checked on Riverbed alone.
 from __future__ import annotations
 
 import itertools
-import shutil
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -44,24 +43,13 @@ from riverbed.protocol.messages import (
 from riverbed.protocol.messages import (
     IncrementalAlterConfigsRequest as Alter,
 )
-from riverbed.testing.kafka_reference import KafkaReference
 from riverbed.testing.wire import WireClient
 
 GROUP = 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 DEFAULT_CONFIG, GROUP_CONFIG = 5, 8
 CST, HBI = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
-KAFKA_VERSION = "4.4.0"
 _ids = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def kafka44() -> Iterator[KafkaReference]:
-    for tool in ("java", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not on PATH")
-    with KafkaReference(version=KAFKA_VERSION) as broker:
-        yield broker
 
 
 @pytest.fixture(

@@ -5,6 +5,10 @@ or -2 for a static member); the coordinator computes assignments (``uniform`` or
 ``range``).  Partitions travel by topic *id* on the wire and by name in the coordinator:
 this adapter maps between them (owned partitions of a topic id we do not know are
 dropped).  v1 adds the subscribed topic regex.
+
+Checked here first, as Kafka's ``GroupCoordinatorService`` does (INVALID_REQUEST with
+Kafka's message): a join (epoch 0) must give a rebalance timeout, an empty (not null)
+TopicPartitions and a subscription; no epoch below -2; empty instance or rack ids.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from riverbed.broker.handlers.deps import GroupDeps
 from riverbed.broker.handlers.group_common import call
 from riverbed.coordinator import ConsumerGroupHeartbeatRequest as Beat
 from riverbed.coordinator import ConsumerGroupHeartbeatResponse as Beaten
+from riverbed.protocol.error_codes import ErrorCode
 from riverbed.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -26,9 +31,30 @@ API_KEY = 68
 Resp = ConsumerGroupHeartbeatResponse
 
 
+def invalid(request: ConsumerGroupHeartbeatRequest) -> str | None:
+    """Kafka's message for a request its service layer refuses, else None."""
+    if request.instance_id == "":
+        return "InstanceId can't be empty."
+    if request.rack_id == "":
+        return "RackId can't be empty."
+    if request.member_epoch == 0:
+        if request.rebalance_timeout_ms == -1:
+            return "RebalanceTimeoutMs must be provided in first request."
+        if request.topic_partitions is None or request.topic_partitions:
+            return "TopicPartitions must be empty when (re-)joining."
+    elif request.member_epoch < -2:
+        return "MemberEpoch is invalid."
+    return None
+
+
 def handle(
     deps: GroupDeps, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
 ) -> ConsumerGroupHeartbeatResponse | Awaitable[ConsumerGroupHeartbeatResponse]:
+    refused = invalid(request)
+    if refused is not None:
+        return ConsumerGroupHeartbeatResponse(
+            error_code=ErrorCode.INVALID_REQUEST, error_message=refused
+        )
     owned: dict[str, frozenset[int]] | None = None
     if request.topic_partitions is not None:
         owned = {}
