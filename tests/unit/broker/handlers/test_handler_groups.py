@@ -8,12 +8,14 @@ from typing import Any
 
 from handler_fakes import FakeBroker, answer, ctx
 
+from riverbed.broker.handlers import consumer_group_heartbeat as cgh
 from riverbed.broker.handlers import heartbeat, join_group, offset_commit
 from riverbed.coordinator import HeartbeatResponse as Beat
 from riverbed.coordinator import JoinGroupResponse as Joined
 from riverbed.coordinator import OffsetCommitResponse as Committed
 from riverbed.coordinator import PartitionResult, Pending, Reply
 from riverbed.protocol.error_codes import ErrorCode
+from riverbed.protocol.messages import ConsumerGroupHeartbeatRequest as Req
 from riverbed.protocol.messages import HeartbeatRequest, JoinGroupRequest, OffsetCommitRequest
 
 CommitTopic = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -142,4 +144,35 @@ def test_join_group_reports_the_client_from_the_request_context_and_waits() -> N
         "/10.1.2.3",
         "unit",
         (("range", b"x"),),
+    )
+
+
+def test_consumer_group_heartbeats_kafka_refuses_before_its_coordinator() -> None:
+    """INVALID_REQUEST with Kafka 4.4's words (GroupCoordinatorService); the coordinator is
+    not asked (tests/compat/test_consumer_group_commit_epochs.py compares three of these
+    with Kafka 4.4 on the wire)."""
+
+    def join(**fields: object) -> Req:
+        request = Req(
+            group_id="g",
+            member_id="m",
+            member_epoch=0,
+            rebalance_timeout_ms=1000,
+            subscribed_topic_names=["t"],
+            topic_partitions=[],
+        )
+        for name, value in fields.items():
+            setattr(request, name, value)
+        return request
+
+    assert cgh.invalid(join()) is None
+    assert cgh.invalid(join(member_epoch=5, topic_partitions=None)) is None
+    assert cgh.invalid(join(member_epoch=-3)) == "MemberEpoch is invalid."
+    assert cgh.invalid(join(instance_id="")) == "InstanceId can't be empty."
+    assert cgh.invalid(join(rack_id="")) == "RackId can't be empty."
+    assert cgh.invalid(join(topic_partitions=None)) == (
+        "TopicPartitions must be empty when (re-)joining."
+    )
+    assert cgh.invalid(join(rebalance_timeout_ms=-1)) == (
+        "RebalanceTimeoutMs must be provided in first request."
     )
