@@ -7,8 +7,9 @@ this adapter maps between them (owned partitions of a topic id we do not know ar
 dropped).  v1 adds the subscribed topic regex.
 
 Checked here first, as Kafka's ``GroupCoordinatorService`` does (INVALID_REQUEST with
-Kafka's message): a join (epoch 0) must give a rebalance timeout, an empty (not null)
-TopicPartitions and a subscription; no epoch below -2; empty instance or rack ids.
+Kafka's message): a member id (empty only on a v0 join), and on a join (epoch 0) a
+rebalance timeout and an empty (not null) TopicPartitions; no epoch below -2; no empty
+instance or rack id.
 """
 
 from __future__ import annotations
@@ -31,17 +32,35 @@ API_KEY = 68
 Resp = ConsumerGroupHeartbeatResponse
 
 
-def invalid(request: ConsumerGroupHeartbeatRequest) -> str | None:
-    """Kafka's message for a request its service layer refuses, else None."""
-    if request.instance_id == "":
+_JAVA_TRIM = "".join(chr(c) for c in range(33))
+"""What Java's ``String.trim`` removes (Kafka calls a trimmed-empty string empty)."""
+
+
+def _blank(value: str | None) -> bool:
+    return value is not None and not value.strip(_JAVA_TRIM)
+
+
+def invalid(request: ConsumerGroupHeartbeatRequest, version: int) -> str | None:
+    """Kafka's message for a request its service layer refuses, else None (v1+ members
+    make up their own member id, so it may be empty only on a v0 join)."""
+    if (version >= 1 or request.member_epoch > 0 or request.member_epoch == -1) and _blank(
+        request.member_id
+    ):
+        return "MemberId can't be empty."
+    if _blank(request.group_id):
+        return "GroupId can't be empty."
+    if _blank(request.instance_id):
         return "InstanceId can't be empty."
-    if request.rack_id == "":
+    if _blank(request.rack_id):
         return "RackId can't be empty."
     if request.member_epoch == 0:
         if request.rebalance_timeout_ms == -1:
             return "RebalanceTimeoutMs must be provided in first request."
         if request.topic_partitions is None or request.topic_partitions:
             return "TopicPartitions must be empty when (re-)joining."
+    elif request.member_epoch == -2:
+        if request.instance_id is None:
+            return "InstanceId can't be null."
     elif request.member_epoch < -2:
         return "MemberEpoch is invalid."
     return None
@@ -50,7 +69,7 @@ def invalid(request: ConsumerGroupHeartbeatRequest) -> str | None:
 def handle(
     deps: GroupDeps, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
 ) -> ConsumerGroupHeartbeatResponse | Awaitable[ConsumerGroupHeartbeatResponse]:
-    refused = invalid(request)
+    refused = invalid(request, ctx.api_version)
     if refused is not None:
         return ConsumerGroupHeartbeatResponse(
             error_code=ErrorCode.INVALID_REQUEST, error_message=refused

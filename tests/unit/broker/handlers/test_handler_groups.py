@@ -165,14 +165,21 @@ def test_consumer_group_heartbeats_kafka_refuses_before_its_coordinator() -> Non
             setattr(request, name, value)
         return request
 
-    assert cgh.invalid(join()) is None
-    assert cgh.invalid(join(member_epoch=5, topic_partitions=None)) is None
-    assert cgh.invalid(join(member_epoch=-3)) == "MemberEpoch is invalid."
-    assert cgh.invalid(join(instance_id="")) == "InstanceId can't be empty."
-    assert cgh.invalid(join(rack_id="")) == "RackId can't be empty."
-    assert cgh.invalid(join(topic_partitions=None)) == (
-        "TopicPartitions must be empty when (re-)joining."
-    )
-    assert cgh.invalid(join(rebalance_timeout_ms=-1)) == (
+    def invalid(version: int = 1, **fields: object) -> str | None:
+        return cgh.invalid(join(**fields), version)
+
+    assert invalid() is None
+    assert invalid(member_epoch=5, topic_partitions=None) is None
+    assert invalid(0, member_id="") is None  # a v0 join: the coordinator names it
+    assert invalid(1, member_id=" ") == "MemberId can't be empty."  # trimmed, as Java's
+    assert invalid(0, member_id="", member_epoch=3) == "MemberId can't be empty."
+    assert invalid(group_id="") == "GroupId can't be empty."
+    assert invalid(member_epoch=-3) == "MemberEpoch is invalid."
+    assert invalid(member_epoch=-2) == "InstanceId can't be null."
+    assert invalid(member_epoch=-2, instance_id="i") is None
+    assert invalid(instance_id="") == "InstanceId can't be empty."
+    assert invalid(rack_id="") == "RackId can't be empty."
+    assert invalid(topic_partitions=None) == "TopicPartitions must be empty when (re-)joining."
+    assert invalid(rebalance_timeout_ms=-1) == (
         "RebalanceTimeoutMs must be provided in first request."
     )
