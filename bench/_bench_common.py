@@ -63,6 +63,26 @@ def write_back() -> None:
     os.sync()
 
 
+def pretouch(gib: float) -> float:
+    """Write ``gib`` GiB of fresh memory in a child process, then free it (untimed; returns
+    the seconds it took).  On a VM whose host backs guest memory lazily and takes freed
+    pages back (Firecracker here: ``virtio_balloon`` free page reporting), the first write
+    to each guest page costs a host fault: writing 16 GiB once took 20.7 s of system time
+    here (1.3 s/GiB).  A broker pays that for every page-cache page its writes land on
+    (Kafka and Riverbed alike), the librdkafka mock, which keeps a bounded tail in the
+    client's memory, mostly does not, so ratios to the mock moved with the guest's memory
+    history (a broker's CPU per GB rose ~1.6x after ~3.5 GB written in a session).  Touched
+    just before a run, the pages the run's writes get are host-backed, as on a server that
+    has been up for a while (docs/benchmarks.md "Guest memory first touch")."""
+    if gib <= 0:
+        return 0.0
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", f"b = bytearray(b'\\x01') * {int(gib * (1 << 30))}"], check=True
+    )
+    return time.perf_counter() - started
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -62,7 +62,9 @@ and size runs ``--repeat`` times; ratios and bars use the medians, and the best 
 printed too (other tenants of a shared box add noise).  Before each run the box's dirty
 pages are written back (``os.sync()``, untimed; ``--no-write-back`` skips it), so a run
 does not pay for the write-back of an earlier run's page-cache data (Kafka acknowledges
-from the page cache).
+from the page cache).  ``--pretouch GIB`` also writes that much fresh memory in a child
+before each run (untimed), so that on a VM that backs guest memory lazily the run's
+page-cache pages are already host-backed (``_bench_common.pretouch``).
 Exit status 0 whether or not the bars are met (this is a measurement).
 """
 
@@ -84,6 +86,7 @@ from _bench_common import (
     NO_FSYNC,
     cpu_seconds,
     disk_write_seconds,
+    pretouch,
     riverbed_subprocess,
     write_back,
 )
@@ -586,6 +589,14 @@ def main(argv: list[str] | None = None) -> None:
         help="do not os.sync() before each run",
     )
     parser.add_argument(
+        "--pretouch",
+        type=float,
+        default=0.0,
+        metavar="GIB",
+        help="before each run, write this much fresh memory in a child and free it "
+        "(untimed): a VM's first touch of guest pages out of the runs (_bench_common.pretouch)",
+    )
+    parser.add_argument(
         "--baseline-src",
         metavar="DIR",
         help="add peer 'baseline': the subprocess broker imported from DIR "
@@ -620,6 +631,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{os.cpu_count()} CPUs, confluent-kafka acks=all idempotent linger.ms=5, "
         f"load {os.getloadavg()[0]:.1f}"
         f"{'' if args.no_write_back else ', dirty pages written back before each run'}"
+        f"{f', {args.pretouch:g} GiB of memory touched before each run' if args.pretouch else ''}"
     )
     results: list[Result] = []
     disk_s: dict[int, list[float]] = {size: [] for size in sizes}
@@ -640,6 +652,7 @@ def main(argv: list[str] | None = None) -> None:
                 for peer in peers:
                     if not args.no_write_back:
                         write_back()
+                    pretouch(args.pretouch)
                     result = measure(peer, bootstraps[peer], size, args.messages, args.partitions)
                     print_result(result)
                     results.append(result)
