@@ -90,6 +90,18 @@ def kafka44() -> Iterator[KafkaReference]:
         yield broker
 
 
+@pytest.fixture(
+    params=[
+        pytest.param("kafka44", marks=pytest.mark.kafka, id="kafka"),
+        pytest.param("riverbed_broker", id="riverbed"),
+    ]
+)
+def server44(request: pytest.FixtureRequest) -> Any:
+    """Kafka 4.4 (``kafka44``) or Riverbed (the session's broker), for the modules that
+    compare behaviour newer than the session's reference."""
+    return request.getfixturevalue(request.param)
+
+
 @pytest.fixture(scope="session")
 def riverbed_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
     # Kafka's defaults, as the reference runs with none overridden that matter here.

@@ -27,8 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
 from riverbed.protocol.error_codes import ErrorCode as E
 from riverbed.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -45,17 +43,6 @@ NOT_READY = {
     E.COORDINATOR_LOAD_IN_PROGRESS,
     E.NOT_COORDINATOR,
 }
-
-
-@pytest.fixture(
-    params=[
-        pytest.param("kafka44", marks=pytest.mark.kafka, id="kafka"),
-        pytest.param("riverbed_broker", id="riverbed"),
-    ]
-)
-def server(request: pytest.FixtureRequest) -> Any:
-    """Kafka 4.4 (KIP-1251 is 4.3+; the session's reference is 4.1) or Riverbed."""
-    return request.getfixturevalue(request.param)
 
 
 @dataclass
@@ -157,10 +144,10 @@ class Group:
         self.heartbeat(m)
 
 
-def test_an_older_member_epoch_commits_what_the_member_held_since(server: Any) -> None:
+def test_an_older_member_epoch_commits_what_the_member_held_since(server44: Any) -> None:
     topic = f"kip1251-{uuid.uuid4().hex[:8]}"
-    create_topic(server.bootstrap_servers, topic, 4)
-    with WireClient(server.bootstrap_servers, client_id="riverbed-compat") as wire:
+    create_topic(server44.bootstrap_servers, topic, 4)
+    with WireClient(server44.bootstrap_servers, client_id="riverbed-compat") as wire:
         g = Group(wire, f"kip1251-{uuid.uuid4().hex[:8]}", topic)
         a, b = Member(str(uuid.uuid4())), Member(str(uuid.uuid4()))
         g.heartbeat(a, join=True)

@@ -5,7 +5,7 @@ Each scenario sends raw requests (Riverbed's generated codec over one socket: cl
 validate too much to send some of these) and returns what the broker answered; the
 expected values are Kafka 4.4's (its ``GroupConfig``: 27 keys, their defaults, types,
 broker synonyms and validation words), measured against the reference broker, and both
-servers must give them.  ``server`` is parametrised here over a Kafka 4.4 reference
+servers must give them.  ``server44`` (conftest) is parametrised over a Kafka 4.4 reference
 started for this module (``kafka44``, tests/compat/conftest.py; the session's reference
 is 4.1, whose GROUP configs differ) and Riverbed's broker; ``-m "not kafka"`` runs
 Riverbed's only.  Normalised: entries are
@@ -52,15 +52,10 @@ CST, HBI = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 _ids = itertools.count()
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("kafka44", marks=pytest.mark.kafka, id="kafka"),
-        pytest.param("riverbed_broker", id="riverbed"),
-    ]
-)
-def server(request: pytest.FixtureRequest) -> Any:
-    """Kafka 4.4 (this module's reference) or Riverbed (the session's broker)."""
-    return request.getfixturevalue(request.param)
+@pytest.fixture
+def server(server44: Any) -> Any:
+    """The server ``new_topic`` (conftest) makes its topics on: this module's."""
+    return server44
 
 
 class Wire(WireClient):
@@ -381,14 +376,14 @@ def _group() -> str:
     return f"gc-{next(_ids)}-{uuid.uuid4().hex[:6]}"
 
 
-def test_a_fresh_group_is_described_like_kafka(server: Any) -> None:
+def test_a_fresh_group_is_described_like_kafka(server44: Any) -> None:
     shown = {k: v for k, v in KEYS.items() if not v[3]}  # internal keys only once set
     plain = sorted((k, d, DEFAULT_CONFIG, t) for k, (d, t, _s, _i) in shown.items())
     with_synonyms = sorted(
         (k, d, DEFAULT_CONFIG, t, ((s or k, d, DEFAULT_CONFIG),))
         for k, (d, t, s, _i) in shown.items()
     )
-    wire = Wire(server.bootstrap_servers)
+    wire = Wire(server44.bootstrap_servers)
     try:
         group = _group()
         assert _describe(wire, group, None) == plain
@@ -401,8 +396,8 @@ def test_a_fresh_group_is_described_like_kafka(server: Any) -> None:
         wire.close()
 
 
-def test_every_key_set_and_deleted_is_described_like_kafka(server: Any) -> None:
-    wire = Wire(server.bootstrap_servers)
+def test_every_key_set_and_deleted_is_described_like_kafka(server44: Any) -> None:
+    wire = Wire(server44.bootstrap_servers)
     try:
         for key, value, shown in VALID:
             default, kind, synonym, internal = KEYS[key]
@@ -437,8 +432,8 @@ def test_every_key_set_and_deleted_is_described_like_kafka(server: Any) -> None:
         wire.close()
 
 
-def test_invalid_values_are_refused_with_kafkas_words(server: Any) -> None:
-    wire = Wire(server.bootstrap_servers)
+def test_invalid_values_are_refused_with_kafkas_words(server44: Any) -> None:
+    wire = Wire(server44.bootstrap_servers)
     try:
         group = _group()
         for key, value, message in INVALID:
@@ -448,8 +443,8 @@ def test_invalid_values_are_refused_with_kafkas_words(server: Any) -> None:
         wire.close()
 
 
-def test_requests_are_checked_like_kafka(server: Any) -> None:
-    wire = Wire(server.bootstrap_servers)
+def test_requests_are_checked_like_kafka(server44: Any) -> None:
+    wire = Wire(server44.bootstrap_servers)
     try:
         group = _group()
         # Kafka's order of checks when several things are wrong: names, rack tags, types
@@ -561,8 +556,8 @@ def _own(wire: Wire, group: str, want: list[tuple[str, str]]) -> list[tuple[str,
         time.sleep(0.1)
 
 
-def test_alter_configs_replaces_a_groups_whole_set_like_kafka(server: Any) -> None:
-    wire = Wire(server.bootstrap_servers)
+def test_alter_configs_replaces_a_groups_whole_set_like_kafka(server44: Any) -> None:
+    wire = Wire(server44.bootstrap_servers)
     try:
         group = _group()
         limit = "share.delivery.count.limit"
@@ -607,14 +602,14 @@ def test_by_duration_is_refused_by_riverbed(riverbed_broker: Any) -> None:
 
 @pytest.mark.parametrize("kind", ["consumer", "share"])
 def test_the_heartbeat_interval_of_the_group_is_what_members_get(
-    server: Any, new_topic: Any, kind: str
+    server44: Any, new_topic: Any, kind: str
 ) -> None:
     """``consumer.heartbeat.interval.ms`` / ``share.heartbeat.interval.ms`` set on the group
     is the interval its KIP-848 / KIP-932 members are told."""
     topic = new_topic(partitions=1)
     group = f"hb-{next(_ids)}-{uuid.uuid4().hex[:6]}"
     key = HBI if kind == "consumer" else "share.heartbeat.interval.ms"
-    wire = Wire(server.bootstrap_servers)
+    wire = Wire(server44.bootstrap_servers)
     try:
         assert _alter(wire, group, [(key, SET, "7000")]) == (E.NONE, None)
         _settled(wire, group, key, "7000")
@@ -668,10 +663,10 @@ def _upsert(name: str, mechanism: int) -> Scram.ScramCredentialUpsertion:
     )
 
 
-def test_one_user_altered_twice_in_a_request_is_duplicate_resource(server: Any) -> None:
+def test_one_user_altered_twice_in_a_request_is_duplicate_resource(server44: Any) -> None:
     user, ok = f"dup-{uuid.uuid4().hex[:8]}", f"ok-{uuid.uuid4().hex[:8]}"
     twice = "A user credential cannot be altered twice in the same request"
-    wire = Wire(server.bootstrap_servers)
+    wire = Wire(server44.bootstrap_servers)
     try:
         both = Scram(deletions=[], upsertions=[_upsert(user, 1), _upsert(user, 2), _upsert(ok, 1)])
         answer = wire.call(51, 0, both)
