@@ -18,7 +18,9 @@ below v3), a transaction that is not Ongoing or did not add the group's offsets
 (AddOffsetsToTxn) INVALID_TXN_STATE; v3+ (KIP-447) a generation of a classic group that
 is not the group's ILLEGAL_GENERATION and a member it does not know UNKNOWN_MEMBER_ID; a
 consumer group's member epoch as OffsetCommit's (an older epoch only for partitions
-assigned at or before it, KIP-1251; else STALE_MEMBER_EPOCH).
+assigned at or before it, KIP-1251), answered ILLEGAL_GENERATION as Kafka 4.4 does below v6
+(STALE_MEMBER_EPOCH from v6); a generation >= 0 for a group that does not exist
+ILLEGAL_GENERATION (GROUP_ID_NOT_FOUND from v6).
 v6 (topic ids) is not served.
 """
 
@@ -265,7 +267,9 @@ def _member_error(deps: TxnOffsetCommitDeps, request: TxnOffsetCommitRequest) ->
     generation = request.generation_id_or_member_epoch
     member = request.member_id
     group = deps.groups.coordinator.group(request.group_id)
-    if group is None or (generation < 0 and not member):
+    if group is None:  # Kafka: GROUP_ID_NOT_FOUND from v6, which is not served
+        return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
+    if generation < 0 and not member:
         return ErrorCode.NONE
     if member and member not in group.members:
         return ErrorCode.UNKNOWN_MEMBER_ID
@@ -273,5 +277,7 @@ def _member_error(deps: TxnOffsetCommitDeps, request: TxnOffsetCommitRequest) ->
         return ErrorCode.ILLEGAL_GENERATION
     if isinstance(group, ConsumerGroup) and member and generation >= 0:
         partitions = ((t.name, p.partition_index) for t in request.topics for p in t.partitions)
-        return group.commit_error(member, generation, partitions)
+        error = group.commit_error(member, generation, partitions)
+        # STALE_MEMBER_EPOCH is answered from v6 (not served); below, ILLEGAL_GENERATION
+        return ErrorCode.ILLEGAL_GENERATION if error is ErrorCode.STALE_MEMBER_EPOCH else error
     return ErrorCode.NONE

@@ -226,12 +226,17 @@ def test_a_consumer_group_members_older_epoch_commits_only_what_it_was_assigned_
     def commit(member: str, generation: int, partition: int) -> int:
         return _txn_commit(broker, pid, epoch, 3, member, generation, partition)
 
+    # Kafka 4.4 answers STALE_MEMBER_EPOCH from v6 only; v3-v5: ILLEGAL_GENERATION
+    stale = ErrorCode.ILLEGAL_GENERATION
     assert commit("A", 2, 0) == ErrorCode.NONE
     assert commit("A", 1, 0) == ErrorCode.NONE  # t-0 assigned at 1 <= 1 <= 2
-    assert commit("A", 1, 2) == ErrorCode.STALE_MEMBER_EPOCH  # revoked from A
-    assert commit("A", 3, 0) == ErrorCode.STALE_MEMBER_EPOCH  # newer than A's epoch
-    assert commit("B", 1, 2) == ErrorCode.STALE_MEMBER_EPOCH  # assigned to B at 2
+    assert commit("A", 1, 2) == stale  # revoked from A
+    assert commit("A", 3, 0) == stale  # newer than A's epoch
+    assert commit("B", 1, 2) == stale  # assigned to B at 2
     assert commit("Z", 2, 0) == ErrorCode.UNKNOWN_MEMBER_ID
+    broker.groups.coordinator.replies["group"] = None  # a group that does not exist
+    assert commit("A", 2, 0) == ErrorCode.ILLEGAL_GENERATION
+    assert commit("", -1, 0) == ErrorCode.NONE  # a simple commit
 
 
 def test_describe_and_list_transactions() -> None:
