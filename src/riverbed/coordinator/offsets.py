@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from riverbed.coordinator.api import (
     UNKNOWN_MEMBER_ID,
+    OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetDeleteRequest,
@@ -88,7 +89,7 @@ class OffsetManager:
         group_offsets = self.offsets.setdefault(req.group_id, {})
         for p in req.partitions:
             metadata = p.committed_metadata or ""
-            if len(metadata.encode()) > self.ctx.config.offset_metadata_max_bytes:
+            if self._metadata_too_large(p):
                 results.append(PartitionResult(p.topic, p.partition, E.OFFSET_METADATA_TOO_LARGE))
                 continue
             value = OffsetAndMetadata(
@@ -108,6 +109,12 @@ class OffsetManager:
             del self.offsets[req.group_id]
         return Reply(OffsetCommitResponse(tuple(results)), tuple(records))
 
+    def _metadata_too_large(self, p: OffsetCommitPartition) -> bool:
+        """OFFSET_METADATA_TOO_LARGE: such a partition is answered so and neither stored nor
+        checked against the member's assignment epochs (as Kafka's commitOffset)."""
+        limit = self.ctx.config.offset_metadata_max_bytes
+        return len((p.committed_metadata or "").encode()) > limit
+
     def _validate_commit(self, req: OffsetCommitRequest, now: int) -> None:
         group = self.ctx.groups.get(req.group_id)
         generation = req.generation_id_or_member_epoch
@@ -122,16 +129,10 @@ class OffsetManager:
         if isinstance(group, ConsumerGroup):
             if generation < 0 and not group.members:
                 return
-            limit = self.ctx.config.offset_metadata_max_bytes
-            error = group.commit_error(
-                req.member_id,
-                generation,
-                (
-                    (p.topic, p.partition)
-                    for p in req.partitions
-                    if len((p.committed_metadata or "").encode()) <= limit
-                ),
+            committed = (
+                (p.topic, p.partition) for p in req.partitions if not self._metadata_too_large(p)
             )
+            error = group.commit_error(req.member_id, generation, committed)
             if error is not E.NONE:
                 raise GroupCoordinatorError(error)
             return
