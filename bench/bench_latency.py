@@ -31,6 +31,10 @@ policy (``flush.messages``/``flush.ms`` at Long.MAX_VALUE: no fsync before the a
 the fsync's share of the latency shows; peer ``riverbed-nozero`` one without pre-zeroed
 segment space (``riverbed.log.zero.window.bytes=0``); peer ``baseline`` is a Riverbed
 broker imported from ``--baseline-src DIR`` (a copy of ``src/``), for before/after runs.
+Peer ``mock`` is librdkafka's mock cluster (hosted in this process, reached over TCP, its
+auto-created topics have 4 partitions whatever ``--partitions`` says): it acknowledges at
+once and keeps nothing, so its p99 is the client's own at that rate on this box, a floor
+under every broker's (goal 2's 5 ms cannot be met below it).
 Exit status 0 whether or not a goal is met (this is a measurement).
 """
 
@@ -47,16 +51,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import NO_FSYNC, write_back
+from _bench_common import NO_FSYNC, riverbed_subprocess, write_back
 from bench_produce_consume import (
+    MOCK_PARTITIONS,
     DeliveryLatencies,
     create_topic,
     durable_producer,
     kafka_reference,
+    mock_cluster,
     percentile,
     produce,
     produce_paced,
-    riverbed_subprocess,
 )
 
 GOAL_P99_MS = 5.0
@@ -102,7 +107,7 @@ def rate_limited(
 # Kafka's default flush policy (no fsync per append: page cache) for Riverbed, to tell the
 # fsync's share of Riverbed's latency from the rest (docs/storage.md, flush policies).
 NO_ZERO_WINDOW = ("riverbed.log.zero.window.bytes=0",)
-PEERS = ("riverbed", "riverbed-nofsync", "riverbed-nozero", "baseline", "kafka")
+PEERS = ("riverbed", "riverbed-nofsync", "riverbed-nozero", "baseline", "kafka", "mock")
 
 
 def peers_context(peer: str, baseline_src: str | None) -> contextlib.AbstractContextManager[str]:
@@ -116,6 +121,8 @@ def peers_context(peer: str, baseline_src: str | None) -> contextlib.AbstractCon
         return riverbed_subprocess(False, config=NO_FSYNC)
     if peer == "riverbed-nozero":
         return riverbed_subprocess(False, config=NO_ZERO_WINDOW)
+    if peer == "mock":
+        return mock_cluster()
     return kafka_reference()
 
 
@@ -182,7 +189,10 @@ def main(argv: list[str] | None = None) -> None:
                 order = peers if i % 2 == 0 else list(reversed(peers))
                 for peer in order:
                     topic = f"lat-{size}-{int(time.time() * 1000)}"
-                    create_topic(bootstraps[peer], topic, args.partitions)
+                    if peer == "mock":  # no controller: the mock auto-creates the topic
+                        topic += f"-auto{MOCK_PARTITIONS}"
+                    else:
+                        create_topic(bootstraps[peer], topic, args.partitions)
                     if not args.no_write_back:
                         write_back()
                     reached, lat = rate_limited(
@@ -239,6 +249,9 @@ def main(argv: list[str] | None = None) -> None:
         kafka = medians.get(("kafka", size))
         if kafka is not None:
             line += f"; x{ours.p99_ms / kafka.p99_ms:.2f} Kafka's p99 ({kafka.p99_ms:.2f} ms)"
+        mock = medians.get(("mock", size))
+        if mock is not None:
+            line += f"; the client's own p99 (mock) {mock.p99_ms:.2f} ms"
         print(line)
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in runs], indent=1))

@@ -65,6 +65,8 @@ does not pay for the write-back of an earlier run's page-cache data (Kafka ackno
 from the page cache).  ``--pretouch GIB`` also writes that much fresh memory in a child
 before each run (untimed), so that on a VM that backs guest memory lazily the run's
 page-cache pages are already host-backed (``_bench_common.pretouch``).
+``--client-wakeups`` also prints the producer's broker-thread wake-ups per 1,000 messages
+(:class:`ClientWakeups`): what a slower acknowledgement costs the client.
 Exit status 0 whether or not the bars are met (this is a measurement).
 """
 
@@ -76,6 +78,7 @@ import json
 import os
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -142,6 +145,9 @@ class Result:
     # this process's CPU seconds over the produce phase (warm-up included): the client's,
     # and for the mock cluster its broker's too (it runs in this process)
     client_cpu_s: float = float("nan")
+    # librdkafka's broker-thread wake-ups over the produce phase, per 1,000 messages
+    # (--client-wakeups; NaN: not counted)
+    client_wakeups: float = float("nan")
 
     @property
     def cpu_s_per_gb(self) -> float:
@@ -269,6 +275,59 @@ class DeliveryLatencies:
         self.latencies.clear()
 
 
+class ClientWakeups:
+    """Counts librdkafka's broker-thread wake-ups (``wakeups`` in its statistics, summed
+    over every broker connection of one producer: each wake-up is one turn of that
+    thread's loop, a ``poll()`` and, when a ``produce()`` woke it, a futex hand-off).
+
+    A producer whose ``max.in.flight`` (5 with idempotence) requests are all awaiting
+    their acknowledgements, while a full batch waits behind them, has its broker thread
+    woken again and again without anything it can send (against a broker that fsyncs
+    before it acknowledges, nearly once per ``produce()``); so this shows what a slower
+    acknowledgement costs the client's CPU.  Statistics are emitted every
+    :data:`STATS_INTERVAL_MS` on the producer's threads and parsed here (JSON), a little
+    client CPU for every peer alike; ``--client-wakeups`` turns it on."""
+
+    STATS_INTERVAL_MS = 200
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._latest = -1
+        self._emitted = 0
+        self._start = 0
+        self.per_1000 = float("nan")
+        """Wake-ups between :meth:`start` and :meth:`stop`, per 1,000 messages."""
+
+    def settings(self) -> dict[str, object]:
+        return {"statistics.interval.ms": self.STATS_INTERVAL_MS, "stats_cb": self._on_stats}
+
+    def _on_stats(self, text: str) -> None:
+        brokers = json.loads(text).get("brokers", {})
+        total = sum(int(b.get("wakeups", 0)) for b in brokers.values())
+        with self._lock:
+            self._latest = total
+            self._emitted += 1
+
+    def _fresh(self, producer: Producer) -> int:
+        """The count from a statistics emission that starts after this call."""
+        with self._lock:
+            seen = self._emitted
+        deadline = time.monotonic() + 10 * self.STATS_INTERVAL_MS / 1000
+        while time.monotonic() < deadline:
+            producer.poll(self.STATS_INTERVAL_MS / 4000)
+            with self._lock:
+                if self._emitted >= seen + 2:  # the first may have begun before the call
+                    return self._latest
+        raise RuntimeError("librdkafka emitted no statistics")
+
+    def start(self, producer: Producer) -> None:
+        self._start = self._fresh(producer)
+
+    def stop(self, producer: Producer, messages: int) -> None:
+        """Sets :attr:`per_1000`: wake-ups since :meth:`start` per 1,000 of ``messages``."""
+        self.per_1000 = (self._fresh(producer) - self._start) / messages * 1000
+
+
 def produce_paced(
     producer: Producer,
     topic: str,
@@ -295,15 +354,27 @@ def produce_paced(
 
 
 def produce(
-    bootstrap: str, topic: str, messages: int, size: int, pid: int | None = None
+    bootstrap: str,
+    topic: str,
+    messages: int,
+    size: int,
+    pid: int | None = None,
+    wakeups: ClientWakeups | None = None,
 ) -> tuple[float, list[float], float]:
     """Seconds to produce ``messages`` values of ``size`` bytes, their latencies (s), and
-    the CPU seconds broker process ``pid`` spent meanwhile (NaN without one)."""
-    producer = durable_producer(bootstrap, **{"batch.num.messages": 10_000})
+    the CPU seconds broker process ``pid`` spent meanwhile (NaN without one).  With
+    ``wakeups``, the producer emits statistics to it; its count starts after the warm-up
+    and ends after the timed ``flush()`` (untimed)."""
+    settings: dict[str, object] = {"batch.num.messages": 10_000}
+    if wakeups is not None:
+        settings.update(wakeups.settings())
+    producer = durable_producer(bootstrap, **settings)
     delivered = DeliveryLatencies()
     on_delivery, latencies, errors = delivered, delivered.latencies, delivered.errors
     value = os.urandom(size)
     delivered.warm_up(producer, topic, value, WARMUP_MESSAGES)
+    if wakeups is not None:
+        wakeups.start(producer)
     send = producer.produce
     poll = producer.poll
     cpu0 = cpu_seconds(pid) if pid is not None else float("nan")
@@ -322,6 +393,8 @@ def produce(
     cpu = cpu_seconds(pid) - cpu0 if pid is not None else float("nan")
     if remaining or errors:
         raise RuntimeError(f"{remaining} undelivered, {len(errors)} errors: {errors[:3]}")
+    if wakeups is not None:
+        wakeups.stop(producer, messages)
     return elapsed, latencies, cpu
 
 
@@ -391,15 +464,18 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def measure(peer: str, bootstrap: str, size: int, messages: int, partitions: int) -> Result:
+def measure(
+    peer: str, bootstrap: str, size: int, messages: int, partitions: int, wakeups: bool = False
+) -> Result:
     topic = f"bench-{size}-{int(time.time() * 1000)}"
     if peer == "mock":
         topic += f"-auto{MOCK_PARTITIONS}"  # the mock cluster has no controller: auto-create
     else:
         create_topic(bootstrap, topic, partitions)
     pid = BROKER_PIDS.get(bootstrap)
+    counter = ClientWakeups() if wakeups else None
     client0 = time.process_time()
-    produce_s, latencies, produce_cpu_s = produce(bootstrap, topic, messages, size, pid)
+    produce_s, latencies, produce_cpu_s = produce(bootstrap, topic, messages, size, pid, counter)
     client_cpu_s = time.process_time() - client0
     latencies.sort()
     consumed, consume_s, longest_call_s = consume(bootstrap, topic)
@@ -415,6 +491,7 @@ def measure(peer: str, bootstrap: str, size: int, messages: int, partitions: int
         longest_call_s * 1e3,
         produce_cpu_s,
         client_cpu_s,
+        counter.per_1000 if counter is not None else float("nan"),
     )
 
 
@@ -427,7 +504,12 @@ def print_result(r: Result) -> None:
         f"{r.produce_mbs:>7.1f} MB/s  p50 {r.p50_ms:>7.1f} ms  p99 {r.p99_ms:>7.1f} ms  "
         f"consume {r.consume_msgs:>10,.0f} msg/s {r.consume_mbs:>7.1f} MB/s "
         f"({r.consumed:,} read, longest consume() {r.longest_call_ms:,.0f} ms)"
-        f"  broker CPU {r.cpu_s_per_gb:.2f} s/GB  client CPU {r.client_cpu_s_per_gb:.2f} s/GB",
+        f"  broker CPU {r.cpu_s_per_gb:.2f} s/GB  client CPU {r.client_cpu_s_per_gb:.2f} s/GB"
+        + (
+            f"  client wake-ups {r.client_wakeups:,.0f}/1000 msgs"
+            if r.client_wakeups == r.client_wakeups
+            else ""
+        ),
         flush=True,
     )
 
@@ -454,6 +536,7 @@ def summarise(results: list[Result], pick: Callable[[list[float]], float]) -> li
             pick([r.longest_call_ms for r in runs]),
             pick([r.produce_cpu_s for r in runs]),
             pick([r.client_cpu_s for r in runs]),
+            pick([r.client_wakeups for r in runs]),
         )
         for (peer, size), runs in groups.items()
     ]
@@ -597,6 +680,12 @@ def main(argv: list[str] | None = None) -> None:
         "(untimed): a VM's first touch of guest pages out of the runs (_bench_common.pretouch)",
     )
     parser.add_argument(
+        "--client-wakeups",
+        action="store_true",
+        help="also count the producer's broker-thread wake-ups per 1,000 messages "
+        "(librdkafka statistics every 200 ms, for every peer: ClientWakeups)",
+    )
+    parser.add_argument(
         "--baseline-src",
         metavar="DIR",
         help="add peer 'baseline': the subprocess broker imported from DIR "
@@ -653,7 +742,14 @@ def main(argv: list[str] | None = None) -> None:
                     if not args.no_write_back:
                         write_back()
                     pretouch(args.pretouch)
-                    result = measure(peer, bootstraps[peer], size, args.messages, args.partitions)
+                    result = measure(
+                        peer,
+                        bootstraps[peer],
+                        size,
+                        args.messages,
+                        args.partitions,
+                        args.client_wakeups,
+                    )
                     print_result(result)
                     results.append(result)
     medians = summarise(results, statistics.median)
@@ -687,6 +783,8 @@ def result_dict(r: Result) -> dict[str, object]:
         "consume_msgs": r.consume_msgs,
         "consume_mbs": r.consume_mbs,
         "broker_cpu_s_per_gb": r.cpu_s_per_gb,
+        "client_cpu_s_per_gb": r.client_cpu_s_per_gb,
+        "client_wakeups_per_1000": r.client_wakeups,
     }
 
 
