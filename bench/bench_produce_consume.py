@@ -104,6 +104,7 @@ PRODUCE_BAR_MSGS_100B = 200_000.0
 PRODUCE_BAR_MBS_1KIB = 200.0
 CONSUME_BAR_MSGS = 500_000.0
 WARMUP_MESSAGES = 1_000
+LINGER_MS = 5.0  # the producer's linger.ms in the saturating runs
 MOCK_PARTITIONS = 4  # what librdkafka's mock cluster gives an auto-created topic
 CONSUME_DEADLINE_S = 120.0  # reading up to the high watermarks must finish in this
 
@@ -235,7 +236,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         future.result(30)
 
 
-def durable_producer(bootstrap: str, linger_ms: float = 5, **settings: object) -> Producer:
+def durable_producer(bootstrap: str, linger_ms: float = LINGER_MS, **settings: object) -> Producer:
     """The benchmarks' producer: ``acks=all``, idempotent, ``linger.ms`` ``linger_ms``,
     1 MiB batches, no compression; ``settings`` add to or override librdkafka's."""
     return Producer(
@@ -368,7 +369,7 @@ def produce(
     settings: dict[str, object] = {"batch.num.messages": 10_000}
     if wakeups is not None:
         settings.update(wakeups.settings())
-    producer = durable_producer(bootstrap, **settings)
+    producer = durable_producer(bootstrap, LINGER_MS, **settings)
     delivered = DeliveryLatencies()
     on_delivery, latencies, errors = delivered, delivered.latencies, delivered.errors
     value = os.urandom(size)
