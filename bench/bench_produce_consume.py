@@ -281,13 +281,15 @@ class ClientWakeups:
     over every broker connection of one producer: each wake-up is one turn of that
     thread's loop, a ``poll()`` and, when a ``produce()`` woke it, a futex hand-off).
 
-    A producer whose ``max.in.flight`` (5 with idempotence) requests are all awaiting
-    their acknowledgements, while a full batch waits behind them, has its broker thread
-    woken again and again without anything it can send (against a broker that fsyncs
-    before it acknowledges, nearly once per ``produce()``); so this shows what a slower
-    acknowledgement costs the client's CPU.  Statistics are emitted every
-    :data:`STATS_INTERVAL_MS` on the producer's threads and parsed here (JSON), a little
-    client CPU for every peer alike; ``--client-wakeups`` turns it on."""
+    librdkafka's idempotent producer keeps one Produce request in flight per partition,
+    whatever ``max.in.flight`` says; while a partition's next batch waits for that
+    acknowledgement, its broker thread is woken again and again with nothing it may send
+    (against a broker that fsyncs before it acknowledges, nearly once per ``produce()``).
+    So this shows what a slower acknowledgement costs the client's CPU
+    (docs/benchmarks.md, "The client's wake-ups").  librdkafka builds its statistics every
+    :data:`STATS_INTERVAL_MS` and ``poll()``/``flush()`` hand them to this object on the
+    calling thread, which parses the JSON: a little client CPU, for every peer alike;
+    ``--client-wakeups`` turns it on."""
 
     STATS_INTERVAL_MS = 200
 
