@@ -26,8 +26,9 @@ Per value size (``--sizes``, default 100 and 1024 bytes) and peer:
   ``produce()`` allows; msgs/s and MB/s (values
   only, 10^6 bytes) count from the first ``produce()`` to the end of ``flush()``.
   **p50/p99** are per-message delivery-report latencies (``Message.latency()``: from
-  ``produce()`` to the acknowledgement), so under saturation they include the time spent
-  queued in the client;
+  ``produce()`` to the ``poll()`` that serves the delivery report, every 1,024 values
+  here), so under saturation they include the time spent queued in the client and the
+  report's wait for the Python thread;
 * **consume**: a fresh consumer (:data:`CONSUMER_SETTINGS`: ``fetch.wait.max.ms=10``,
   ``fetch.queue.backoff.ms=10``) assigned every partition at its start reads them all
   back, exactly low to high watermark per partition (``consume(min(10000, left))``
@@ -254,7 +255,9 @@ def durable_producer(bootstrap: str, linger_ms: float = LINGER_MS, **settings: o
 
 class DeliveryLatencies:
     """A delivery callback that keeps each acknowledged message's latency (s, librdkafka's
-    ``Message.latency()``: ``produce()`` to acknowledgement) and each error's text."""
+    ``Message.latency()``: ``produce()`` to the ``poll()`` serving the report, which
+    confluent-kafka reads when it builds the ``Message``; the acknowledgement came at or
+    before it) and each error's text."""
 
     def __init__(self) -> None:
         self.latencies: list[float] = []
