@@ -67,7 +67,9 @@ from the page cache).  ``--pretouch GIB`` also writes that much fresh memory in 
 before each run (untimed), so that on a VM that backs guest memory lazily the run's
 page-cache pages are already host-backed (``_bench_common.pretouch``).
 ``--client-wakeups`` also prints the producer's broker-thread wake-ups per 1,000 messages
-(:class:`ClientWakeups`): what a slower acknowledgement costs the client.
+(:class:`ClientWakeups`): what a slower acknowledgement costs the client; and
+librdkafka's own Produce round trip, p50/p99 (``rtt``: the broker's share of the
+latency as the client sees it, without the delivery report's wait for ``poll()``).
 Exit status 0 whether or not the bars are met (this is a measurement).
 """
 
@@ -75,6 +77,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import statistics
@@ -150,6 +153,10 @@ class Result:
     # librdkafka's broker-thread wake-ups over the produce phase, per 1,000 messages
     # (--client-wakeups; NaN: not counted)
     client_wakeups: float = float("nan")
+    # librdkafka's request round trip over the produce phase, its statistics windows
+    # merged (--client-wakeups; NaN: not counted)
+    rtt_p50_ms: float = float("nan")
+    rtt_p99_ms: float = float("nan")
 
     @property
     def cpu_s_per_gb(self) -> float:
@@ -279,6 +286,49 @@ class DeliveryLatencies:
         self.latencies.clear()
 
 
+QUANTILE_POINTS = (
+    ("min", 0.0), ("p50", 0.5), ("p75", 0.75), ("p90", 0.9), ("p95", 0.95),
+    ("p99", 0.99), ("p99_99", 0.9999), ("max", 1.0),
+)  # fmt: skip
+"""The points of a librdkafka statistics histogram (``rtt``, ``int_latency``...) and the
+fraction of the window's samples at or below each."""
+
+
+def merged_quantile(windows: list[dict[str, float]], q: float) -> float:
+    """The ``q``-quantile of one librdkafka histogram over several statistics windows (each
+    a dict with ``cnt`` and the :data:`QUANTILE_POINTS`, in the histogram's unit), NaN
+    without samples.  librdkafka publishes each window's quantiles, not its buckets, so
+    this is an estimate: each window's samples are taken as spread linearly between its
+    quantile points, the windows weighted by their counts."""
+    live = [w for w in windows if w.get("cnt")]
+    if not live:
+        return float("nan")
+    total = sum(w["cnt"] for w in live)
+    curves = [(w["cnt"], [(float(w[k]), f) for k, f in QUANTILE_POINTS]) for w in live]
+
+    def at_or_below(value: float) -> float:
+        n = 0.0
+        for cnt, points in curves:
+            if value >= points[-1][0]:
+                n += cnt
+                continue
+            for (x0, f0), (x1, f1) in itertools.pairwise(points):
+                if x0 <= value < x1:
+                    n += cnt * (f0 + (f1 - f0) * (value - x0) / (x1 - x0))
+                    break
+        return n
+
+    lo = min(points[0][0] for _, points in curves)
+    hi = max(points[-1][0] for _, points in curves)
+    for _ in range(60):  # bisection: the smallest value with a q share at or below it
+        mid = (lo + hi) / 2
+        if at_or_below(mid) >= q * total:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 class ClientWakeups:
     """Counts librdkafka's broker-thread wake-ups (``wakeups`` in its statistics, summed
     over every broker connection of one producer: each wake-up is one turn of that
@@ -292,7 +342,13 @@ class ClientWakeups:
     (docs/benchmarks.md, "The client's wake-ups").  librdkafka builds its statistics every
     :data:`STATS_INTERVAL_MS` and ``poll()``/``flush()`` hand them to this object on the
     calling thread, which parses the JSON: a little client CPU, for every peer alike;
-    ``--client-wakeups`` turns it on."""
+    ``--client-wakeups`` turns it on.
+
+    The same statistics carry librdkafka's ``rtt`` histogram per window (request written
+    -> response read, on its broker thread); the windows emitted between :meth:`start`
+    and :meth:`stop` are kept and merged (:func:`merged_quantile`) into
+    :attr:`rtt_p50_ms` and :attr:`rtt_p99_ms`.  Unlike ``Message.latency()`` it does not
+    hold the delivery report's wait for ``poll()``."""
 
     STATS_INTERVAL_MS = 200
 
@@ -303,6 +359,10 @@ class ClientWakeups:
         self._start = 0
         self.per_1000 = float("nan")
         """Wake-ups between :meth:`start` and :meth:`stop`, per 1,000 messages."""
+        self._recording = False
+        self._rtt: list[dict[str, float]] = []  # one per broker and window, in µs
+        self.rtt_p50_ms = float("nan")
+        self.rtt_p99_ms = float("nan")
 
     def settings(self) -> dict[str, object]:
         return {"statistics.interval.ms": self.STATS_INTERVAL_MS, "stats_cb": self._on_stats}
@@ -313,6 +373,8 @@ class ClientWakeups:
         with self._lock:
             self._latest = total
             self._emitted += 1
+            if self._recording:  # not the bootstrap connection (node id -1)
+                self._rtt += [b["rtt"] for b in brokers.values() if b.get("nodeid", -1) >= 0]
 
     def _fresh(self, producer: Producer) -> int:
         """The count from a statistics emission that starts after this call."""
@@ -328,10 +390,18 @@ class ClientWakeups:
 
     def start(self, producer: Producer) -> None:
         self._start = self._fresh(producer)
+        with self._lock:
+            self._recording = True
 
     def stop(self, producer: Producer, messages: int) -> None:
-        """Sets :attr:`per_1000`: wake-ups since :meth:`start` per 1,000 of ``messages``."""
+        """Sets :attr:`per_1000`: wake-ups since :meth:`start` per 1,000 of ``messages``,
+        and the round trip's p50/p99 over the windows emitted since :meth:`start`."""
+        with self._lock:
+            self._recording = False
+            windows = list(self._rtt)
         self.per_1000 = (self._fresh(producer) - self._start) / messages * 1000
+        self.rtt_p50_ms = merged_quantile(windows, 0.50) / 1e3
+        self.rtt_p99_ms = merged_quantile(windows, 0.99) / 1e3
 
 
 def produce_paced(
@@ -498,6 +568,8 @@ def measure(
         produce_cpu_s,
         client_cpu_s,
         counter.per_1000 if counter is not None else float("nan"),
+        counter.rtt_p50_ms if counter is not None else float("nan"),
+        counter.rtt_p99_ms if counter is not None else float("nan"),
     )
 
 
@@ -513,6 +585,7 @@ def print_result(r: Result) -> None:
         f"  broker CPU {r.cpu_s_per_gb:.2f} s/GB  client CPU {r.client_cpu_s_per_gb:.2f} s/GB"
         + (
             f"  client wake-ups {r.client_wakeups:,.0f}/1000 msgs"
+            f"  rtt p50 {r.rtt_p50_ms:.2f} p99 {r.rtt_p99_ms:.2f} ms"
             if r.client_wakeups == r.client_wakeups
             else ""
         ),
@@ -543,6 +616,8 @@ def summarise(results: list[Result], pick: Callable[[list[float]], float]) -> li
             pick([r.produce_cpu_s for r in runs]),
             pick([r.client_cpu_s for r in runs]),
             pick([r.client_wakeups for r in runs]),
+            pick([r.rtt_p50_ms for r in runs]),
+            pick([r.rtt_p99_ms for r in runs]),
         )
         for (peer, size), runs in groups.items()
     ]
@@ -565,6 +640,11 @@ def print_ratios(results: list[Result]) -> None:
                 f"  consume x{ours.consume_msgs / other.consume_msgs:.2f}"
                 f"  p50 x{ours.p50_ms / other.p50_ms:.2f}  p99 x{ours.p99_ms / other.p99_ms:.2f}"
                 f"  broker CPU/GB x{ours.cpu_s_per_gb / other.cpu_s_per_gb:.2f}"
+                + (
+                    f"  rtt p99 x{ours.rtt_p99_ms / other.rtt_p99_ms:.2f}"
+                    if ours.rtt_p99_ms == ours.rtt_p99_ms and other.rtt_p99_ms > 0
+                    else ""
+                )
             )
 
 
@@ -791,6 +871,8 @@ def result_dict(r: Result) -> dict[str, object]:
         "broker_cpu_s_per_gb": r.cpu_s_per_gb,
         "client_cpu_s_per_gb": r.client_cpu_s_per_gb,
         "client_wakeups_per_1000": r.client_wakeups,
+        "rtt_p50_ms": r.rtt_p50_ms,
+        "rtt_p99_ms": r.rtt_p99_ms,
     }
 
 
