@@ -217,13 +217,16 @@ def run_suite(
     skip: str | None = None,
     short: bool = False,
     timeout_s: float = 900.0,
+    parallel: int = 8,
     max_output_bytes: int = 256 << 20,
     version: str = KAFKA_GO_VERSION,
     cwd: Path | None = None,
 ) -> SuiteResult:
     """Run the tests matching ``run`` and not ``skip`` (regexps); ``short`` is
-    ``-test.short`` (kafka-go's tests then skip their slowest parts).  The ``test2json``
-    stream goes to ``output_path``; the run is killed past ``max_output_bytes`` of output
+    ``-test.short`` (kafka-go's tests then skip their slowest parts); ``parallel`` is
+    ``-test.parallel`` (Go's default, GOMAXPROCS, is 2 on a CI machine; kafka-go's parallel
+    subtests mostly wait on their own sleeps and timeouts).  The ``test2json`` stream, each
+    event timestamped (``-t``), goes to ``output_path``; the run is killed past ``max_output_bytes`` of output
     or ``timeout_s``, and the tests still running then have no outcome.  ``cwd`` is the
     module directory (default: :func:`module_dir`, which may reach the module proxy)."""
     env = dict(os.environ)
@@ -232,11 +235,13 @@ def run_suite(
         "go",
         "tool",
         "test2json",
+        "-t",
         "-p",
         "kafka",
         str(binary),
         "-test.v=test2json",
         f"-test.timeout={int(timeout_s)}s",
+        f"-test.parallel={parallel}",
     ]
     if short:
         args.append("-test.short")
