@@ -16,9 +16,12 @@ Timeline of one micro-batch N (3 sink tasks on ``local[2]``: two run, then the t
     driver:   ^before_batch_commit  ^after_batch_commit (Spark's commit log not yet written)
               ^kill_after_batch (commit log written, progress reported)
 
-The default suite runs two kill points (~4 min on a loaded 2-core box: each Spark driver
-start costs ~30 s); the full matrix (a clean run, 8 more driver kills, an executor kill
-and the at-least-once control, which must show duplicates) is marked ``spark_crash``::
+The default suite runs two kill points in one query's life (:data:`DEFAULT_SEQUENCE`: the
+driver killed between two tasks' commits of batch 1, restarted, killed again after every
+task of batch 2 committed but before Spark's commit log, restarted to the end): three driver
+runs, ~2 min on a quiet 2-core box (each Spark driver start costs ~30 s).  The full matrix
+(each of those kill points alone, a clean run, 8 more driver kills, an executor kill and
+the at-least-once control, which must show duplicates) is marked ``spark_crash``::
 
     .venv/bin/python -m pytest -q -p no:cacheprovider -m spark_crash \\
         tests/integration/spark_exactly_once/test_spark_exactly_once_crash.py
@@ -68,6 +71,12 @@ DEFAULT_CASES = [
     # Every task committed, Spark's commit log for batch 1 not written: batch 1 replays.
     Crash("driver.after_batch_commit:batch=1"),
 ]
+DEFAULT_SEQUENCE = [
+    DEFAULT_CASES[0],
+    # The same kill point as DEFAULT_CASES[1], a batch later: the restarted driver replays
+    # batch 1 (task 0's transaction of it already committed), then commits batch 2's tasks.
+    Crash("driver.after_batch_commit:batch=2"),
+]
 FULL_MATRIX = [
     Crash("task.before_init:batch=1:partition=1"),
     Crash("task.after_marker_read:batch=1:partition=1"),
@@ -101,25 +110,29 @@ def _config(cluster: str, data: TransactionalInput, tmp_path: Path) -> dict[str,
 
 
 def _crash_and_restart(
-    cluster: str, data: TransactionalInput, tmp_path: Path, crash: Crash
+    cluster: str, data: TransactionalInput, tmp_path: Path, *crashes: Crash
 ) -> None:
+    """Run the query once per crash, each from the checkpoint the last one left, then to its
+    end; check what a read_committed reader sees in the output topic."""
     config = _config(cluster, data, tmp_path)
-    crashed = run_driver(
-        {**config, "kill_after_batch": crash.kill_after_batch}, failpoint=crash.failpoint
-    )
-    if crash.executor_only:
-        # The worker died, the task failed, the query failed; the driver exited itself.
-        assert crashed.returncode not in (0, -signal.SIGKILL), crashed.output[-3000:]
-    else:
-        assert crashed.returncode == -signal.SIGKILL, crashed.output[-3000:]
+    for crash in crashes:
+        crashed = run_driver(
+            {**config, "kill_after_batch": crash.kill_after_batch}, failpoint=crash.failpoint
+        )
+        if crash.executor_only:
+            # The worker died, the task failed, the query failed; the driver exited itself.
+            assert crashed.returncode not in (0, -signal.SIGKILL), crashed.output[-3000:]
+        else:
+            assert crashed.returncode == -signal.SIGKILL, f"{crash}: {crashed.output[-3000:]}"
     restarted = run_driver(config)
     assert restarted.returncode == 0, restarted.output[-3000:]
     seen = output_of(cluster, config["output"])
     expected = expected_output(data)
     duplicates = {k: n for k, n in seen.items() if n > 1}
-    assert not duplicates, f"{crash}: duplicated rows {list(duplicates.items())[:5]}"
+    label = " then ".join(map(str, crashes))
+    assert not duplicates, f"{label}: duplicated rows {list(duplicates.items())[:5]}"
     assert seen == expected, (
-        f"{crash}: missing {list((expected - seen).items())[:5]}, "
+        f"{label}: missing {list((expected - seen).items())[:5]}, "
         f"unexpected {list((seen - expected).items())[:5]}"
     )
 
@@ -135,6 +148,13 @@ def test_clean_run_writes_each_committed_input_record_once(
     assert len(input_data.committed) == 160
 
 
+def test_driver_killed_twice_then_restarted_output_is_exactly_once(
+    cluster: str, input_data: TransactionalInput, tmp_path: Path
+) -> None:
+    _crash_and_restart(cluster, input_data, tmp_path, *DEFAULT_SEQUENCE)
+
+
+@pytest.mark.spark_crash
 @pytest.mark.parametrize("crash", DEFAULT_CASES, ids=str)
 def test_driver_killed_then_restarted_output_is_exactly_once(
     cluster: str, input_data: TransactionalInput, tmp_path: Path, crash: Crash
