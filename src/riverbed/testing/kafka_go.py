@@ -226,9 +226,10 @@ def run_suite(
     ``-test.short`` (kafka-go's tests then skip their slowest parts); ``parallel`` is
     ``-test.parallel`` (Go's default, GOMAXPROCS, is 2 on a CI machine; kafka-go's parallel
     subtests mostly wait on their own sleeps and timeouts).  The ``test2json`` stream, each
-    event timestamped (``-t``), goes to ``output_path``; the run is killed past ``max_output_bytes`` of output
-    or ``timeout_s``, and the tests still running then have no outcome.  ``cwd`` is the
-    module directory (default: :func:`module_dir`, which may reach the module proxy)."""
+    event timestamped (``-t``), goes to ``output_path``; the run is killed past
+    ``max_output_bytes`` of output or ``timeout_s``, and the tests still running then have
+    no outcome.  ``cwd`` is the module directory (default: :func:`module_dir`, which may
+    reach the module proxy)."""
     env = dict(os.environ)
     env["KAFKA_VERSION"] = env.get("KAFKA_VERSION", KAFKA_VERSION)
     args = [
