@@ -1,6 +1,6 @@
 """SIGKILL the ``riverbed broker`` process under an idempotent acks=all producer, repeatedly.
 
-Scenario (one test, 6-10 s on the shared 2-core box), run by the crash-campaign runner
+Scenario (one test, 4-10 s on the shared 2-core box), run by the crash-campaign runner
 (:mod:`riverbed.testing.crash_campaign`, which documents the producer, the payloads and
 the checker) with one producer, four kills and one round:
 

@@ -4,9 +4,10 @@ The runner and the checker are :mod:`riverbed.testing.crash_campaign` (its docst
 states what each mode guarantees after a kill); the full form is
 ``python -m riverbed.testing.crash_campaign --cycles 1000`` (docs/reliability.md).  Each
 mode: two producers, two rounds of five kills (a fresh topic per round, 1 MiB segments so
-kills land around rolls), 1,000-4,000 fresh acknowledgements between kills.  About 15-40 s
-per mode on the shared 2-core box.  ``RIVERBED_CRASH_SEED`` replays a run; ``RIVERBED_CRASH_CYCLES``
-changes the number of cycles per mode.
+kills land around rolls), 1,000-4,000 fresh acknowledgements between kills.  About 8-20 s
+per mode on the shared 2-core box, most of it the eleven broker starts.
+``RIVERBED_CRASH_SEED`` replays a run; ``RIVERBED_CRASH_CYCLES`` changes the number of
+cycles per mode.
 
 The checker itself is tested first on made-up logs: a campaign whose checker cannot see a
 lost, moved or duplicated record would pass against any broker.

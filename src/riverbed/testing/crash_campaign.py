@@ -6,12 +6,12 @@ than in seconds so a slow machine gets the same amount of work) every producer s
 more burst that nobody has polled for yet, serves its reports for a random 0-50 ms (so
 the kill may land mid-append, responses unsent), sends a few more so records are always
 in flight, and the broker is SIGKILLed and restarted on the same data dir and port. The
-*same* producer objects carry on: librdkafka reconnects and retries its in-flight
-batches. Every ``cycles_per_round`` cycles the round ends: the producers flush, a
-consumer reads every partition from offset 0 to the high watermark and :func:`check`
-compares the log with what the producers were told; the next round uses a fresh topic
-and fresh producers (so memory stays bounded over 1,000 cycles). Topics use a small
-``segment.bytes`` so kills also land around segment rolls.
+*same* producer objects carry on: librdkafka reconnects (within its reconnect backoff: no
+re-bootstrap) and retries its in-flight batches. Every ``cycles_per_round`` cycles the
+round ends: the producers flush, a consumer reads every partition from offset 0 to the
+high watermark and :func:`check` compares the log with what the producers were told; the
+next round uses a fresh topic and fresh producers (so memory stays bounded over 1,000
+cycles). Topics use a small ``segment.bytes`` so kills also land around segment rolls.
 
 Payloads: ``b"<producer>:<sequence>"`` padded to :data:`VALUE_SIZE` bytes, where
 ``<producer>`` names the application producer (mode, round, index and generation, e.g.
@@ -140,6 +140,12 @@ class LoadProducer:
                 "retry.backoff.ms": 20,
                 "retry.backoff.max.ms": 200,
                 "message.timeout.ms": 60_000,
+                # librdkafka's default ("rebootstrap") forgets the broker when every known
+                # broker is down, as each kill makes it, and only finds the partitions'
+                # leader again on its 1 s leader re-query: ~1 s idle after each restart.
+                # With "none" it reconnects to the same broker within the backoff above
+                # and retries the in-flight batches there (same producer id, sequences).
+                "metadata.recovery.strategy": "none",
                 "log_level": 2,  # connection refused during every restart is expected
                 "error_cb": self.ledger.on_error,
             }
