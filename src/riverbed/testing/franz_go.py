@@ -8,7 +8,8 @@ temporary name and renamed, so a crash leaves no half binary; rebuilt only when 
 
 :func:`start_broker` starts ``riverbed broker`` as a child process with two listeners —
 PLAINTEXT for ``KGO_SEEDS`` and SASL_PLAINTEXT for franz-go's SCRAM tests
-(``KGO_TEST_SCRAM_SEEDS``) — and creates the SCRAM user through the PLAINTEXT one.
+(``KGO_TEST_SCRAM_SEEDS``) — and :data:`BROKER_CONFIG` (no initial rebalance delay, a 1 s
+KIP-848 heartbeat), and creates the SCRAM user through the PLAINTEXT one.
 :func:`run_suite` runs the binary under ``go tool test2json`` in the package directory
 (some tests read files relative to it) and returns the outcome of every top-level test.
 
@@ -30,6 +31,7 @@ import subprocess
 import time
 import tomllib
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -40,6 +42,7 @@ from riverbed.testing.go_module import GoUnavailable
 from riverbed.testing.kafka_reference import free_port
 
 __all__ = [
+    "BROKER_CONFIG",
     "FRANZ_GO_VERSION",
     "AllowlistEntry",
     "FranzGoBroker",
@@ -60,6 +63,19 @@ SCRAM_USER = "kgo"
 SCRAM_PASSWORD = "kgo-secret"
 
 Outcome = Literal["pass", "fail", "skip"]
+
+#: Broker settings beside the listeners.  Both only shorten waits that none of the tests
+#: checks: the first join of each classic group would wait 3 s more per wave of joiners
+#: (Kafka's own server.properties and :mod:`riverbed.testing.kafka_reference` set 0 too),
+#: and KIP-848 members would learn each assignment change on a 5 s heartbeat (franz-go's
+#: CI runs its broker, kfake, with 1 s).  ``TestGroupETL`` and ``TestTxnEtl`` chain
+#: three groups through several rebalances per balancer: with the defaults they made the
+#: run 55-60 s on 2 cores, 35-50 s with these (the rest is mostly franz-go's own sleeps,
+#: heartbeats and fetch waits: its subtests take as long against Apache Kafka).
+BROKER_CONFIG: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.heartbeat.interval.ms": "1000",
+}
 
 
 def cache_dir(version: str) -> Path:
@@ -104,8 +120,16 @@ class FranzGoBroker:
             self.proc.wait(timeout=30)
 
 
-def start_broker(data_dir: Path, log_path: Path, timeout_s: float = 60.0) -> FranzGoBroker:
-    """Start the broker and create the SCRAM-SHA-256 user franz-go's SCRAM tests log in as."""
+def start_broker(
+    data_dir: Path,
+    log_path: Path,
+    timeout_s: float = 60.0,
+    config: Mapping[str, str] | None = None,
+) -> FranzGoBroker:
+    """Start the broker and create the SCRAM-SHA-256 user franz-go's SCRAM tests log in as.
+
+    The broker gets :data:`BROKER_CONFIG`; ``config`` adds settings or replaces those.
+    """
     port, sasl_port = free_port(), free_port()
     listeners = f"PLAINTEXT://127.0.0.1:{port},SASL://127.0.0.1:{sasl_port}"
     settings = {
@@ -113,6 +137,8 @@ def start_broker(data_dir: Path, log_path: Path, timeout_s: float = 60.0) -> Fra
         "advertised.listeners": listeners,
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+        **BROKER_CONFIG,
+        **(config or {}),
     }
     args = [*CLI, "--data-dir", str(data_dir), "--log-level", "WARNING"]
     for key, value in settings.items():
@@ -218,6 +244,7 @@ def run_suite(
         "go",
         "tool",
         "test2json",
+        "-t",  # a Time on every event: where a slow run spent its time
         "-p",
         "kgo",
         str(binary),
