@@ -7,9 +7,12 @@ broker is SIGKILLed and restarted on the same data.  A read_committed consumer o
 output then sees, per word, counts that never go back and never exceed the true count,
 ending at exactly the true count.
 
-* default suite: one kill of each against Riverbed (about 1-2 minutes), and the same
-  against Apache Kafka (``kafka`` marker: the application kill only, the reference broker
-  cannot be restarted on its data) as the differential;
+* default suite: one kill of each against Riverbed (about 10-20 s), and the same against
+  Apache Kafka (``kafka`` marker: the application kill only, the reference broker cannot
+  be restarted on its data; about 15-25 s, most of it the broker's and the application's
+  JVMs starting) as the differential.  No other test runs a Kafka Streams application on
+  Kafka (this run is what shows the oracle expects what Kafka does), so it stays in the
+  default suite rather than behind ``kafka_variant`` (docs/testing.md);
 * ``-m eos_heavy``: three kills of each, more input::
 
     .venv/bin/python -m pytest -p no:cacheprovider -m eos_heavy \
@@ -88,13 +91,27 @@ def _create_topics(bootstrap: str) -> None:
         future.result(timeout=60)
 
 
-def _produce(bootstrap: str, lines: list[str]) -> None:
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
-    )
-    for i, line in enumerate(lines):
-        producer.produce(INPUT, key=str(i).encode(), value=line.encode())
-    assert producer.flush(120) == 0, "input not acknowledged"
+class _Input:
+    """The input's idempotent producer, kept from one batch of lines to the next: a new
+    one spends ~0.5 s getting its producer id before its first batch goes out.  After a
+    broker kill the next batch gets a new producer (:meth:`reset`)."""
+
+    def __init__(self, bootstrap: Callable[[], str]) -> None:
+        self._bootstrap = bootstrap
+        self._producer: Producer | None = None
+
+    def produce(self, lines: list[str]) -> None:
+        """Send ``lines`` and return once every one is acknowledged."""
+        if self._producer is None:
+            self._producer = Producer(
+                {"bootstrap.servers": self._bootstrap(), "enable.idempotence": True, "linger.ms": 5}
+            )
+        for i, line in enumerate(lines):
+            self._producer.produce(INPUT, key=str(i).encode(), value=line.encode())
+        assert self._producer.flush(120) == 0, "input not acknowledged"
+
+    def reset(self) -> None:
+        self._producer = None
 
 
 class _Output:
@@ -114,18 +131,18 @@ class _Output:
         )
         self._consumer.assign([TopicPartition(OUTPUT, p, 0) for p in range(PARTITIONS)])
 
-    def poll(self, seconds: float = 0.5) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            for msg in self._consumer.consume(500, timeout=0.1):
-                if msg.error() is not None:
-                    continue
-                key, value = msg.key(), msg.value()
-                assert key is not None and value is not None
-                self.seen[key.decode()].append(struct.unpack(">q", value)[0])
-                self.records += 1
+    def poll(self) -> None:
+        """One fetch: whatever arrives within 0.1 s."""
+        for msg in self._consumer.consume(500, timeout=0.1):
+            if msg.error() is not None:
+                continue
+            key, value = msg.key(), msg.value()
+            assert key is not None and value is not None
+            self.seen[key.decode()].append(struct.unpack(">q", value)[0])
+            self.records += 1
 
     def wait_for(self, condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+        """Poll until ``condition`` holds (checked after every fetch) or the deadline."""
         deadline = time.monotonic() + timeout_s
         while not condition():
             if time.monotonic() > deadline:
@@ -146,6 +163,7 @@ def _run(
     rng = random.Random(seed)
     _create_topics(bootstrap())
     output = _Output(bootstrap())
+    inputs = _Input(bootstrap)
     produced: list[str] = []
     try:
         app.start()
@@ -154,12 +172,12 @@ def _run(
             lines = _lines(plan.lines, rng)
             half = len(lines) // 2
             before = output.records
-            _produce(bootstrap(), lines[:half])
+            inputs.produce(lines[:half])
             produced += lines[:half]
             output.wait_for(lambda b=before: output.records > b, RUN_TIMEOUT_S, f"chunk {chunk}")
             # mid-run: the second half is acknowledged and being processed, its
             # transaction open, when the kill comes
-            _produce(bootstrap(), lines[half:])
+            inputs.produce(lines[half:])
             produced += lines[half:]
             if kill == "app":
                 app.kill()
@@ -167,6 +185,7 @@ def _run(
             elif kill == "broker":
                 assert kill_broker is not None
                 kill_broker()
+                inputs.reset()
             verdict = check_counts(output.seen, true_counts(produced), final=False)
             assert not verdict.problems, f"after chunk {chunk}: {verdict.problems[:5]}"
         expected = true_counts(produced)
