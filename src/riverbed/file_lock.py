@@ -21,3 +21,12 @@ def exclusive_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def maven_repository_lock() -> contextlib.AbstractContextManager[None]:
+    """Held around every ``mvn`` run that may download into the local Maven repository
+    (``~/.m2``).  Maven 3.8 does not coordinate processes sharing that repository, so two
+    that fetch one artifact at once write the same files; this makes them take turns
+    (the test suite's pytest-xdist workers, concurrent sessions).  Take it after, never
+    before, a cache directory's own lock."""
+    return exclusive_lock(Path.home() / ".m2" / ".riverbed-maven.lock")

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from riverbed.file_lock import exclusive_lock
+from riverbed.file_lock import exclusive_lock, maven_repository_lock
 
 __all__ = ["JavaAppBuild", "JavaAppError", "build_java_app"]
 
@@ -128,7 +128,8 @@ def build_java_app(
             f"-DoutputDirectory={root / 'libs'}",
             "-DincludeScope=runtime",
         ]
-        _run(copy, project, 900, "mvn dependency:copy-dependencies", error)
+        with maven_repository_lock():
+            _run(copy, project, 900, "mvn dependency:copy-dependencies", error)
         sources = [str(p) for p in _sources(project) if p.suffix == ".java"]
         classes = str(root / "classes")
         classpath = os.pathsep.join([libs, *compile_classpath])

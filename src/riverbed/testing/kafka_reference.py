@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from riverbed.file_lock import exclusive_lock
+from riverbed.file_lock import exclusive_lock, maven_repository_lock
 from riverbed.testing.lifecycle import StartStopContext, log_tail, stop_process_group
 
 DEFAULT_KAFKA_VERSION = "4.1.1"
@@ -152,7 +152,8 @@ def resolve_jars(version: str = DEFAULT_KAFKA_VERSION, cache: Path | None = None
             f"-DoutputDirectory={libs}",
             "-DincludeScope=runtime",
         ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+        with maven_repository_lock():
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
         if proc.returncode != 0:
             raise KafkaReferenceError(f"mvn failed ({proc.returncode}):\n{proc.stdout[-4000:]}")
         stamp.write_text(version + "\n")

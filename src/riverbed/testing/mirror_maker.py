@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from riverbed.errors import RiverbedError
-from riverbed.file_lock import exclusive_lock
+from riverbed.file_lock import exclusive_lock, maven_repository_lock
 from riverbed.testing.kafka_reference import LOG4J_VERSION, SLF4J_VERSION
 from riverbed.testing.lifecycle import StartStopContext, log_tail, stop_process_group
 
@@ -124,16 +124,17 @@ def resolve_mirror_jars(version: str = MIRROR_MAKER_VERSION) -> Path:
         mvn = shutil.which("mvn")
         if mvn is None:
             raise MirrorMakerError("mvn not found on PATH (Debian package: maven)")
-        proc = subprocess.run(
-            [
-                *(mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies"),
-                *(f"-DoutputDirectory={libs}", "-DincludeScope=runtime"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
+        with maven_repository_lock():
+            proc = subprocess.run(
+                [
+                    *(mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies"),
+                    *(f"-DoutputDirectory={libs}", "-DincludeScope=runtime"),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=False,
+            )
         if proc.returncode != 0:
             raise MirrorMakerError(f"mvn failed ({proc.returncode}):\n{proc.stdout[-4000:]}")
         stamp.write_text(version + "\n")

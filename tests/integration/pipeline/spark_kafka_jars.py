@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pyspark
 
+from riverbed.file_lock import maven_repository_lock
+
 FALLBACK_VERSIONS = ("4.2.0", "4.1.1", "4.0.0")
 SPARK_JAR_PREFIXES = (
     "spark-sql-kafka-0-10",
@@ -58,22 +60,23 @@ def _resolve(version: str) -> list[Path] | None:
                 raise RuntimeError("mvn not found on PATH (Debian package: maven)")
             (cache / "pom.xml").write_text(_POM.format(version=version))
             shutil.rmtree(libs, ignore_errors=True)
-            proc = subprocess.run(
-                [
-                    mvn,
-                    "-q",
-                    "-B",
-                    "-f",
-                    str(cache / "pom.xml"),
-                    "dependency:copy-dependencies",
-                    f"-DoutputDirectory={libs}",
-                    "-DincludeScope=runtime",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=900,
-                check=False,
-            )
+            with maven_repository_lock():
+                proc = subprocess.run(
+                    [
+                        mvn,
+                        "-q",
+                        "-B",
+                        "-f",
+                        str(cache / "pom.xml"),
+                        "dependency:copy-dependencies",
+                        f"-DoutputDirectory={libs}",
+                        "-DincludeScope=runtime",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                    check=False,
+                )
             if proc.returncode != 0:
                 return None
             stamp.write_text(version + "\n")
