@@ -45,7 +45,6 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import uvloop
 from _bench_common import load1
@@ -170,6 +169,12 @@ async def alone(fd: int, n: int) -> list[float]:
     return samples
 
 
+WAITS: dict[str, Callable[[int, int], Awaitable[list[float]]]] = {
+    "thread": via_thread,
+    "io_uring": via_io_uring,
+    "fdatasync alone": alone,
+}
+
 LOADS: dict[str, Callable[[asyncio.Event], Awaitable[None]] | None] = {
     "idle": None,
     "busy-python": busy_python,
@@ -195,12 +200,7 @@ async def one_run(directory: str, load: str, wait: str, n: int) -> list[float]:
     background = LOADS[load]
     task = asyncio.ensure_future(background(stop)) if background is not None else None
     try:
-        waits: dict[str, Callable[[int, int], Awaitable[list[float]]]] = {
-            "thread": via_thread,
-            "io_uring": via_io_uring,
-            "fdatasync alone": alone,
-        }
-        return await waits[wait](fd, n)
+        return await WAITS[wait](fd, n)
     finally:
         stop.set()
         if task is not None:
@@ -259,5 +259,4 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 if __name__ == "__main__":
     options = parse()
     sys.setswitchinterval(options.switch_interval_ms / 1000)
-    run: Any = uvloop.run
-    run(main(options))
+    uvloop.run(main(options))
