@@ -93,8 +93,10 @@ CHILD = textwrap.dedent("""
     if step == "extension-not-written":
         arm("segment.zero_fill")
     elif step == "extension-not-synced":
-        # the first fsync that finds the file longer than the logical end: the window's
-        arm("segment.fsync", lambda p: os.path.getsize(p) > active().size)
+        # the first fsync once a window exists: the one that would sync its zeros.  (Not
+        # "the file is longer than the logical end": an append between its write and its
+        # size update looks like that without a window, and the kill then finds none.)
+        arm("segment.fsync", lambda p: window_exists())
     for w in range(4):
         threading.Thread(target=appender, args=(w,), daemon=True).start()
     if step == "appended-into-window-not-synced":
