@@ -19,9 +19,11 @@ BASE = 1_700_000_000_000
 def _offsets_topic(server: Any, new_topic: Callable[..., str]) -> str:
     topic = new_topic(1)
     # offsets 0..9 at BASE, BASE+1000, ... BASE+9000
-    confluent.produce(
+    delivered = confluent.produce(
         server.bootstrap_servers, topic, make_records(10, partitions=1, base_timestamp_ms=BASE)
     )
+    # Checked here, so that a failed produce is not reported as a wrong lookup.
+    assert delivered == [(0, offset) for offset in range(10)], delivered
     return topic
 
 
