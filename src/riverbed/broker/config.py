@@ -172,6 +172,9 @@ class BrokerConfig:
     zero_window_bytes: int = DEFAULT_WINDOW_BYTES
     # riverbed.log.zero.window.total.bytes: the zeros all logs may hold together
     zero_window_total_bytes: int = DEFAULT_BUDGET_BYTES
+    # riverbed.log.flush.io.uring: acknowledgement fsyncs submitted through io_uring and
+    # completed on the event loop (riverbed.storage.uring), where the kernel allows a ring
+    flush_io_uring: bool = True
     max_connections: int = UNLIMITED  # max.connections (also capped by the open-file limit)
     max_connections_per_ip: int = UNLIMITED  # max.connections.per.ip
     connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS  # connections.max.idle.ms
@@ -216,6 +219,8 @@ class BrokerConfig:
                 values["zero_window_bytes"] = _int(key, value, minimum=0, maximum=MAX_WINDOW_BYTES)
             elif key == "riverbed.log.zero.window.total.bytes":
                 values["zero_window_total_bytes"] = _int(key, value, minimum=0)
+            elif key == "riverbed.log.flush.io.uring":
+                values["flush_io_uring"] = _bool(key, value)
             elif key == "max.connections":
                 values["max_connections"] = _int(key, value, minimum=1)
             elif key == "max.connections.per.ip":

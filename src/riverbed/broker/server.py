@@ -69,6 +69,7 @@ from riverbed.errors import BrokerStopError, ConfigError, DataDirError, describe
 from riverbed.protocol.framing import RequestHeader
 from riverbed.storage import fd_cache
 from riverbed.storage.manager import LogManager, LogsNotClosedError
+from riverbed.storage.uring import FsyncRing
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +249,8 @@ class Broker:
             raise
         if self.metrics is not None:  # fsync durations and group-commit batch sizes
             self.logs.flusher.observer = self.metrics
+        if self.config.flush_io_uring:  # acks' fsyncs completed on this loop
+            self.logs.flusher.attach_ring(FsyncRing.open(loop))
         for server, endpoint in zip(self._servers, self.endpoints, strict=True):
             endpoint.bound_port = int(server.sockets[0].getsockname()[1])
         for server in self._servers:  # ports known first: connections advertise them

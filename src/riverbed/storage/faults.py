@@ -211,6 +211,13 @@ def inject(
         fault.release()
 
 
+def is_armed(name: str) -> bool:
+    """Whether a test armed ``name`` (a fault or a recorder): a code path that would call
+    the point somewhere a fault could not act as on the real call (the event loop, for
+    an fsync a ring runs) takes the path that calls it where the real call happens."""
+    return name in _armed
+
+
 def armed_points() -> list[str]:
     """The names armed now (tests assert it is empty after themselves)."""
     return sorted(_armed)

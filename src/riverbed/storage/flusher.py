@@ -42,7 +42,11 @@ import logging
 import sys
 import threading
 import time
-from typing import Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from riverbed.storage.uring import FsyncRing
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,19 @@ class Flushable(Protocol):
     def checkpoint(self) -> None: ...
 
 
+RingFinished = Callable[[Callable[[], None] | None], None]
+"""What a flush on the ring calls once its waiters are answered: with None, or with the
+follow-up work (run on a helper thread, the log still in flight) the flush left."""
+
+
+class RingFlushable(Flushable, Protocol):
+    def flush_on_ring(self, ring: FsyncRing, finished: RingFinished) -> bool:
+        """Start this flush with its fsync on ``ring`` (on the loop's thread); False, with
+        nothing done, when it needs a helper thread's :meth:`flush`.  When True,
+        ``finished`` is called exactly once, on the loop (or the thread draining the ring)."""
+        ...
+
+
 class FlushObserver(Protocol):
     """Told, on the thread that flushed, how long each log flush took and how big each
     round was (logs fsynced, flush requests served: the ``request`` calls for those logs
@@ -106,6 +123,14 @@ class GroupCommitFlusher:
         self._in_flight: set[int] = set()  # ids of the logs a helper is flushing
         self.observer: FlushObserver | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._ring: FsyncRing | None = None
+
+    def attach_ring(self, ring: FsyncRing | None) -> None:
+        """From now on, a flush requested on ``ring``'s loop thread of a log no helper is
+        flushing starts there, its fsync submitted to the ring (see
+        :mod:`riverbed.storage.uring`); None: helpers only.  :meth:`stop` drains and
+        closes it."""
+        self._ring = ring
 
     def start(self) -> None:
         self._pool = concurrent.futures.ThreadPoolExecutor(
@@ -124,6 +149,9 @@ class GroupCommitFlusher:
             self._stopping = True
             self._cond.notify_all()
         self._checkpoint_stop.set()
+        ring, self._ring = self._ring, None
+        if ring is not None:  # the flushes it still runs answer their waiters first
+            ring.close()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
@@ -152,6 +180,8 @@ class GroupCommitFlusher:
                 return
             self._in_flight.add(key)
             asked = self._asked.pop(key)
+        if self._start_on_ring(target, asked):
+            return
         try:
             pool.submit(self._flush_owned, target, asked)
         except RuntimeError:  # interpreter shutdown: the flusher thread flushes it
@@ -160,6 +190,85 @@ class GroupCommitFlusher:
                 self._requested[key] = target
                 self._asked[key] = self._asked.get(key, 0) + asked
                 self._cond.notify()
+
+    def _start_on_ring(self, target: Flushable, asked: int) -> bool:
+        """Start the flush of ``target`` (in flight) on the ring, if called on its loop
+        thread and the log can: True when started (the ring's completion then releases
+        it, or hands it on), False when a helper must flush it."""
+        ring = self._ring
+        if ring is None or not ring.on_loop_thread():
+            return False
+        start = getattr(target, "flush_on_ring", None)
+        if start is None:
+            return False
+        started = time.perf_counter()
+
+        def finished(tail: Callable[[], None] | None) -> None:
+            observer = self.observer
+            if observer is not None:
+                observer.fsync_done(time.perf_counter() - started)
+                if asked:
+                    observer.round_done(1, asked)
+            with self._cond:
+                self.fsync_rounds += 1
+            if tail is not None:
+                self._submit(self._tail_owned, target, tail)
+            else:
+                self._release(target)
+
+        try:
+            return bool(start(ring, finished))
+        except Exception:
+            log.exception("flush failed")
+            self._release(target)
+            return True
+
+    def _release(self, target: Flushable) -> None:
+        """After a flush on the ring: release ``target``, or flush it again at once if it
+        was requested meanwhile (on the ring when possible, else on a helper)."""
+        key = id(target)
+        with self._cond:
+            again = key in self._requested and not self._stopping
+            if again:
+                del self._requested[key]
+                asked = self._asked.pop(key, 0)
+            else:
+                self._in_flight.discard(key)
+                if key in self._requested:
+                    self._cond.notify()
+        if again and not self._start_on_ring(target, asked):
+            self._submit(self._flush_owned, target, asked)
+
+    def _submit(self, fn: Callable[..., None], *args: object) -> None:
+        """``fn(*args)`` on a helper, or here once no new helper can start."""
+        pool = self._pool
+        try:
+            if pool is not None:
+                pool.submit(fn, *args)
+                return
+        except RuntimeError:  # interpreter shutdown
+            pass
+        fn(*args)
+
+    def _tail_owned(self, target: Flushable, tail: Callable[[], None]) -> None:
+        """On a helper: the follow-up work a flush on the ring left, then as after a
+        helper's own flush (again while requested, then released)."""
+        key = id(target)
+        try:
+            tail()
+        except Exception:
+            log.exception("flush follow-up failed")
+        with self._cond:
+            again = key in self._requested and not self._stopping
+            if again:
+                del self._requested[key]
+                asked = self._asked.pop(key, 0)
+            else:
+                self._in_flight.discard(key)
+                if key in self._requested:
+                    self._cond.notify()
+        if again:
+            self._flush_owned(target, asked)
 
     def register(self, target: Flushable) -> None:
         with self._cond:

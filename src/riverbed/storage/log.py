@@ -66,10 +66,11 @@ import os
 import struct
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from riverbed.clock import SYSTEM_CLOCK, Clock
 from riverbed.errors import (
@@ -116,7 +117,12 @@ from riverbed.storage.transactions import (
     read_marker,
 )
 from riverbed.storage.txn_index import TXN_INDEX_SUFFIX, AbortedTxn, encode_entries
+from riverbed.storage.uring import RingClosedError
 from riverbed.storage.validation import validate_batches
+
+if TYPE_CHECKING:
+    from riverbed.storage.flusher import RingFinished
+    from riverbed.storage.uring import FsyncRing
 
 _logger = logging.getLogger(__name__)
 _MAX_RELATIVE = 0x7FFFFFFF
@@ -794,6 +800,108 @@ class PartitionLog:
             self._keep_zero_window(mark)
         return target
 
+    def flush_on_ring(self, ring: FsyncRing, finished: RingFinished) -> bool:
+        """The common flush with its fdatasync on ``ring`` (:mod:`riverbed.storage.uring`),
+        started on the ring's loop thread by the flusher: False, with nothing done, when
+        this flush needs :meth:`flush` on a helper (``_flush_lock`` held elsewhere, a
+        sealed segment's fsync owed, a producer snapshot due, the ``.txnindex`` changed,
+        nothing new to flush, the log closed, or a test armed the ``segment.fsync``
+        failure point: a fault that blocks or delays must hold up the fsync's thread,
+        not the event loop).
+
+        Same steps and order as :meth:`flush`: under ``_lock`` the indexes are written
+        and the target taken; the fsync is submitted; when it completes (on the loop)
+        ``flushed_offset`` advances, the waiters are answered, then the flushed mark is
+        written (a small write to the page cache, as an append is).  ``_flush_lock`` is
+        taken without waiting and held until then, so no checkpoint, retention, close or
+        other flush of this log runs while the fsync is in the kernel: the one that
+        wants it waits on its own thread.  A zero window due for extension is left to
+        ``finished``'s follow-up (a helper thread, ``_flush_lock`` taken again).  A
+        failed fsync fails the waiters as :meth:`flush` does.  ``finished`` is called
+        exactly once when True is returned."""
+        if faults.is_armed("segment.fsync") or not self._flush_lock.acquire(blocking=False):
+            return False
+        try:
+            with self._lock:
+                if self._closed or self._rolled:
+                    self._flush_lock.release()
+                    return False
+                active = self._segments[-1]
+                target = active.next_offset
+                if (
+                    target <= self._flushed_offset
+                    or active.txn_index.dirty
+                    or self._snapshot_due(active)
+                ):
+                    self._flush_lock.release()
+                    return False
+                active.flush_indexes()
+                mark = FlushMark(active.base_offset, target, active.size)
+                self._flush_pending = False
+                self._flushing_to = target
+        except OSError:  # the indexes' write failed: flush() fails the waiters
+            self._flush_lock.release()
+            return False
+
+        def done(res: int) -> None:
+            tail: Callable[[], None] | None = None
+            try:
+                if res < 0:
+                    exc = OSError(-res, os.strerror(-res), str(active.log_path))
+                    self._fail_waiters(
+                        StorageError(f"fsync of {active.log_path} failed: {os_reason(exc)}")
+                    )
+                    return
+                with self._lock:
+                    self._flushed_offset = max(self._flushed_offset, target)
+                    self._flushing_to = -1
+                    if self._segments[-1].next_offset == target:
+                        self._reset_unflushed()
+                    ready = self._pop_waiters(self._flushed_offset)
+                for fut in ready:
+                    _settle(fut)
+                self._write_flush_mark(mark)
+                self._zero_window.flushed(mark.segment_base, mark.position)
+                if self._zero_window_due(mark):
+                    tail = self._extension_tail(mark)
+            finally:
+                self._flush_lock.release()
+                finished(tail)
+
+        try:
+            active.sync_data_on(ring, done)
+        except RingClosedError:  # the flusher is stopping: a helper (or close) flushes
+            with self._lock:
+                self._flushing_to = -1
+            self._flush_lock.release()
+            return False
+        except OSError as exc:
+            self._fail_waiters(StorageError(f"fsync of {active.log_path} failed: {os_reason(exc)}"))
+            self._flush_lock.release()
+            finished(None)
+        return True
+
+    def _zero_window_due(self, mark: FlushMark) -> bool:
+        """Under ``_flush_lock``: the zero window wants extending after this flush."""
+        if self._config.flush_policy is not FlushPolicy.PER_APPEND:
+            return False
+        with self._lock:
+            if self._closed:
+                return False
+            active = self._segments[-1]
+            if active.base_offset != mark.segment_base:
+                return False
+            return bool(
+                self._zero_window.plan(active.size, active.allocated, self._config.segment_bytes)
+            )
+
+    def _extension_tail(self, mark: FlushMark) -> Callable[[], None]:
+        def extend() -> None:
+            with self._flush_lock:
+                self._extend_zero_window(mark)
+
+        return extend
+
     def _keep_zero_window(self, mark: FlushMark) -> None:
         """After a flush, under ``_flush_lock``, its waiters answered: extend the active
         segment's zero window if the policy wants it (:mod:`riverbed.storage.preallocate`),
@@ -803,6 +911,11 @@ class PartitionLog:
         fsync fails the waiters as a failed flush does (an fsync error is reported once:
         the pages it lost may hold appends a later fsync would otherwise cover)."""
         self._zero_window.flushed(mark.segment_base, mark.position)
+        self._extend_zero_window(mark)
+
+    def _extend_zero_window(self, mark: FlushMark) -> None:
+        """The second half of :meth:`_keep_zero_window` (the flush already counted):
+        extend and fsync the zeros if the policy wants them now."""
         if self._config.flush_policy is not FlushPolicy.PER_APPEND:
             return  # no acknowledgement waits for these fsyncs: nothing to gain
         with self._lock:
@@ -820,13 +933,18 @@ class PartitionLog:
         except OSError as exc:
             self._fail_waiters(StorageError(f"fsync of {active.log_path} failed: {os_reason(exc)}"))
 
+    def _snapshot_due(self, active: LogSegment) -> bool:
+        """Under ``_lock``: the active segment grew by the snapshot interval since the
+        last producer snapshot."""
+        base, position = self._snapshot_at
+        since = active.size - (position if base == active.base_offset else 0)
+        return since >= self.snapshot_interval_bytes
+
     def _periodic_snapshot_data(self, active: LogSegment, target: int) -> bytes | None:
         """Under ``_lock``: the producer state as of ``target`` (every batch below it is
         in it) when the active segment grew by :data:`PRODUCER_SNAPSHOT_INTERVAL_BYTES`
         since the last snapshot, else None."""
-        base, position = self._snapshot_at
-        since = active.size - (position if base == active.base_offset else 0)
-        if since < self.snapshot_interval_bytes:
+        if not self._snapshot_due(active):
             return None
         self._snapshot_at = (active.base_offset, active.size)
         return self.producers.snapshot_data()

@@ -51,8 +51,9 @@ import errno
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from riverbed.errors import CorruptRecordError, CorruptSegmentError, StorageError
 from riverbed.protocol.batch import HEADER_SIZE, BatchHeader, validate_batch
@@ -62,6 +63,9 @@ from riverbed.storage.fd_cache import shared as shared_fd_cache
 from riverbed.storage.index import OffsetIndex, TimeIndex
 from riverbed.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from riverbed.storage.verify import SegmentVerifier
+
+if TYPE_CHECKING:
+    from riverbed.storage.uring import FsyncRing
 
 log = logging.getLogger(__name__)
 
@@ -691,6 +695,15 @@ class LogSegment:
         faults.point("segment.fsync", self.log_path, self.size)
         with self._file().use() as fd:
             _datasync(fd)
+
+    def sync_data_on(self, ring: FsyncRing, done: Callable[[int], None]) -> None:
+        """:meth:`sync_data` submitted to ``ring`` (on its loop thread): ``done(res)`` runs
+        when it completes (``res`` 0 or minus an errno).  Raises OSError, with ``done``
+        never called, if the failure point fires or the ring refuses the request.  The
+        descriptor is pinned only while submitting: the kernel holds the file itself."""
+        faults.point("segment.fsync", self.log_path, self.size)
+        with self._file().use() as fd:
+            ring.fdatasync(fd, done)
 
     def zero_fill(self, end: int) -> None:
         """Write zeros over ``[allocated, end)`` (page cache; the caller fsyncs), so later

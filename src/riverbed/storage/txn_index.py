@@ -156,6 +156,11 @@ class TransactionIndex:
             self.path.write_bytes(encode_entries(self.entries))
         self._dirty = True
 
+    @property
+    def dirty(self) -> bool:
+        """Changed since the last :meth:`sync` (which then has an fsync to do)."""
+        return self._dirty
+
     def sync(self) -> None:
         """fsync the file if it changed since the last sync (part of the segment's fsync)."""
         if not self._dirty:

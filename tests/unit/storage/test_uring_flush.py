@@ -1,0 +1,311 @@
+"""Acknowledgement fsyncs through io_uring, completed on the event loop
+(riverbed.storage.uring; PartitionLog.flush_on_ring; GroupCommitFlusher.attach_ring).
+
+Real rings on a real file system where the kernel allows them (skipped where it does
+not: the helper threads then do the work, which the rest of the suite covers)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _batches import batch
+
+from riverbed.broker.config import BrokerConfig
+from riverbed.errors import ConfigError, StorageError
+from riverbed.storage import LogConfig, PartitionLog, faults
+from riverbed.storage.flush_mark import FlushMark, read_flush_mark
+from riverbed.storage.flusher import GroupCommitFlusher
+from riverbed.storage.uring import FsyncRing
+
+WAIT_S = 30.0
+
+
+class LoopThread:
+    """An asyncio loop on its own thread, as the broker's."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` on the loop thread; its result."""
+        done: Future[Any] = Future()
+
+        def run() -> None:
+            try:
+                done.set_result(fn())
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        self.loop.call_soon_threadsafe(run)
+        return done.result(WAIT_S)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(WAIT_S)
+        self.loop.close()
+
+
+@pytest.fixture
+def loop() -> Iterator[LoopThread]:
+    runner = LoopThread()
+    try:
+        yield runner
+    finally:
+        runner.stop()
+
+
+@pytest.fixture
+def ring(loop: LoopThread) -> Iterator[FsyncRing]:
+    opened = loop.call(lambda: FsyncRing.open(asyncio.get_running_loop()))
+    if opened is None:
+        pytest.skip("io_uring is not available here (liburing missing or the kernel refuses)")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def test_an_fdatasync_completes_on_the_loop(
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+) -> None:
+    fd = os.open(tmp_path / "f", os.O_CREAT | os.O_WRONLY, 0o644)
+    got: Future[tuple[int, bool]] = Future()
+    try:
+        os.write(fd, b"x" * 4096)
+        loop.call(
+            lambda: ring.fdatasync(
+                fd, lambda res: got.set_result((res, threading.current_thread() is loop.thread))
+            )
+        )
+        assert got.result(WAIT_S) == (0, True)
+    finally:
+        os.close(fd)
+
+
+def test_a_failed_fdatasync_reports_minus_errno(loop: LoopThread, ring: FsyncRing) -> None:
+    read_end, write_end = os.pipe()  # a pipe cannot be synced: EINVAL
+    got: Future[int] = Future()
+    try:
+        loop.call(lambda: ring.fdatasync(read_end, got.set_result))
+        assert got.result(WAIT_S) == -errno.EINVAL
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_drain_answers_what_is_in_flight_after_the_loop_stopped(tmp_path: Path) -> None:
+    runner = LoopThread()
+    opened = runner.call(lambda: FsyncRing.open(asyncio.get_running_loop()))
+    if opened is None:
+        runner.stop()
+        pytest.skip("io_uring is not available here")
+    fd = os.open(tmp_path / "f", os.O_CREAT | os.O_WRONLY, 0o644)
+    got: Future[int] = Future()
+    try:
+
+        def submit_then_stop() -> None:
+            opened.fdatasync(fd, got.set_result)
+            asyncio.get_running_loop().stop()  # before the completion can be read there
+
+        runner.loop.call_soon_threadsafe(submit_then_stop)
+        runner.thread.join(WAIT_S)
+        opened.close()  # drains on this thread
+        assert got.result(0) == 0
+    finally:
+        os.close(fd)
+        runner.loop.close()
+
+
+def _ring_log(
+    tmp_path: Path, ring: FsyncRing, config: LogConfig | None = None
+) -> tuple[PartitionLog, GroupCommitFlusher]:
+    flusher = GroupCommitFlusher()
+    flusher.start()
+    flusher.attach_ring(ring)
+    log = PartitionLog.open(tmp_path / "t-0", config or LogConfig(), flusher=flusher)
+    return log, flusher
+
+
+def _close(log: PartitionLog, flusher: GroupCommitFlusher) -> None:
+    flusher.stop()
+    log.close()
+
+
+class Spy:
+    """Counts the fsyncs a ring is asked for."""
+
+    def __init__(self, ring: FsyncRing) -> None:
+        self.count = 0
+        inner = ring.fdatasync
+
+        def counted(fd: int, done: Callable[[int], None]) -> None:
+            self.count += 1
+            inner(fd, done)
+
+        ring.fdatasync = counted  # type: ignore[method-assign]
+
+
+def test_acks_all_appends_are_flushed_on_the_ring(
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+) -> None:
+    spy = Spy(ring)
+    log, flusher = _ring_log(tmp_path, ring)
+    try:
+        waits = []
+        for i in range(50):
+            result = loop.call(lambda i=i: log.append(batch(b"v%d" % i)))
+            waits.append(
+                (result.last_offset, loop.call(lambda o=result.last_offset: log.flush_future(o)))
+            )
+        for _offset, fut in waits:
+            assert fut.result(WAIT_S) is None
+        assert log.flushed_offset == 50
+        assert 1 <= spy.count <= 50  # appends during an fsync share the next one
+        assert flusher.fsync_rounds >= spy.count
+        # the flushed mark (recovery's corruption boundary) follows each ring flush,
+        # written just after its waiters are answered
+        mark = loop.call(lambda: read_flush_mark(tmp_path / "t-0"))
+        assert mark == FlushMark(0, 50, log.segments()[-1].size)
+    finally:
+        _close(log, flusher)
+
+
+def test_a_flush_off_the_loop_thread_goes_to_a_helper(
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+) -> None:
+    spy = Spy(ring)
+    log, flusher = _ring_log(tmp_path, ring)
+    try:
+        result = log.append(batch(b"here"))  # this thread is not the ring's loop
+        assert log.flush_future(result.last_offset).result(WAIT_S) is None
+        assert spy.count == 0
+    finally:
+        _close(log, flusher)
+
+
+class RefusingRing:
+    """A ring that refuses every submission (as a kernel out of resources would)."""
+
+    def __init__(self, real: FsyncRing) -> None:
+        self._real = real
+
+    def on_loop_thread(self) -> bool:
+        return self._real.on_loop_thread()
+
+    def fdatasync(self, fd: int, done: Callable[[int], None]) -> None:
+        raise OSError(errno.EAGAIN, "refused")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_refused_submission_fails_the_waiters_then_the_log_goes_on(
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+) -> None:
+    log, flusher = _ring_log(tmp_path, ring)
+    try:
+        flusher.attach_ring(RefusingRing(ring))  # type: ignore[arg-type]
+        result = loop.call(lambda: log.append(batch(b"lost?")))
+        fut = loop.call(lambda: log.flush_future(result.last_offset))
+        with pytest.raises(StorageError, match=r"fsync of .*\.log failed"):
+            fut.result(WAIT_S)
+        assert log.flushed_offset == 0
+        flusher.attach_ring(ring)
+        result = loop.call(lambda: log.append(batch(b"again")))
+        assert loop.call(lambda: log.flush_future(result.last_offset)).result(WAIT_S) is None
+        assert log.flushed_offset == 2
+    finally:
+        flusher.attach_ring(ring)
+        _close(log, flusher)
+
+
+def test_an_armed_fsync_failure_point_sends_the_flush_to_a_helper(
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+) -> None:
+    """A fault that blocks must block the fsync's thread, never the event loop."""
+    spy = Spy(ring)
+    log, flusher = _ring_log(tmp_path, ring)
+    try:
+        with faults.inject("segment.fsync", error=errno.EIO):
+            result = loop.call(lambda: log.append(batch(b"v")))
+            fut = loop.call(lambda: log.flush_future(result.last_offset))
+            with pytest.raises(StorageError, match=r"fsync of .*\.log failed"):
+                fut.result(WAIT_S)
+        assert spy.count == 0
+    finally:
+        _close(log, flusher)
+
+
+class FailingRing:
+    """A ring whose fsyncs complete, on the loop, with EIO."""
+
+    def __init__(self, real: FsyncRing, loop: asyncio.AbstractEventLoop) -> None:
+        self._real, self._loop = real, loop
+
+    def on_loop_thread(self) -> bool:
+        return self._real.on_loop_thread()
+
+    def fdatasync(self, fd: int, done: Callable[[int], None]) -> None:
+        self._loop.call_soon(done, -errno.EIO)
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_error_completion_fails_the_waiters_with_the_errno(
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+) -> None:
+    log, flusher = _ring_log(tmp_path, ring)
+    flusher.attach_ring(FailingRing(ring, loop.loop))  # type: ignore[arg-type]
+    try:
+        result = loop.call(lambda: log.append(batch(b"v")))
+        fut = loop.call(lambda: log.flush_future(result.last_offset))
+        with pytest.raises(StorageError, match=r"Input/output error|EIO"):
+            fut.result(WAIT_S)
+        assert log.flushed_offset == 0
+    finally:
+        flusher.attach_ring(ring)
+        _close(log, flusher)
+
+
+def test_a_log_whose_flush_lock_is_busy_is_flushed_by_a_helper(
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+) -> None:
+    spy = Spy(ring)
+    log, flusher = _ring_log(tmp_path, ring)
+    try:
+        with log._flush_lock:  # a checkpoint, say, holds it: the loop must not wait
+            result = loop.call(lambda: log.append(batch(b"v")))
+            fut = loop.call(lambda: log.flush_future(result.last_offset))
+            assert not fut.done()
+        assert fut.result(WAIT_S) is None
+        assert spy.count == 0
+    finally:
+        _close(log, flusher)
+
+
+def test_open_answers_none_without_liburing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "liburing", None)  # import raises ImportError
+    loop = asyncio.new_event_loop()
+    try:
+        assert FsyncRing.open(loop) is None
+    finally:
+        loop.close()
+
+
+def test_the_broker_setting() -> None:
+    assert BrokerConfig.from_props({}).flush_io_uring is True
+    assert BrokerConfig.from_props({"riverbed.log.flush.io.uring": "false"}).flush_io_uring is False
+    with pytest.raises(ConfigError, match=r"riverbed\.log\.flush\.io\.uring"):
+        BrokerConfig.from_props({"riverbed.log.flush.io.uring": "maybe"})
