@@ -20,9 +20,9 @@ and two ways to wait:
   broker's path today, without its bookkeeping);
 * ``io_uring``: an ``IORING_OP_FSYNC`` (``IORING_FSYNC_DATASYNC``) submitted from the
   loop, its completion signalled on an eventfd the loop reads: no helper thread, no GIL
-  hand-off.  Needs the ``liburing`` package (a dev dependency, pinned in pyproject.toml) and a
-  kernel with io_uring allowed (``/proc/sys/kernel/io_uring_disabled`` 0); skipped
-  otherwise.
+  hand-off.  Needs the ``liburing`` package (a base dependency on Linux x86_64, pinned
+  in pyproject.toml) and a kernel with io_uring allowed
+  (``/proc/sys/kernel/io_uring_disabled`` 0); skipped otherwise.
 
 plus ``fdatasync`` alone in the calling thread (the file system's floor).  The runs of
 each case alternate (``--repeat`` rounds); per case the median of the runs' p50/p90/p99,

@@ -34,8 +34,10 @@ Run: ``.venv/bin/python bench/bench_latency.py [--sizes 1024,100] [--rate MSGS]
 [--json PATH]``.  Peer ``riverbed-nofsync`` is a second Riverbed broker on Kafka's flush
 policy (``flush.messages``/``flush.ms`` at Long.MAX_VALUE: no fsync before the ack), so
 the fsync's share of the latency shows; peer ``riverbed-nozero`` one without pre-zeroed
-segment space (``riverbed.log.zero.window.bytes=0``); peer ``baseline`` is a Riverbed
-broker imported from ``--baseline-src DIR`` (a copy of ``src/``), for before/after runs.
+segment space (``riverbed.log.zero.window.bytes=0``); peer ``riverbed-threads`` one whose
+fsyncs all run on helper threads (``riverbed.log.flush.io.uring=false``); peer
+``baseline`` is a Riverbed broker imported from ``--baseline-src DIR`` (a copy of
+``src/``), for before/after runs.
 Peer ``mock`` is librdkafka's mock cluster (hosted in this process, reached over TCP, its
 auto-created topics have 4 partitions whatever ``--partitions`` says): it acknowledges at
 once and keeps nothing, so its delivery p99 is the application's own at that rate on this
@@ -202,7 +204,18 @@ def rate_limited(
 # Kafka's default flush policy (no fsync per append: page cache) for Riverbed, to tell the
 # fsync's share of Riverbed's latency from the rest (docs/storage.md, flush policies).
 NO_ZERO_WINDOW = ("riverbed.log.zero.window.bytes=0",)
-PEERS = ("riverbed", "riverbed-nofsync", "riverbed-nozero", "baseline", "kafka", "mock")
+# every fsync on the flusher's helper threads, none through io_uring (docs/storage.md
+# "Where the fsync runs")
+THREADS_ONLY = ("riverbed.log.flush.io.uring=false",)
+PEERS = (
+    "riverbed",
+    "riverbed-nofsync",
+    "riverbed-nozero",
+    "riverbed-threads",
+    "baseline",
+    "kafka",
+    "mock",
+)
 
 
 def peers_context(peer: str, baseline_src: str | None) -> contextlib.AbstractContextManager[str]:
@@ -216,6 +229,8 @@ def peers_context(peer: str, baseline_src: str | None) -> contextlib.AbstractCon
         return riverbed_subprocess(False, config=NO_FSYNC)
     if peer == "riverbed-nozero":
         return riverbed_subprocess(False, config=NO_ZERO_WINDOW)
+    if peer == "riverbed-threads":
+        return riverbed_subprocess(False, config=THREADS_ONLY)
     if peer == "mock":
         return mock_cluster()
     return kafka_reference()

@@ -11,6 +11,8 @@ in turn):
 * ``riverbed-nofsync`` - a second subprocess broker on Kafka's flush policy
   (``flush.messages``/``flush.ms`` at Long.MAX_VALUE: acknowledged from the page cache),
   so the share of the fsync before every acknowledgement shows;
+* ``riverbed-threads`` - a subprocess broker whose fsyncs all run on the flusher's helper
+  threads (``riverbed.log.flush.io.uring=false``; docs/storage.md "Where the fsync runs");
 * ``baseline`` - a subprocess broker imported from ``--baseline-src DIR`` (before/after);
 * ``kafka``    - the Apache Kafka broker (``riverbed.testing.kafka_reference``, KRaft, single
   node, Kafka's default flush policy: page cache, no fsync per append);
@@ -627,7 +629,10 @@ def print_ratios(results: list[Result]) -> None:
     """Riverbed's medians over each peer's, and those of Riverbed on Kafka's flush policy
     (``riverbed-nofsync``) over Kafka's and the mock's: the fsync's share shows."""
     by_key = {(r.peer, r.size): r for r in results}
-    pairs = [("riverbed", p) for p in ("baseline", "riverbed-nofsync", "kafka", "mock")]
+    pairs = [
+        ("riverbed", p)
+        for p in ("baseline", "riverbed-threads", "riverbed-nofsync", "kafka", "mock")
+    ]
     pairs += [("riverbed-nofsync", p) for p in ("kafka", "mock")]
     for size in sorted({r.size for r in results}):
         for name, peer in pairs:
@@ -663,8 +668,10 @@ def print_bars(results: list[Result]) -> None:
             print(f"  riverbed {r.size:>5} B {name:<14} {value:>12,.1f} {verdict} bar {bar:,.0f}")
 
 
-PEERS = ("riverbed", "riverbed-nofsync", "baseline", "kafka", "mock")
-RIVERBED_PEERS = ("riverbed", "riverbed-nofsync", "baseline")
+PEERS = ("riverbed", "riverbed-nofsync", "riverbed-threads", "baseline", "kafka", "mock")
+RIVERBED_PEERS = ("riverbed", "riverbed-nofsync", "riverbed-threads", "baseline")
+# every fsync on the flusher's helper threads (docs/storage.md "Where the fsync runs")
+THREADS_ONLY = ("riverbed.log.flush.io.uring=false",)
 
 
 def peer_context(peer: str, args: argparse.Namespace) -> contextlib.AbstractContextManager[str]:
@@ -677,6 +684,8 @@ def peer_context(peer: str, args: argparse.Namespace) -> contextlib.AbstractCont
         return riverbed_subprocess(args.profile)
     if peer == "riverbed-nofsync":
         return riverbed_subprocess(False, config=NO_FSYNC)
+    if peer == "riverbed-threads":
+        return riverbed_subprocess(False, config=THREADS_ONLY)
     if peer == "baseline":
         return riverbed_subprocess(False, str(Path(args.baseline_src).resolve()))
     if peer == "kafka":
