@@ -14,15 +14,17 @@ Per value size (``--sizes``, default 1024 and 100 bytes):
    delivery-report latencies (``Message.latency()``: librdkafka's time from ``produce()``
    to the moment the application's ``poll()`` serves the delivery report, so the wait for
    the Python thread is in it); **rtt** p50/p99 is librdkafka's own Produce round trip
-   (request written -> response read, on its broker thread: the broker's share as the
-   client sees it) and **queue** p99 the time messages waited in the client before a
-   request took them (:class:`ClientHistograms`).  ``--repeat`` runs (default 5) per
-   peer and size, alternating the peers; the medians are printed, with the 1-minute load
-   average of each run (a loaded box delays every process that takes part).  Before
-   each run the box's dirty pages are written back (``os.sync()``, untimed;
-   ``--no-write-back`` skips it): Kafka acknowledges from the page cache and the kernel
-   writes its data back up to 30 s later, inside the next peer's run, where every fsync
-   on the disk waits behind it.
+   (request written -> response read, on its broker thread: the broker's share as the client
+   sees it) and **queue** p99 the time messages waited in the client before a request took
+   them (:class:`ClientHistograms`); for Riverbed peers **fsync** p99 is the broker's own
+   ``riverbed_fsync_duration_seconds`` over the run (scraped from its ``metrics.listen``
+   endpoint; the upper bound of the bucket holding the 99th percentile flush), which tells
+   the disk's share of the round trip's tail. ``--repeat`` runs (default 5) per peer and
+   size, alternating the peers; the medians are printed, with the 1-minute load average of
+   each run (a loaded box delays every process that takes part). Before each run the box's
+   dirty pages are written back (``os.sync()``, untimed; ``--no-write-back`` skips it):
+   Kafka acknowledges from the page cache and the kernel writes its data back up to 30 s
+   later, inside the next peer's run, where every fsync on the disk waits behind it.
 
 Note on the floor: with ``linger.ms`` L, librdkafka holds the first message of a batch
 for L ms before sending it, unless the batch fills first; below ``batch.size`` per L ms
@@ -57,11 +59,13 @@ import statistics
 import sys
 import threading
 import time
+import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import NO_FSYNC, riverbed_subprocess, write_back
+from _bench_common import NO_FSYNC, free_port, riverbed_subprocess, write_back
 from bench_produce_consume import (
     MOCK_PARTITIONS,
     DeliveryLatencies,
@@ -93,6 +97,9 @@ class Run:
     rtt_p50_ms: float = float("nan")
     rtt_p99_ms: float = float("nan")
     queue_p99_ms: float = float("nan")
+    # the broker's own riverbed_fsync_duration_seconds over the run (Riverbed peers): the
+    # upper bound of the bucket holding the 99th percentile flush; NaN for other peers
+    fsync_p99_ms: float = float("nan")
 
 
 class ClientHistograms:
@@ -218,19 +225,55 @@ PEERS = (
 )
 
 
+METRICS_PORTS: dict[str, int] = {}
+"""peer -> the port of its broker's /metrics (``metrics.listen``), for Riverbed peers."""
+
+
+def fsync_buckets(peer: str) -> dict[float, float]:
+    """The cumulative ``riverbed_fsync_duration_seconds`` buckets of ``peer``'s broker
+    (``le`` in seconds -> count), {} for a peer without a metrics endpoint."""
+    port = METRICS_PORTS.get(peer)
+    if port is None:
+        return {}
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    prefix = 'riverbed_fsync_duration_seconds_bucket{le="'
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            le, _, count = line[len(prefix) :].partition('"} ')
+            out[float(le)] = float(count)
+    return out
+
+
+def fsync_p99_ms(before: dict[float, float], after: dict[float, float]) -> float:
+    """The upper bound (ms) of the bucket holding the run's 99th percentile flush."""
+    deltas = sorted((le, after[le] - before.get(le, 0.0)) for le in after)
+    if not deltas or deltas[-1][1] <= 0:
+        return float("nan")
+    wanted = 0.99 * deltas[-1][1]
+    return next(le for le, count in deltas if count >= wanted) * 1e3
+
+
+def riverbed_peer(peer: str, src: str | None = None, config: tuple[str, ...] = ()) -> Any:
+    port = free_port()
+    METRICS_PORTS[peer] = port
+    return riverbed_subprocess(False, src, config=(f"metrics.listen=127.0.0.1:{port}", *config))
+
+
 def peers_context(peer: str, baseline_src: str | None) -> contextlib.AbstractContextManager[str]:
     if peer == "riverbed":
-        return riverbed_subprocess(False)
+        return riverbed_peer(peer)
     if peer == "baseline":
         if baseline_src is None:
             raise ValueError("peer baseline needs --baseline-src")
-        return riverbed_subprocess(False, str(Path(baseline_src).resolve()))
+        return riverbed_peer(peer, str(Path(baseline_src).resolve()))
     if peer == "riverbed-nofsync":
-        return riverbed_subprocess(False, config=NO_FSYNC)
+        return riverbed_peer(peer, config=NO_FSYNC)
     if peer == "riverbed-nozero":
-        return riverbed_subprocess(False, config=NO_ZERO_WINDOW)
+        return riverbed_peer(peer, config=NO_ZERO_WINDOW)
     if peer == "riverbed-threads":
-        return riverbed_subprocess(False, config=THREADS_ONLY)
+        return riverbed_peer(peer, config=THREADS_ONLY)
     if peer == "mock":
         return mock_cluster()
     return kafka_reference()
@@ -306,6 +349,7 @@ def main(argv: list[str] | None = None) -> None:
                     if not args.no_write_back:
                         write_back()
                     histograms = ClientHistograms()
+                    fsyncs_before = fsync_buckets(peer)
                     reached, lat = rate_limited(
                         bootstraps[peer],
                         topic,
@@ -327,6 +371,7 @@ def main(argv: list[str] | None = None) -> None:
                         (lat[-1] if lat else float("nan")) * 1e3,
                         load1(),
                         *histograms.summary_ms(),
+                        fsync_p99_ms(fsyncs_before, fsync_buckets(peer)),
                     )
                     runs.append(run)
                     print(
@@ -334,7 +379,8 @@ def main(argv: list[str] | None = None) -> None:
                         f"(target {run.target_rate:,.0f})  p50 {run.p50_ms:6.2f} ms  "
                         f"p99 {run.p99_ms:6.2f} ms  max {run.max_ms:7.2f} ms  "
                         f"| rtt p50 {run.rtt_p50_ms:5.2f} p99 {run.rtt_p99_ms:6.2f} ms  "
-                        f"queue p99 {run.queue_p99_ms:6.2f} ms  [load {run.load1:.1f}]",
+                        f"queue p99 {run.queue_p99_ms:6.2f} ms  fsync p99 <= "
+                        f"{run.fsync_p99_ms:5.1f} ms  [load {run.load1:.1f}]",
                         flush=True,
                     )
     print(f"\nmedians of {args.repeat} runs:")
@@ -355,13 +401,14 @@ def main(argv: list[str] | None = None) -> None:
                 statistics.median(r.rtt_p50_ms for r in group),
                 statistics.median(r.rtt_p99_ms for r in group),
                 statistics.median(r.queue_p99_ms for r in group),
+                statistics.median(r.fsync_p99_ms for r in group),
             )
             medians[(peer, size)] = m
             print(
                 f"{peer:<9} {size:>5} B  {m.achieved_rate:>9,.0f} msg/s  p50 {m.p50_ms:6.2f} ms  "
                 f"p99 {m.p99_ms:6.2f} ms  max {m.max_ms:7.2f} ms  | rtt p50 {m.rtt_p50_ms:5.2f} "
                 f"p99 {m.rtt_p99_ms:6.2f} ms  queue p99 {m.queue_p99_ms:6.2f} ms  "
-                f"[load {m.load1:.1f}]"
+                f"fsync p99 <= {m.fsync_p99_ms:5.1f} ms  [load {m.load1:.1f}]"
             )
     for size in sizes:
         ours = medians.get(("riverbed", size))
