@@ -27,6 +27,14 @@ checkpoint is written at most every ``checkpoint_interval_ms`` by a thread of it
 flusher thread they held up every log's next hand-out once a second (4 busy partitions:
 8 fsyncs in a row, tens of ms on a busy disk), a periodic stall in produce latency.
 
+With an io_uring attached (:meth:`GroupCommitFlusher.attach_ring`, by the broker on its
+event loop), a flush requested on the loop's thread of a log no one is flushing starts
+there instead (``flush_on_ring``): its fdatasync goes to the ring and its completion,
+read on the loop, answers the waiters, so no helper has to win the GIL back from a busy
+loop (:mod:`riverbed.storage.uring`).  The log stays in flight until then, so requests
+meanwhile are served by the next flush as with a helper; a flush the log cannot start
+there (see ``PartitionLog.flush_on_ring``) goes to a helper as before.
+
 Metrics: an optional :class:`FlushObserver` (``observer``, set once before appends
 start) hears each log flush's duration and each round's size, on the flushing thread.
 
