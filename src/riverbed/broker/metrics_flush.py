@@ -11,7 +11,9 @@ under the lock and builds:
   segment, plus any segments rolled since the last flush and the directory, plus the
   zeros kept ahead of the log, :mod:`riverbed.storage.preallocate`), counted when the
   flush returns: after its waiters were answered, so a client can see its acks before
-  the count moves;
+  the count moves; a flush on the io_uring (:mod:`riverbed.storage.uring`) counts from
+  its submission to the loop reading its completion, and its zero-window extension,
+  run after on a helper, is not in it;
 * ``riverbed_group_commit_batch_size`` -- flush requests (durable appends, forced
   flushes) served by one round;
 * ``riverbed_group_commit_logs`` -- partition logs fsynced by one round.
