@@ -12,8 +12,7 @@ under the lock and builds:
   zeros kept ahead of the log, :mod:`riverbed.storage.preallocate`), counted when the
   flush returns: after its waiters were answered, so a client can see its acks before
   the count moves; a flush on the io_uring (:mod:`riverbed.storage.uring`) counts from
-  its submission to the loop reading its completion, and its zero-window extension,
-  run after on a helper, is not in it;
+  its submission to the loop reading its last completion (the zeros' fsync included);
 * ``riverbed_group_commit_batch_size`` -- flush requests (durable appends, forced
   flushes) served by one round;
 * ``riverbed_group_commit_logs`` -- partition logs fsynced by one round.

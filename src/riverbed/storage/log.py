@@ -174,6 +174,12 @@ def _settle(fut: Future[None], exc: BaseException | None = None) -> None:
         pass  # cancelled (or, impossibly, already done): nobody is waiting for it
 
 
+def _fsync_error(segment: LogSegment, res: int) -> StorageError:
+    """The error a ring's failed fdatasync (``res``: minus an errno) of ``segment`` gives."""
+    exc = OSError(-res, os.strerror(-res), str(segment.log_path))
+    return StorageError(f"fsync of {segment.log_path} failed: {os_reason(exc)}")
+
+
 def os_reason(exc: OSError) -> str:
     """One line for an OSError whose file the caller names itself: the reason and the
     errno's name, ``"no space left on device (ENOSPC)"``."""
@@ -812,13 +818,15 @@ class PartitionLog:
         Same steps and order as :meth:`flush`: under ``_lock`` the indexes are written
         and the target taken; the fsync is submitted; when it completes (on the loop)
         ``flushed_offset`` advances, the waiters are answered, then the flushed mark is
-        written (a small write to the page cache, as an append is).  ``_flush_lock`` is
-        taken without waiting and held until then, so no checkpoint, retention, close or
-        other flush of this log runs while the fsync is in the kernel: the one that
-        wants it waits on its own thread.  A zero window due for extension is left to
-        ``finished``'s follow-up (a helper thread, ``_flush_lock`` taken again).  A
-        failed fsync fails the waiters as :meth:`flush` does.  ``finished`` is called
-        exactly once when True is returned."""
+        written (a small write to the page cache, as an append is), then, if the zero
+        window wants extending, its zeros are written (page cache again, at most
+        ``riverbed.log.zero.window.bytes``) and their fdatasync goes to the ring too.
+        ``_flush_lock`` is taken without waiting and held until the last of these
+        completes, so no checkpoint, retention, close or other flush of this log runs
+        while an fsync of it is in the kernel: the one that wants it waits on its own
+        thread.  A failed fsync fails the waiters as :meth:`flush` does.  ``finished``
+        is called exactly once when True is returned (with a follow-up for a helper
+        only when the ring closed meanwhile or a test armed ``segment.zero_fill``)."""
         if faults.is_armed("segment.fsync") or not self._flush_lock.acquire(blocking=False):
             return False
         try:
@@ -845,12 +853,10 @@ class PartitionLog:
 
         def done(res: int) -> None:
             tail: Callable[[], None] | None = None
+            zeros_on_ring = False
             try:
                 if res < 0:
-                    exc = OSError(-res, os.strerror(-res), str(active.log_path))
-                    self._fail_waiters(
-                        StorageError(f"fsync of {active.log_path} failed: {os_reason(exc)}")
-                    )
+                    self._fail_waiters(_fsync_error(active, res))
                     return
                 with self._lock:
                     self._flushed_offset = max(self._flushed_offset, target)
@@ -862,11 +868,34 @@ class PartitionLog:
                     _settle(fut)
                 self._write_flush_mark(mark)
                 self._zero_window.flushed(mark.segment_base, mark.position)
-                if self._zero_window_due(mark):
-                    tail = self._extension_tail(mark)
+                if faults.is_armed("segment.zero_fill"):  # a fault there must not hold the loop
+                    if self._zero_window_due(mark):
+                        tail = self._extension_tail(mark)
+                    return
+                zeroed = self._zero_fill_for(mark)
+                if zeroed is None:
+                    return
+                try:
+                    zeroed.sync_data_on(ring, zeros_synced)
+                    zeros_on_ring = True
+                except RingClosedError:
+                    tail = self._zeros_tail(zeroed)
+                except OSError as exc:
+                    self._fail_waiters(
+                        StorageError(f"fsync of {zeroed.log_path} failed: {os_reason(exc)}")
+                    )
+            finally:
+                if not zeros_on_ring:
+                    self._flush_lock.release()
+                    finished(tail)
+
+        def zeros_synced(res: int) -> None:
+            try:
+                if res < 0:
+                    self._fail_waiters(_fsync_error(active, res))
             finally:
                 self._flush_lock.release()
-                finished(tail)
+                finished(None)
 
         try:
             active.sync_data_on(ring, done)
@@ -902,6 +931,13 @@ class PartitionLog:
 
         return extend
 
+    def _zeros_tail(self, segment: LogSegment) -> Callable[[], None]:
+        def sync() -> None:
+            with self._flush_lock:
+                self._sync_zeros(segment)
+
+        return sync
+
     def _keep_zero_window(self, mark: FlushMark) -> None:
         """After a flush, under ``_flush_lock``, its waiters answered: extend the active
         segment's zero window if the policy wants it (:mod:`riverbed.storage.preallocate`),
@@ -916,20 +952,33 @@ class PartitionLog:
     def _extend_zero_window(self, mark: FlushMark) -> None:
         """The second half of :meth:`_keep_zero_window` (the flush already counted):
         extend and fsync the zeros if the policy wants them now."""
+        active = self._zero_fill_for(mark)
+        if active is not None:
+            self._sync_zeros(active)
+
+    def _zero_fill_for(self, mark: FlushMark) -> LogSegment | None:
+        """Under ``_flush_lock``, after the flush ``mark`` describes: plan the active
+        segment's zero window and write its zeros (under ``_lock``); the segment whose
+        zeros now need an fsync, or None when there are none to write."""
         if self._config.flush_policy is not FlushPolicy.PER_APPEND:
-            return  # no acknowledgement waits for these fsyncs: nothing to gain
+            return None  # no acknowledgement waits for these fsyncs: nothing to gain
         with self._lock:
             if self._closed:
-                return
+                return None
             active = self._segments[-1]
             if active.base_offset != mark.segment_base:
-                return  # rolled since the flush: the new segment's first flush plans its window
+                return None  # rolled since the flush: the new segment's first flush plans it
             end = self._zero_window.plan(active.size, active.allocated, self._config.segment_bytes)
             if not end:
-                return
+                return None
             active.zero_fill(end)
+        return active
+
+    def _sync_zeros(self, active: LogSegment) -> None:
+        """fsync the zeros just written (the .txnindex is the next flush's business); a
+        failure fails the waiters as a failed flush does."""
         try:
-            active.sync_data()  # the .txnindex is the next flush's business
+            active.sync_data()
         except OSError as exc:
             self._fail_waiters(StorageError(f"fsync of {active.log_path} failed: {os_reason(exc)}"))
 
