@@ -234,18 +234,22 @@ class GroupCommitFlusher:
     def _release(self, target: Flushable) -> None:
         """After a flush on the ring: release ``target``, or flush it again at once if it
         was requested meanwhile (on the ring when possible, else on a helper)."""
-        key = id(target)
-        with self._cond:
-            again = key in self._requested and not self._stopping
-            if again:
-                del self._requested[key]
-                asked = self._asked.pop(key, 0)
-            else:
-                self._in_flight.discard(key)
-                if key in self._requested:
-                    self._cond.notify()
-        if again and not self._start_on_ring(target, asked):
+        asked = self._again_or_release(id(target))
+        if asked is not None and not self._start_on_ring(target, asked):
             self._submit(self._flush_owned, target, asked)
+
+    def _again_or_release(self, key: int) -> int | None:
+        """After a flush of the log ``key`` (in flight): the requests one more flush must
+        serve when it was requested meanwhile (it stays in flight), else None (released;
+        the flusher thread is woken if a request is waiting for it)."""
+        with self._cond:
+            if key in self._requested and not self._stopping:
+                del self._requested[key]
+                return self._asked.pop(key, 0)
+            self._in_flight.discard(key)
+            if key in self._requested:
+                self._cond.notify()
+            return None
 
     def _submit(self, fn: Callable[..., None], *args: object) -> None:
         """``fn(*args)`` on a helper, or here once no new helper can start."""
@@ -261,21 +265,12 @@ class GroupCommitFlusher:
     def _tail_owned(self, target: Flushable, tail: Callable[[], None]) -> None:
         """On a helper: the follow-up work a flush on the ring left, then as after a
         helper's own flush (again while requested, then released)."""
-        key = id(target)
         try:
             tail()
         except Exception:
             log.exception("flush follow-up failed")
-        with self._cond:
-            again = key in self._requested and not self._stopping
-            if again:
-                del self._requested[key]
-                asked = self._asked.pop(key, 0)
-            else:
-                self._in_flight.discard(key)
-                if key in self._requested:
-                    self._cond.notify()
-        if again:
+        asked = self._again_or_release(id(target))
+        if asked is not None:
             self._flush_owned(target, asked)
 
     def register(self, target: Flushable) -> None:
@@ -356,22 +351,16 @@ class GroupCommitFlusher:
         release it."""
         key = id(target)
         while True:
+            again: int | None = None
             try:
                 self._flush(target)
                 if asked and self.observer is not None:  # after: the waiters come first
                     self.observer.round_done(1, asked)
             finally:
-                with self._cond:
-                    again = key in self._requested and not self._stopping
-                    if again:
-                        del self._requested[key]
-                        asked = self._asked.pop(key, 0)
-                    else:
-                        self._in_flight.discard(key)
-                        if key in self._requested:
-                            self._cond.notify()
-            if not again:
+                again = self._again_or_release(key)
+            if again is None:
                 return
+            asked = again
 
     def _flush(self, target: Flushable) -> None:
         try:

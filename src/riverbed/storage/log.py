@@ -789,11 +789,7 @@ class PartitionLog:
             with self._lock:
                 synced = {id(seg) for seg, _d in rolled}
                 self._rolled = [r for r in self._rolled if id(r[0]) not in synced]
-                self._flushed_offset = max(self._flushed_offset, target)
-                self._flushing_to = -1
-                if self._segments[-1].next_offset == target:
-                    self._reset_unflushed()
-                ready = self._pop_waiters(self._flushed_offset)
+                ready = self._flushed_to_locked(target)
             # The waiters first: the snapshot and the mark below are bookkeeping (neither
             # is fsynced here), and each of their syscalls hands the GIL back to a busy
             # event loop, whose next release this thread would wait for (up to the
@@ -859,11 +855,7 @@ class PartitionLog:
                     self._fail_waiters(_fsync_error(active, res))
                     return
                 with self._lock:
-                    self._flushed_offset = max(self._flushed_offset, target)
-                    self._flushing_to = -1
-                    if self._segments[-1].next_offset == target:
-                        self._reset_unflushed()
-                    ready = self._pop_waiters(self._flushed_offset)
+                    ready = self._flushed_to_locked(target)
                 for fut in ready:
                     _settle(fut)
                 self._write_flush_mark(mark)
@@ -909,6 +901,15 @@ class PartitionLog:
             self._flush_lock.release()
             finished(None)
         return True
+
+    def _flushed_to_locked(self, target: int) -> list[Future[None]]:
+        """Under ``_lock``, once everything below ``target`` is durable: advance the
+        flushed offset, end the flush under way, and pop the waiters it answers."""
+        self._flushed_offset = max(self._flushed_offset, target)
+        self._flushing_to = -1
+        if self._segments[-1].next_offset == target:
+            self._reset_unflushed()
+        return self._pop_waiters(self._flushed_offset)
 
     def _zero_window_due(self, mark: FlushMark) -> bool:
         """Under ``_flush_lock``: the zero window wants extending after this flush."""

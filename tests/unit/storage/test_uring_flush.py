@@ -137,6 +137,12 @@ def _ring_log(
     return log, flusher
 
 
+def _acked(loop: LoopThread, log: PartitionLog, value: bytes) -> Future[None]:
+    """Append ``value`` on the loop, as a produce does, and its acks=all flush future."""
+    result = loop.call(lambda: log.append(batch(value)))
+    return loop.call(lambda: log.flush_future(result.last_offset))  # type: ignore[no-any-return]
+
+
 def _close(log: PartitionLog, flusher: GroupCommitFlusher) -> None:
     flusher.stop()
     log.close()
@@ -162,13 +168,8 @@ def test_acks_all_appends_are_flushed_on_the_ring(
     spy = Spy(ring)
     log, flusher = _ring_log(tmp_path, ring)
     try:
-        waits = []
-        for i in range(50):
-            result = loop.call(lambda i=i: log.append(batch(b"v%d" % i)))
-            waits.append(
-                (result.last_offset, loop.call(lambda o=result.last_offset: log.flush_future(o)))
-            )
-        for _offset, fut in waits:
+        waits = [_acked(loop, log, b"v%d" % i) for i in range(50)]
+        for fut in waits:
             assert fut.result(WAIT_S) is None
         assert log.flushed_offset == 50
         assert 1 <= flusher.fsync_rounds <= 50  # appends during an fsync share the next one
@@ -198,17 +199,28 @@ def test_a_flush_off_the_loop_thread_goes_to_a_helper(
         _close(log, flusher)
 
 
-class RefusingRing:
-    """A ring that refuses every submission (as a kernel out of resources would)."""
+class FakeRing:
+    """Stands in for the real ring (its loop thread): each ``fdatasync`` raises
+    ``refuse`` (as a kernel out of resources would), or else completes, on the loop,
+    with ``res`` (minus an errno: a failed fsync)."""
 
-    def __init__(self, real: FsyncRing) -> None:
-        self._real = real
+    def __init__(
+        self,
+        real: FsyncRing,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        refuse: OSError | None = None,
+        res: int = 0,
+    ) -> None:
+        self._real, self._loop, self._refuse, self._res = real, loop, refuse, res
 
     def on_loop_thread(self) -> bool:
         return self._real.on_loop_thread()
 
     def fdatasync(self, fd: int, done: Callable[[int], None]) -> None:
-        raise OSError(errno.EAGAIN, "refused")
+        if self._refuse is not None:
+            raise self._refuse
+        self._loop.call_soon(done, self._res)
 
     def close(self) -> None:
         pass
@@ -219,15 +231,14 @@ def test_a_refused_submission_fails_the_waiters_then_the_log_goes_on(
 ) -> None:
     log, flusher = _ring_log(tmp_path, ring)
     try:
-        flusher.attach_ring(RefusingRing(ring))  # type: ignore[arg-type]
-        result = loop.call(lambda: log.append(batch(b"lost?")))
-        fut = loop.call(lambda: log.flush_future(result.last_offset))
+        refusing = FakeRing(ring, loop.loop, refuse=OSError(errno.EAGAIN, "refused"))
+        flusher.attach_ring(refusing)  # type: ignore[arg-type]
+        fut = _acked(loop, log, b"lost?")
         with pytest.raises(StorageError, match=r"fsync of .*\.log failed"):
             fut.result(WAIT_S)
         assert log.flushed_offset == 0
         flusher.attach_ring(ring)
-        result = loop.call(lambda: log.append(batch(b"again")))
-        assert loop.call(lambda: log.flush_future(result.last_offset)).result(WAIT_S) is None
+        assert _acked(loop, log, b"again").result(WAIT_S) is None
         assert log.flushed_offset == 2
     finally:
         flusher.attach_ring(ring)
@@ -242,8 +253,7 @@ def test_an_armed_fsync_failure_point_sends_the_flush_to_a_helper(
     log, flusher = _ring_log(tmp_path, ring)
     try:
         with faults.inject("segment.fsync", error=errno.EIO):
-            result = loop.call(lambda: log.append(batch(b"v")))
-            fut = loop.call(lambda: log.flush_future(result.last_offset))
+            fut = _acked(loop, log, b"v")
             with pytest.raises(StorageError, match=r"fsync of .*\.log failed"):
                 fut.result(WAIT_S)
         assert spy.count == 0
@@ -251,30 +261,13 @@ def test_an_armed_fsync_failure_point_sends_the_flush_to_a_helper(
         _close(log, flusher)
 
 
-class FailingRing:
-    """A ring whose fsyncs complete, on the loop, with EIO."""
-
-    def __init__(self, real: FsyncRing, loop: asyncio.AbstractEventLoop) -> None:
-        self._real, self._loop = real, loop
-
-    def on_loop_thread(self) -> bool:
-        return self._real.on_loop_thread()
-
-    def fdatasync(self, fd: int, done: Callable[[int], None]) -> None:
-        self._loop.call_soon(done, -errno.EIO)
-
-    def close(self) -> None:
-        pass
-
-
 def test_an_error_completion_fails_the_waiters_with_the_errno(
     tmp_path: Path, loop: LoopThread, ring: FsyncRing
 ) -> None:
     log, flusher = _ring_log(tmp_path, ring)
-    flusher.attach_ring(FailingRing(ring, loop.loop))  # type: ignore[arg-type]
+    flusher.attach_ring(FakeRing(ring, loop.loop, res=-errno.EIO))  # type: ignore[arg-type]
     try:
-        result = loop.call(lambda: log.append(batch(b"v")))
-        fut = loop.call(lambda: log.flush_future(result.last_offset))
+        fut = _acked(loop, log, b"v")
         with pytest.raises(StorageError, match=r"Input/output error|EIO"):
             fut.result(WAIT_S)
         assert log.flushed_offset == 0
@@ -290,8 +283,7 @@ def test_a_log_whose_flush_lock_is_busy_is_flushed_by_a_helper(
     log, flusher = _ring_log(tmp_path, ring)
     try:
         with log._flush_lock:  # a checkpoint, say, holds it: the loop must not wait
-            result = loop.call(lambda: log.append(batch(b"v")))
-            fut = loop.call(lambda: log.flush_future(result.last_offset))
+            fut = _acked(loop, log, b"v")
             assert not fut.done()
         assert fut.result(WAIT_S) is None
         assert spy.count == 0
