@@ -130,7 +130,8 @@ def test_drain_answers_what_is_in_flight_after_the_loop_stopped(tmp_path: Path) 
 def _ring_log(
     tmp_path: Path, ring: FsyncRing, config: LogConfig | None = None
 ) -> tuple[PartitionLog, GroupCommitFlusher]:
-    flusher = GroupCommitFlusher()
+    # no periodic checkpoint: one holding _flush_lock would send a flush to a helper
+    flusher = GroupCommitFlusher(checkpoint_interval_ms=3_600_000)
     flusher.start()
     flusher.attach_ring(ring)
     log = PartitionLog.open(tmp_path / "t-0", config or LogConfig(), flusher=flusher)
