@@ -21,7 +21,7 @@ from _batches import batch
 
 from riverbed.broker.config import BrokerConfig
 from riverbed.errors import ConfigError, StorageError
-from riverbed.storage import LogConfig, PartitionLog, faults
+from riverbed.storage import LogConfig, PartitionLog, faults, preallocate
 from riverbed.storage.flush_mark import FlushMark, read_flush_mark
 from riverbed.storage.flusher import GroupCommitFlusher
 from riverbed.storage.uring import FsyncRing
@@ -164,8 +164,12 @@ class Spy:
 
 
 def test_acks_all_appends_are_flushed_on_the_ring(
-    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the zero window is process-wide: another test (or a log it left open) may have set
+    # it to 0 or used up the budget; this one wants a window of its own
+    monkeypatch.setattr(preallocate, "_window_bytes", preallocate.DEFAULT_WINDOW_BYTES)
+    monkeypatch.setattr(preallocate, "_budget_bytes", preallocate.held_bytes() + (64 << 20))
     spy = Spy(ring)
     log, flusher = _ring_log(tmp_path, ring)
     try:
