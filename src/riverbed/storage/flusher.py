@@ -93,15 +93,9 @@ class Flushable(Protocol):
 
 RingFinished = Callable[[Callable[[], None] | None], None]
 """What a flush on the ring calls once its waiters are answered: with None, or with the
-follow-up work (run on a helper thread, the log still in flight) the flush left."""
-
-
-class RingFlushable(Flushable, Protocol):
-    def flush_on_ring(self, ring: FsyncRing, finished: RingFinished) -> bool:
-        """Start this flush with its fsync on ``ring`` (on the loop's thread); False, with
-        nothing done, when it needs a helper thread's :meth:`flush`.  When True,
-        ``finished`` is called exactly once, on the loop (or the thread draining the ring)."""
-        ...
+follow-up work (run on a helper thread, the log still in flight) the flush left.  A log
+that can flush on the ring has ``flush_on_ring(ring, finished) -> bool`` (see
+``PartitionLog.flush_on_ring``); the flusher looks for it, so other Flushables need none."""
 
 
 class FlushObserver(Protocol):
