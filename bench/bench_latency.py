@@ -19,8 +19,13 @@ Per value size (``--sizes``, default 1024 and 100 bytes):
    them (:class:`ClientHistograms`); for Riverbed peers **fsync** p99 is the broker's own
    ``riverbed_fsync_duration_seconds`` over the run (scraped from its ``metrics.listen``
    endpoint; the upper bound of the bucket holding the 99th percentile flush), which tells
-   the disk's share of the round trip's tail. ``--repeat`` runs (default 5) per peer and
-   size, alternating the peers; the medians are printed, with the 1-minute load average of
+   the disk's share of the round trip's tail; **Produce** p99 likewise its
+   ``riverbed_request_duration_seconds{api="Produce"}`` (the handling of one request, the
+   fsync wait included: what the round trip holds beyond it is the sockets' queues and
+   the client's own threads); **on helpers** the share of its log flushes whose fsync
+   ran on a flusher helper thread rather than the io_uring
+   (``riverbed_log_flushes_total``). ``--repeat`` runs (default 5) per peer and size,
+   alternating the peers; the medians are printed, with the 1-minute load average of
    each run (a loaded box delays every process that takes part). Before each run the box's
    dirty pages are written back (``os.sync()``, untimed; ``--no-write-back`` skips it):
    Kafka acknowledges from the page cache and the kernel writes its data back up to 30 s
@@ -100,6 +105,12 @@ class Run:
     # the broker's own riverbed_fsync_duration_seconds over the run (Riverbed peers): the
     # upper bound of the bucket holding the 99th percentile flush; NaN for other peers
     fsync_p99_ms: float = float("nan")
+    # riverbed_request_duration_seconds{api="Produce"} likewise: the broker's handling of
+    # one Produce request, the fsync wait included (not the socket's queues)
+    produce_p99_ms: float = float("nan")
+    # the share of its log flushes whose fsync ran on a helper thread, not the io_uring
+    # (riverbed_log_flushes_total); NaN for other peers
+    helper_share: float = float("nan")
 
 
 class ClientHistograms:
@@ -229,30 +240,65 @@ METRICS_PORTS: dict[str, int] = {}
 """peer -> the port of its broker's /metrics (``metrics.listen``), for Riverbed peers."""
 
 
-def fsync_buckets(peer: str) -> dict[float, float]:
-    """The cumulative ``riverbed_fsync_duration_seconds`` buckets of ``peer``'s broker
-    (``le`` in seconds -> count), {} for a peer without a metrics endpoint."""
+def broker_metrics(peer: str) -> dict[str, dict[float, float]]:
+    """From ``peer``'s /metrics: the cumulative buckets (``le`` in seconds -> count) of
+    ``riverbed_fsync_duration_seconds`` (key ``fsync``) and of
+    ``riverbed_request_duration_seconds{api="Produce"}`` (key ``produce``), and
+    ``riverbed_log_flushes_total`` by thread (key ``flushes``: 0.0 the event loop, 1.0 a
+    helper); {} for a peer without a metrics endpoint."""
     port = METRICS_PORTS.get(peer)
     if port is None:
         return {}
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
         text = reply.read().decode()
-    prefix = 'riverbed_fsync_duration_seconds_bucket{le="'
-    out = {}
+    heads = {
+        'riverbed_fsync_duration_seconds_bucket{le="': "fsync",
+        'riverbed_request_duration_seconds_bucket{api="Produce",le="': "produce",
+    }
+    threads = {
+        'riverbed_log_flushes_total{thread="event_loop"} ': 0.0,
+        'riverbed_log_flushes_total{thread="helper"} ': 1.0,
+    }
+    out: dict[str, dict[float, float]] = {"fsync": {}, "produce": {}, "flushes": {}}
     for line in text.splitlines():
-        if line.startswith(prefix):
-            le, _, count = line[len(prefix) :].partition('"} ')
-            out[float(le)] = float(count)
+        for head, key in heads.items():
+            if line.startswith(head):
+                le, _, count = line[len(head) :].partition('"} ')
+                out[key][float(le)] = float(count)
+        for head, thread in threads.items():
+            if line.startswith(head):
+                out["flushes"][thread] = float(line[len(head) :])
     return out
 
 
-def fsync_p99_ms(before: dict[float, float], after: dict[float, float]) -> float:
-    """The upper bound (ms) of the bucket holding the run's 99th percentile flush."""
+def p99_bound_ms(before: dict[float, float], after: dict[float, float]) -> float:
+    """The upper bound (ms) of the bucket holding the run's 99th percentile, from two
+    scrapes of one histogram's cumulative buckets (NaN: nothing counted)."""
     deltas = sorted((le, after[le] - before.get(le, 0.0)) for le in after)
     if not deltas or deltas[-1][1] <= 0:
         return float("nan")
     wanted = 0.99 * deltas[-1][1]
     return next(le for le, count in deltas if count >= wanted) * 1e3
+
+
+def helper_share(before: dict[float, float], after: dict[float, float]) -> float:
+    """The share of the run's log flushes that ran on a helper thread (NaN: none)."""
+    loop = after.get(0.0, 0.0) - before.get(0.0, 0.0)
+    helper = after.get(1.0, 0.0) - before.get(1.0, 0.0)
+    return helper / (loop + helper) if loop + helper > 0 else float("nan")
+
+
+def broker_figures(peer: str, before: dict[str, dict[float, float]]) -> tuple[float, float, float]:
+    """The run's fsync p99 bound, Produce handling p99 bound (ms) and helper share since
+    the scrape ``before`` (NaN for a peer without a metrics endpoint)."""
+    if not before:
+        return float("nan"), float("nan"), float("nan")
+    after = broker_metrics(peer)
+    return (
+        p99_bound_ms(before["fsync"], after["fsync"]),
+        p99_bound_ms(before["produce"], after["produce"]),
+        helper_share(before["flushes"], after["flushes"]),
+    )
 
 
 def riverbed_peer(peer: str, src: str | None = None, config: tuple[str, ...] = ()) -> Any:
@@ -349,7 +395,7 @@ def main(argv: list[str] | None = None) -> None:
                     if not args.no_write_back:
                         write_back()
                     histograms = ClientHistograms()
-                    fsyncs_before = fsync_buckets(peer)
+                    metrics_before = broker_metrics(peer)
                     reached, lat = rate_limited(
                         bootstraps[peer],
                         topic,
@@ -371,7 +417,7 @@ def main(argv: list[str] | None = None) -> None:
                         (lat[-1] if lat else float("nan")) * 1e3,
                         load1(),
                         *histograms.summary_ms(),
-                        fsync_p99_ms(fsyncs_before, fsync_buckets(peer)),
+                        *broker_figures(peer, metrics_before),
                     )
                     runs.append(run)
                     print(
@@ -379,8 +425,10 @@ def main(argv: list[str] | None = None) -> None:
                         f"(target {run.target_rate:,.0f})  p50 {run.p50_ms:6.2f} ms  "
                         f"p99 {run.p99_ms:6.2f} ms  max {run.max_ms:7.2f} ms  "
                         f"| rtt p50 {run.rtt_p50_ms:5.2f} p99 {run.rtt_p99_ms:6.2f} ms  "
-                        f"queue p99 {run.queue_p99_ms:6.2f} ms  fsync p99 <= "
-                        f"{run.fsync_p99_ms:5.1f} ms  [load {run.load1:.1f}]",
+                        f"queue p99 {run.queue_p99_ms:6.2f} ms  | broker p99 <= fsync "
+                        f"{run.fsync_p99_ms:5.1f} ms, Produce {run.produce_p99_ms:5.1f} ms, "
+                        f"on helpers {run.helper_share:4.0%}  "
+                        f"[load {run.load1:.1f}]",
                         flush=True,
                     )
     print(f"\nmedians of {args.repeat} runs:")
@@ -402,13 +450,17 @@ def main(argv: list[str] | None = None) -> None:
                 statistics.median(r.rtt_p99_ms for r in group),
                 statistics.median(r.queue_p99_ms for r in group),
                 statistics.median(r.fsync_p99_ms for r in group),
+                statistics.median(r.produce_p99_ms for r in group),
+                statistics.median(r.helper_share for r in group),
             )
             medians[(peer, size)] = m
             print(
                 f"{peer:<9} {size:>5} B  {m.achieved_rate:>9,.0f} msg/s  p50 {m.p50_ms:6.2f} ms  "
                 f"p99 {m.p99_ms:6.2f} ms  max {m.max_ms:7.2f} ms  | rtt p50 {m.rtt_p50_ms:5.2f} "
                 f"p99 {m.rtt_p99_ms:6.2f} ms  queue p99 {m.queue_p99_ms:6.2f} ms  "
-                f"fsync p99 <= {m.fsync_p99_ms:5.1f} ms  [load {m.load1:.1f}]"
+                f"| broker p99 <= fsync {m.fsync_p99_ms:5.1f} ms, Produce "
+                f"{m.produce_p99_ms:5.1f} ms, on helpers {m.helper_share:4.0%}  "
+                f"[load {m.load1:.1f}]"
             )
     for size in sizes:
         ours = medians.get(("riverbed", size))

@@ -163,8 +163,8 @@ class BrokerMetrics:
         self._connections.labels(listener).dec()
 
     # -- group commit (flusher thread; riverbed.storage.flusher.FlushObserver) ----------
-    def fsync_done(self, seconds: float) -> None:
-        self.flushes.fsync_done(seconds)
+    def fsync_done(self, seconds: float, *, on_ring: bool = False) -> None:
+        self.flushes.fsync_done(seconds, on_ring=on_ring)
 
     def round_done(self, logs: int, requests: int) -> None:
         self.flushes.round_done(logs, requests)

@@ -15,7 +15,10 @@ under the lock and builds:
   its submission to the loop reading its last completion (the zeros' fsync included);
 * ``riverbed_group_commit_batch_size`` -- flush requests (durable appends, forced
   flushes) served by one round;
-* ``riverbed_group_commit_logs`` -- partition logs fsynced by one round.
+* ``riverbed_group_commit_logs`` -- partition logs fsynced by one round;
+* ``riverbed_log_flushes_total{thread}`` -- log flushes by where their fsync ran:
+  ``event_loop`` (submitted to the io_uring, completed on the loop) or ``helper`` (a
+  flusher helper thread: the fallback, and every flush when io_uring is off).
 
 Thread-safety: any thread may report or collect.  Counts only grow; nothing survives a
 restart.
@@ -27,7 +30,7 @@ import bisect
 import threading
 from collections.abc import Iterable
 
-from prometheus_client.core import HistogramMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from riverbed.broker.metrics_requests import cumulative_buckets
@@ -58,12 +61,18 @@ class FlushStats(Collector):
         self._fsync = _Counts(FSYNC_BUCKETS)
         self._requests = _Counts(BATCH_BUCKETS)
         self._logs = _Counts(BATCH_BUCKETS)
+        self._on_loop = 0
+        self._on_helper = 0
 
-    def fsync_done(self, seconds: float) -> None:
+    def fsync_done(self, seconds: float, *, on_ring: bool = False) -> None:
         bucket = bisect.bisect_left(FSYNC_BUCKETS, seconds)
         with self._lock:
             self._fsync.buckets[bucket] += 1
             self._fsync.total += seconds
+            if on_ring:
+                self._on_loop += 1
+            else:
+                self._on_helper += 1
 
     def round_done(self, logs: int, requests: int) -> None:
         by_logs = bisect.bisect_left(BATCH_BUCKETS, logs)
@@ -82,6 +91,7 @@ class FlushStats(Collector):
             copies = [
                 (c.buckets.copy(), c.total) for c in (self._fsync, self._requests, self._logs)
             ]
+            on_loop, on_helper = self._on_loop, self._on_helper
         (fsync, fsync_sum), (requests, requests_sum), (logs, logs_sum) = copies
         yield _histogram(
             "riverbed_fsync_duration_seconds",
@@ -105,6 +115,15 @@ class FlushStats(Collector):
             logs,
             logs_sum,
         )
+        flushes = CounterMetricFamily(
+            "riverbed_log_flushes",
+            "Partition log flushes by the thread their fsync ran on: event_loop (io_uring) "
+            "or helper (a flusher helper thread).",
+            labels=["thread"],
+        )
+        flushes.add_metric(["event_loop"], on_loop)
+        flushes.add_metric(["helper"], on_helper)
+        yield flushes
 
 
 def _histogram(

@@ -158,6 +158,12 @@ def test_produce_moves_bytes_records_offsets_and_fsyncs(broker: MetricsBroker) -
     # the log are synced), so the acks can reach the client before the count moves.
     for name in ("riverbed_fsync_duration_seconds_count", "riverbed_group_commit_batch_size_count"):
         wait_until(functools.partial(_grew, broker, before, name), WAIT_S, f"{name} to grow")
+    # each of those flushes is counted once more, by the thread its fsync ran on (the
+    # event loop's io_uring where the kernel allows one, else a helper)
+    flushes = ("riverbed_log_flushes_total", "riverbed_fsync_duration_seconds_count")
+    scraped = broker.scrape()
+    by_thread = sum(value(scraped, flushes[0], thread=t) for t in ("event_loop", "helper"))
+    assert by_thread == value(scraped, flushes[1]) > 0
     assert value(after, "riverbed_connections_accepted_total", listener="PLAINTEXT") >= 1
 
 
@@ -231,6 +237,7 @@ def test_the_text_format_carries_help_and_types(broker: MetricsBroker) -> None:
         "riverbed_request_duration_seconds",
         "riverbed_fsync_duration_seconds",
         "riverbed_group_commit_batch_size",
+        "riverbed_log_flushes_total",
         "riverbed_partition_high_watermark",
         "riverbed_consumer_group_lag",
         "riverbed_connections",

@@ -48,10 +48,10 @@ def test_histogram_buckets_are_cumulative_and_errors_counted_by_name() -> None:
     assert get("riverbed_topic_records_out_total", topic="t") == 4
 
 
-def test_flush_stats_become_three_histograms() -> None:
+def test_flush_stats_become_three_histograms_and_a_counter() -> None:
     stats = FlushStats()
     stats.fsync_done(0.0002)
-    stats.fsync_done(0.003)
+    stats.fsync_done(0.003, on_ring=True)
     stats.round_done(logs=2, requests=7)
     registry = CollectorRegistry()
     registry.register(stats)
@@ -63,3 +63,5 @@ def test_flush_stats_become_three_histograms() -> None:
     assert 'riverbed_group_commit_batch_size_bucket{le="8.0"} 1.0' in text
     assert "riverbed_group_commit_batch_size_sum 7.0" in text
     assert 'riverbed_group_commit_logs_bucket{le="2.0"} 1.0' in text
+    assert 'riverbed_log_flushes_total{thread="event_loop"} 1.0' in text
+    assert 'riverbed_log_flushes_total{thread="helper"} 1.0' in text
