@@ -103,7 +103,9 @@ class FlushObserver(Protocol):
     round was (logs fsynced, flush requests served: the ``request`` calls for those logs
     since their previous hand-out); must be cheap and must not raise."""
 
-    def fsync_done(self, seconds: float) -> None: ...
+    def fsync_done(self, seconds: float, *, on_ring: bool = False) -> None:
+        """``on_ring``: the flush's fsync ran on the io_uring, not on a helper."""
+        ...
 
     def round_done(self, logs: int, requests: int) -> None: ...
 
@@ -208,7 +210,7 @@ class GroupCommitFlusher:
         def finished(tail: Callable[[], None] | None) -> None:
             observer = self.observer
             if observer is not None:
-                observer.fsync_done(time.perf_counter() - started)
+                observer.fsync_done(time.perf_counter() - started, on_ring=True)
                 if asked:
                     observer.round_done(1, asked)
             with self._cond:
@@ -229,8 +231,22 @@ class GroupCommitFlusher:
         """After a flush on the ring: release ``target``, or flush it again at once if it
         was requested meanwhile (on the ring when possible, else on a helper)."""
         asked = self._again_or_release(id(target))
-        if asked is not None and not self._start_on_ring(target, asked):
+        if asked is not None:
+            self._resume(target, asked)
+
+    def _resume(self, target: Flushable, asked: int) -> None:
+        """On the ring's loop: flush ``target`` (in flight) again, on the ring when it
+        can, else on a helper."""
+        if not self._start_on_ring(target, asked):
             self._submit(self._flush_owned, target, asked)
+
+    def _hand_back(self, target: Flushable, asked: int) -> bool:
+        """On a helper, ``target`` (in flight) requested again: True when its next flush
+        was handed to the ring's loop (see :meth:`_flush_owned`), False to flush it here."""
+        ring = self._ring
+        if ring is None or getattr(target, "flush_on_ring", None) is None:
+            return False
+        return ring.call_soon(self._resume, target, asked)
 
     def _again_or_release(self, key: int) -> int | None:
         """After a flush of the log ``key`` (in flight): the requests one more flush must
@@ -264,7 +280,7 @@ class GroupCommitFlusher:
         except Exception:
             log.exception("flush follow-up failed")
         asked = self._again_or_release(id(target))
-        if asked is not None:
+        if asked is not None and not self._hand_back(target, asked):
             self._flush_owned(target, asked)
 
     def register(self, target: Flushable) -> None:
@@ -342,7 +358,11 @@ class GroupCommitFlusher:
     def _flush_owned(self, target: Flushable, asked: int) -> None:
         """Flush ``target`` (in flight; ``asked``: the requests this round serves, 0 when
         the caller reports the round), again while requests came during the flush, then
-        release it."""
+        release it.  With a ring attached the next flush goes back to the ring's loop
+        instead: a log that fell back to a helper once (a checkpoint held its flush
+        lock, a producer snapshot or a roll was due) would otherwise stay on the helpers
+        for as long as its producers keep it busy, each flush paying the GIL hand-off
+        the ring exists to avoid."""
         key = id(target)
         while True:
             again: int | None = None
@@ -352,7 +372,7 @@ class GroupCommitFlusher:
                     self.observer.round_done(1, asked)
             finally:
                 again = self._again_or_release(key)
-            if again is None:
+            if again is None or self._hand_back(target, again):
                 return
             asked = again
 

@@ -158,6 +158,22 @@ class FetchResult:
     aborted_transactions: tuple[AbortedTxn, ...] | None = None
 
 
+def _chained(
+    first: Callable[[], None] | None, second: Callable[[], None] | None
+) -> Callable[[], None] | None:
+    """One follow-up running ``first`` then ``second`` (either may be None)."""
+    if first is None or second is None:
+        return first or second
+
+    def both() -> None:
+        try:
+            first()
+        finally:
+            second()
+
+    return both
+
+
 def _settle(fut: Future[None], exc: BaseException | None = None) -> None:
     """Resolve ``fut`` (or fail it with ``exc``) unless its waiter has cancelled it.
 
@@ -242,6 +258,7 @@ class PartitionLog:
         # (segment base, byte position) of the newest producer snapshot's offset, and the
         # offset of the last periodic one (replaced by the next), see flush()
         self._snapshot_at = (-1, 0)
+        self._truncations = 0  # truncate_to calls: a snapshot taken before one is stale
         self._periodic_snapshot = -1
         self.snapshot_interval_bytes = PRODUCER_SNAPSHOT_INTERVAL_BYTES
         self._offline: CorruptSegmentError | None = None
@@ -806,10 +823,10 @@ class PartitionLog:
         """The common flush with its fdatasync on ``ring`` (:mod:`riverbed.storage.uring`),
         started on the ring's loop thread by the flusher: False, with nothing done, when
         this flush needs :meth:`flush` on a helper (``_flush_lock`` held elsewhere, a
-        sealed segment's fsync owed, a producer snapshot due, the ``.txnindex`` changed,
-        nothing new to flush, the log closed, or a test armed the ``segment.fsync``
-        failure point: a fault that blocks or delays must hold up the fsync's thread,
-        not the event loop).
+        sealed segment's fsync owed, the ``.txnindex`` changed, the log closed, or a
+        test armed the ``segment.fsync`` failure point: a fault that blocks or delays
+        must hold up the fsync's thread, not the event loop).  With nothing new to
+        flush (an earlier flush covered it) the waiters are answered here, no fsync.
 
         Same steps and order as :meth:`flush`: under ``_lock`` the indexes are written
         and the target taken; the fsync is submitted; when it completes (on the loop)
@@ -820,9 +837,14 @@ class PartitionLog:
         ``_flush_lock`` is taken without waiting and held until the last of these
         completes, so no checkpoint, retention, close or other flush of this log runs
         while an fsync of it is in the kernel: the one that wants it waits on its own
-        thread.  A failed fsync fails the waiters as :meth:`flush` does.  ``finished``
-        is called exactly once when True is returned (with a follow-up for a helper
-        only when the ring closed meanwhile or a test armed ``segment.zero_fill``)."""
+        thread.  A failed fsync fails the waiters as :meth:`flush` does.  A producer
+        snapshot due at this flush (every :data:`PRODUCER_SNAPSHOT_INTERVAL_BYTES`) is
+        taken under ``_lock`` with the target, as :meth:`flush` takes it, and written by
+        the follow-up on a helper (a new file, its fsync, a rename and the directory's
+        fsync: not work for the loop), after the waiters were answered; it is dropped
+        if the log was truncated or closed meanwhile.  ``finished`` is called exactly
+        once when True is returned (with a follow-up for a helper when a snapshot is
+        due, the ring closed meanwhile or a test armed ``segment.zero_fill``)."""
         if faults.is_armed("segment.fsync") or not self._flush_lock.acquire(blocking=False):
             return False
         try:
@@ -832,26 +854,44 @@ class PartitionLog:
                     return False
                 active = self._segments[-1]
                 target = active.next_offset
-                if (
-                    target <= self._flushed_offset
-                    or active.txn_index.dirty
-                    or self._snapshot_due(active)
-                ):
+                if active.txn_index.dirty:
                     self._flush_lock.release()
                     return False
-                active.flush_indexes()
-                mark = FlushMark(active.base_offset, target, active.size)
+                covered: list[Future[None]] | None = None
+                if target <= self._flushed_offset:  # an earlier flush covered it all
+                    self._reset_unflushed()
+                    covered = self._pop_waiters(self._flushed_offset)
+                else:
+                    active.flush_indexes()
+                    mark = FlushMark(active.base_offset, target, active.size)
+                    snapshot_at = self._snapshot_at
+                    periodic = self._periodic_snapshot_data(active, target)
+                    truncations = self._truncations
+                    self._flushing_to = target
                 self._flush_pending = False
-                self._flushing_to = target
         except OSError:  # the indexes' write failed: flush() fails the waiters
             self._flush_lock.release()
             return False
+        if covered is not None:
+            self._flush_lock.release()
+            for fut in covered:
+                _settle(fut)
+            finished(None)
+            return True
+        snapshot: Callable[[], None] | None = None
+        if periodic is not None:
+            data = periodic
+
+            def snapshot() -> None:
+                self._write_snapshot_tail(target, data, truncations)
 
         def done(res: int) -> None:
+            nonlocal snapshot
             tail: Callable[[], None] | None = None
             zeros_on_ring = False
             try:
                 if res < 0:
+                    snapshot = None  # nothing became durable: no snapshot at the target
                     self._fail_waiters(_fsync_error(active, res))
                     return
                 with self._lock:
@@ -879,7 +919,7 @@ class PartitionLog:
             finally:
                 if not zeros_on_ring:
                     self._flush_lock.release()
-                    finished(tail)
+                    finished(_chained(tail, snapshot))
 
         def zeros_synced(res: int) -> None:
             try:
@@ -887,13 +927,15 @@ class PartitionLog:
                     self._fail_waiters(_fsync_error(active, res))
             finally:
                 self._flush_lock.release()
-                finished(None)
+                finished(snapshot)
 
         try:
             active.sync_data_on(ring, done)
         except RingClosedError:  # the flusher is stopping: a helper (or close) flushes
             with self._lock:
                 self._flushing_to = -1
+                if periodic is not None:  # the helper's flush takes it instead
+                    self._snapshot_at = snapshot_at
             self._flush_lock.release()
             return False
         except OSError as exc:
@@ -998,6 +1040,16 @@ class PartitionLog:
             return None
         self._snapshot_at = (active.base_offset, active.size)
         return self.producers.snapshot_data()
+
+    def _write_snapshot_tail(self, offset: int, data: bytes, truncations: int) -> None:
+        """On a helper, after the ring's fsync covering every batch below ``offset``:
+        write the periodic producer snapshot taken with that flush, unless the log was
+        closed or truncated since (its state would no longer match the log)."""
+        with self._flush_lock:
+            with self._lock:
+                if self._closed or self._truncations != truncations:
+                    return
+            self._write_periodic_snapshot(offset, data)
 
     def _write_periodic_snapshot(self, offset: int, data: bytes) -> None:
         """After the fsync covering every batch below ``offset``: its producer snapshot
@@ -1269,6 +1321,7 @@ class PartitionLog:
             # Lower the durable claims (flushed mark, recovery point) before cutting, so a
             # crash in between never reads as lost acknowledged data.
             self._flush_mark.reset()
+            self._truncations += 1
             floor = max([b for b in self._bases if b < offset] or [max(offset, 0)])
             self._flushed_offset = min(self._flushed_offset, floor)
             self._write_checkpoint_locked()

@@ -96,6 +96,19 @@ class FsyncRing:
         """Called on the loop's thread, and the ring still takes requests."""
         return threading.get_ident() == self.thread_id and not self._closing
 
+    def call_soon(self, fn: Callable[..., None], *args: object) -> bool:
+        """Run ``fn(*args)`` on the ring's loop thread soon (from any thread): False,
+        with nothing scheduled, once the ring is closing or the loop no longer runs.  A
+        loop stopped after this returned True drops the call (the broker stops its
+        flusher, which closes the ring, before its loop)."""
+        if self._closing or not self._loop.is_running():
+            return False
+        try:
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop closed meanwhile
+            return False
+        return True
+
     @property
     def in_flight(self) -> int:
         with self._reap_lock:

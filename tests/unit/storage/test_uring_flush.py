@@ -11,6 +11,7 @@ import errno
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
@@ -227,6 +228,9 @@ class FakeRing:
             raise self._refuse
         self._loop.call_soon(done, self._res)
 
+    def call_soon(self, fn: Callable[..., None], *args: object) -> bool:
+        return self._real.call_soon(fn, *args)
+
     def close(self) -> None:
         pass
 
@@ -292,6 +296,91 @@ def test_a_log_whose_flush_lock_is_busy_is_flushed_by_a_helper(
             assert not fut.done()
         assert fut.result(WAIT_S) is None
         assert spy.count == 0
+    finally:
+        _close(log, flusher)
+
+
+class Threads:
+    """A FlushObserver recording, per log flush, whether its fsync ran on the ring."""
+
+    def __init__(self) -> None:
+        self.on_ring: list[bool] = []
+
+    def fsync_done(self, seconds: float, *, on_ring: bool = False) -> None:
+        self.on_ring.append(on_ring)
+
+    def round_done(self, logs: int, requests: int) -> None:
+        pass
+
+
+def _idle(flusher: GroupCommitFlusher) -> None:
+    """Wait until no log is in flight in ``flusher`` (its follow-ups included)."""
+    deadline = time.monotonic() + WAIT_S
+    while flusher._in_flight:
+        assert time.monotonic() < deadline, "the flusher never went idle"
+        time.sleep(0.005)
+
+
+def test_a_log_flushed_by_a_helper_goes_back_to_the_ring(
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+) -> None:
+    """Once a flush fell back to a helper, the next one requested during it runs on the
+    ring again: without the hand-back a busy log would stay on the helpers."""
+    log, flusher = _ring_log(tmp_path, ring)
+    threads = Threads()
+    flusher.observer = threads
+    try:
+        with log._flush_lock:  # a checkpoint holds it: the first flush goes to a helper
+            first = _acked(loop, log, b"a")
+            second = _acked(loop, log, b"b")  # requested while the first is in flight
+        assert first.result(WAIT_S) is None
+        assert second.result(WAIT_S) is None
+        _idle(flusher)
+        assert threads.on_ring[0] is False
+        assert threads.on_ring[1:] and all(threads.on_ring[1:]), threads.on_ring
+        # and the log stays there
+        for i in range(5):
+            assert _acked(loop, log, b"c%d" % i).result(WAIT_S) is None
+        _idle(flusher)
+        assert threads.on_ring.count(False) == 1, threads.on_ring
+    finally:
+        _close(log, flusher)
+
+
+def test_a_due_producer_snapshot_keeps_the_flush_on_the_ring(
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+) -> None:
+    """The snapshot is written by a helper after the ring's fsync answered the waiters,
+    at the flushed offset, replacing the previous periodic one."""
+    log, flusher = _ring_log(tmp_path, ring)
+    threads = Threads()
+    flusher.observer = threads
+    log.snapshot_interval_bytes = 1  # every flush is due one
+    try:
+        for i in range(3):
+            assert _acked(loop, log, b"v%d" % i).result(WAIT_S) is None
+            _idle(flusher)
+            assert log.producers.snapshot_path(i + 1).exists()
+            assert not log.producers.snapshot_path(i).exists()  # the previous periodic one
+        assert threads.on_ring == [True, True, True]
+    finally:
+        _close(log, flusher)
+
+
+def test_a_snapshot_taken_before_a_truncation_is_not_written(
+    tmp_path: Path, loop: LoopThread, ring: FsyncRing
+) -> None:
+    log, flusher = _ring_log(tmp_path, ring)
+    try:
+        for i in range(3):
+            assert _acked(loop, log, b"v%d" % i).result(WAIT_S) is None
+        _idle(flusher)
+        data, truncations = log.producers.snapshot_data(), log._truncations
+        log.truncate_to(1)
+        log._write_snapshot_tail(3, data, truncations)  # the follow-up, running late
+        assert not log.producers.snapshot_path(3).exists()
+        log._write_snapshot_tail(1, log.producers.snapshot_data(), log._truncations)
+        assert log.producers.snapshot_path(1).exists()
     finally:
         _close(log, flusher)
 
