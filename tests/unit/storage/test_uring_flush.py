@@ -7,6 +7,7 @@ not: the helper threads then do the work, which the rest of the suite covers).""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import sys
@@ -128,26 +129,29 @@ def test_drain_answers_what_is_in_flight_after_the_loop_stopped(tmp_path: Path) 
         runner.loop.close()
 
 
+@contextlib.contextmanager
 def _ring_log(
     tmp_path: Path, ring: FsyncRing, config: LogConfig | None = None
-) -> tuple[PartitionLog, GroupCommitFlusher]:
+) -> Iterator[tuple[PartitionLog, GroupCommitFlusher]]:
+    """A log on a flusher with ``ring`` attached; at exit the ring is attached again (a
+    test may have swapped in a FakeRing), the flusher stopped and the log closed."""
     # no periodic checkpoint: one holding _flush_lock would send a flush to a helper
     flusher = GroupCommitFlusher(checkpoint_interval_ms=3_600_000)
     flusher.start()
     flusher.attach_ring(ring)
     log = PartitionLog.open(tmp_path / "t-0", config or LogConfig(), flusher=flusher)
-    return log, flusher
+    try:
+        yield log, flusher
+    finally:
+        flusher.attach_ring(ring)
+        flusher.stop()
+        log.close()
 
 
 def _acked(loop: LoopThread, log: PartitionLog, value: bytes) -> Future[None]:
     """Append ``value`` on the loop, as a produce does, and its acks=all flush future."""
     result = loop.call(lambda: log.append(batch(value)))
     return loop.call(lambda: log.flush_future(result.last_offset))  # type: ignore[no-any-return]
-
-
-def _close(log: PartitionLog, flusher: GroupCommitFlusher) -> None:
-    flusher.stop()
-    log.close()
 
 
 class Spy:
@@ -172,8 +176,7 @@ def test_acks_all_appends_are_flushed_on_the_ring(
     monkeypatch.setattr(preallocate, "_window_bytes", preallocate.DEFAULT_WINDOW_BYTES)
     monkeypatch.setattr(preallocate, "_budget_bytes", preallocate.held_bytes() + (64 << 20))
     spy = Spy(ring)
-    log, flusher = _ring_log(tmp_path, ring)
-    try:
+    with _ring_log(tmp_path, ring) as (log, flusher):
         waits = [_acked(loop, log, b"v%d" % i) for i in range(50)]
         for fut in waits:
             assert fut.result(WAIT_S) is None
@@ -188,21 +191,16 @@ def test_acks_all_appends_are_flushed_on_the_ring(
         # written just after its waiters are answered
         mark = loop.call(lambda: read_flush_mark(tmp_path / "t-0"))
         assert mark == FlushMark(0, 50, log.segments()[-1].size)
-    finally:
-        _close(log, flusher)
 
 
 def test_a_flush_off_the_loop_thread_goes_to_a_helper(
     tmp_path: Path, loop: LoopThread, ring: FsyncRing
 ) -> None:
     spy = Spy(ring)
-    log, flusher = _ring_log(tmp_path, ring)
-    try:
+    with _ring_log(tmp_path, ring) as (log, _flusher):
         result = log.append(batch(b"here"))  # this thread is not the ring's loop
         assert log.flush_future(result.last_offset).result(WAIT_S) is None
         assert spy.count == 0
-    finally:
-        _close(log, flusher)
 
 
 class FakeRing:
@@ -238,8 +236,7 @@ class FakeRing:
 def test_a_refused_submission_fails_the_waiters_then_the_log_goes_on(
     tmp_path: Path, loop: LoopThread, ring: FsyncRing
 ) -> None:
-    log, flusher = _ring_log(tmp_path, ring)
-    try:
+    with _ring_log(tmp_path, ring) as (log, flusher):
         refusing = FakeRing(ring, loop.loop, refuse=OSError(errno.EAGAIN, "refused"))
         flusher.attach_ring(refusing)  # type: ignore[arg-type]
         fut = _acked(loop, log, b"lost?")
@@ -249,9 +246,6 @@ def test_a_refused_submission_fails_the_waiters_then_the_log_goes_on(
         flusher.attach_ring(ring)
         assert _acked(loop, log, b"again").result(WAIT_S) is None
         assert log.flushed_offset == 2
-    finally:
-        flusher.attach_ring(ring)
-        _close(log, flusher)
 
 
 def test_an_armed_fsync_failure_point_sends_the_flush_to_a_helper(
@@ -259,45 +253,35 @@ def test_an_armed_fsync_failure_point_sends_the_flush_to_a_helper(
 ) -> None:
     """A fault that blocks must block the fsync's thread, never the event loop."""
     spy = Spy(ring)
-    log, flusher = _ring_log(tmp_path, ring)
-    try:
+    with _ring_log(tmp_path, ring) as (log, _flusher):
         with faults.inject("segment.fsync", error=errno.EIO):
             fut = _acked(loop, log, b"v")
             with pytest.raises(StorageError, match=r"fsync of .*\.log failed"):
                 fut.result(WAIT_S)
         assert spy.count == 0
-    finally:
-        _close(log, flusher)
 
 
 def test_an_error_completion_fails_the_waiters_with_the_errno(
     tmp_path: Path, loop: LoopThread, ring: FsyncRing
 ) -> None:
-    log, flusher = _ring_log(tmp_path, ring)
-    flusher.attach_ring(FakeRing(ring, loop.loop, res=-errno.EIO))  # type: ignore[arg-type]
-    try:
+    with _ring_log(tmp_path, ring) as (log, flusher):
+        flusher.attach_ring(FakeRing(ring, loop.loop, res=-errno.EIO))  # type: ignore[arg-type]
         fut = _acked(loop, log, b"v")
         with pytest.raises(StorageError, match=r"Input/output error|EIO"):
             fut.result(WAIT_S)
         assert log.flushed_offset == 0
-    finally:
-        flusher.attach_ring(ring)
-        _close(log, flusher)
 
 
 def test_a_log_whose_flush_lock_is_busy_is_flushed_by_a_helper(
     tmp_path: Path, loop: LoopThread, ring: FsyncRing
 ) -> None:
     spy = Spy(ring)
-    log, flusher = _ring_log(tmp_path, ring)
-    try:
+    with _ring_log(tmp_path, ring) as (log, _flusher):
         with log._flush_lock:  # a checkpoint, say, holds it: the loop must not wait
             fut = _acked(loop, log, b"v")
             assert not fut.done()
         assert fut.result(WAIT_S) is None
         assert spy.count == 0
-    finally:
-        _close(log, flusher)
 
 
 class Threads:
@@ -326,10 +310,9 @@ def test_a_log_flushed_by_a_helper_goes_back_to_the_ring(
 ) -> None:
     """Once a flush fell back to a helper, the next one requested during it runs on the
     ring again: without the hand-back a busy log would stay on the helpers."""
-    log, flusher = _ring_log(tmp_path, ring)
-    threads = Threads()
-    flusher.observer = threads
-    try:
+    with _ring_log(tmp_path, ring) as (log, flusher):
+        threads = Threads()
+        flusher.observer = threads
         with log._flush_lock:  # a checkpoint holds it: the first flush goes to a helper
             first = _acked(loop, log, b"a")
             second = _acked(loop, log, b"b")  # requested while the first is in flight
@@ -343,8 +326,6 @@ def test_a_log_flushed_by_a_helper_goes_back_to_the_ring(
             assert _acked(loop, log, b"c%d" % i).result(WAIT_S) is None
         _idle(flusher)
         assert threads.on_ring.count(False) == 1, threads.on_ring
-    finally:
-        _close(log, flusher)
 
 
 def test_a_due_producer_snapshot_keeps_the_flush_on_the_ring(
@@ -352,26 +333,22 @@ def test_a_due_producer_snapshot_keeps_the_flush_on_the_ring(
 ) -> None:
     """The snapshot is written by a helper after the ring's fsync answered the waiters,
     at the flushed offset, replacing the previous periodic one."""
-    log, flusher = _ring_log(tmp_path, ring)
-    threads = Threads()
-    flusher.observer = threads
-    log.snapshot_interval_bytes = 1  # every flush is due one
-    try:
+    with _ring_log(tmp_path, ring) as (log, flusher):
+        threads = Threads()
+        flusher.observer = threads
+        log.snapshot_interval_bytes = 1  # every flush is due one
         for i in range(3):
             assert _acked(loop, log, b"v%d" % i).result(WAIT_S) is None
             _idle(flusher)
             assert log.producers.snapshot_path(i + 1).exists()
             assert not log.producers.snapshot_path(i).exists()  # the previous periodic one
         assert threads.on_ring == [True, True, True]
-    finally:
-        _close(log, flusher)
 
 
 def test_a_snapshot_taken_before_a_truncation_is_not_written(
     tmp_path: Path, loop: LoopThread, ring: FsyncRing
 ) -> None:
-    log, flusher = _ring_log(tmp_path, ring)
-    try:
+    with _ring_log(tmp_path, ring) as (log, flusher):
         for i in range(3):
             assert _acked(loop, log, b"v%d" % i).result(WAIT_S) is None
         _idle(flusher)
@@ -381,8 +358,6 @@ def test_a_snapshot_taken_before_a_truncation_is_not_written(
         assert not log.producers.snapshot_path(3).exists()
         log._write_snapshot_tail(1, log.producers.snapshot_data(), log._truncations)
         assert log.producers.snapshot_path(1).exists()
-    finally:
-        _close(log, flusher)
 
 
 def test_open_answers_none_without_liburing(monkeypatch: pytest.MonkeyPatch) -> None:
