@@ -267,6 +267,61 @@ def test_a_slow_checkpoint_write_does_not_block_appends(tmp_path: Path) -> None:
     assert read_checkpoint(log.directory).recovery_point == 1
     log.close()
 
+def test_a_slow_checkpoint_write_does_not_block_a_flush(tmp_path: Path) -> None:
+    """The checkpoint's write holds its own lock, not the flush lock: an fsync asked for
+    meanwhile (a produce with acks=all) runs at once (on the io_uring in the broker,
+    which a held flush lock would send to a helper thread) instead of waiting for the
+    checkpoint's two fsyncs."""
+    log = open_log(tmp_path / "t-0")
+    log.append(one(b"a"))
+    log.flush()
+    log.append(one(b"b"))
+    with faults.inject("file.fsync", block=True, match="partition.checkpoint") as slow:
+        writer = threading.Thread(target=log.checkpoint, daemon=True)
+        writer.start()
+        assert slow.wait_reached()
+        flusher = threading.Thread(target=log.flush, daemon=True)
+        flusher.start()
+        flusher.join(5)
+        assert not flusher.is_alive(), "a flush waited for a checkpoint's fsync"
+        assert log.flushed_offset == 2
+        slow.release()
+        writer.join(10)
+    # The checkpoint in flight took its recovery point before the flush: never above it.
+    assert read_checkpoint(log.directory).recovery_point == 1
+    log.checkpoint()
+    assert read_checkpoint(log.directory).recovery_point == 2
+    log.close()
+
+
+def test_delete_records_waits_for_a_checkpoint_in_flight(tmp_path: Path) -> None:
+    """A checkpoint taken before DeleteRecords must not land after it: the older log
+    start offset would bring the deleted records back at the next start."""
+    log = open_log(tmp_path / "t-0")
+    for v in (b"a", b"b", b"c"):
+        log.append(one(v))
+    log.flush()
+    with faults.inject(
+        "file.fsync", block=True, match="partition.checkpoint", times=1
+    ) as slow:
+        writer = threading.Thread(target=log.checkpoint, daemon=True)
+        writer.start()
+        assert slow.wait_reached()
+        deleter = threading.Thread(target=lambda: log.delete_records_before(2), daemon=True)
+        deleter.start()
+        deleter.join(0.5)
+        assert deleter.is_alive(), "DeleteRecords wrote its checkpoint under one in flight"
+        slow.release()
+        writer.join(10)
+        deleter.join(10)
+        assert not deleter.is_alive()
+    assert read_checkpoint(log.directory).log_start_offset == 2
+    log.close_unclean()
+    reopened = open_log(tmp_path / "t-0")
+    assert values(reopened) == [b"c"]
+    reopened.close()
+
+
 
 # -- file.rename, file.fsync, dir.fsync (checkpoints) ---------------------------------------
 

@@ -17,7 +17,10 @@ three flush policies).  ``recovery_point`` in the checkpoint lags ``flushed_offs
 Thread-safety: every public method may be called from any thread.  ``_lock`` serialises
 appends, reads and metadata changes; fsyncs run outside it (under ``_flush_lock``) so
 appends continue while the disk works.  Anything that closes a segment's file takes
-``_flush_lock`` first, then ``_lock``.
+``_flush_lock`` first, then ``_lock``.  ``_checkpoint_lock`` comes before both: the
+periodic checkpoint's write holds it alone, so it never delays a flush, and everything
+else that writes the checkpoint or changes an offset in it (retention, DeleteRecords,
+truncation, the cleaner's offset, close and deletion) takes all three.
 
 Rolling: the active segment rolls when the append would pass ``segment.bytes``, when
 its relative offsets would overflow int32, or by age as Kafka measures it: the incoming
@@ -232,6 +235,9 @@ class PartitionLog:
         self._flusher = flusher
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
+        # Serialises checkpoint writes with every change to the checkpointed offsets
+        # but the flush's (see checkpoint()); taken before _flush_lock.
+        self._checkpoint_lock = threading.Lock()
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
         self._log_start_offset = 0
@@ -1117,12 +1123,15 @@ class PartitionLog:
     def checkpoint(self) -> None:
         """Persist recovery point, log start and cleaner offsets if they changed.
 
-        The write (two fsyncs) holds ``_flush_lock`` but not ``_lock``, so appends and
-        reads go on meanwhile.  Everything that changes these offsets or writes the
-        checkpoint holds ``_flush_lock`` too, so writes never interleave and an older
-        checkpoint never replaces a newer one.
+        The write (two fsyncs) holds ``_checkpoint_lock`` only, so appends, reads and
+        flushes go on meanwhile (a flush that met a held ``_flush_lock`` would leave the
+        io_uring for a helper thread).  Everything else that writes the checkpoint or
+        changes its offsets holds ``_checkpoint_lock`` too, so writes never interleave
+        and an older checkpoint never replaces a newer one.  The one change it does not
+        exclude is a flush raising ``flushed_offset``: a checkpoint taken just before
+        records a lower recovery point, which only makes recovery scan more.
         """
-        with self._flush_lock:
+        with self._checkpoint_lock:
             with self._lock:
                 cp = PartitionCheckpoint(
                     self._flushed_offset, self._log_start_offset, self._cleaner_offset
@@ -1238,7 +1247,7 @@ class PartitionLog:
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: advance the log start offset to ``offset`` (persisted before
         returning) and delete segments wholly below it; returns the new log start."""
-        with self._flush_lock, self._lock:
+        with self._checkpoint_lock, self._flush_lock, self._lock:
             self._check_open()
             end = self._segments[-1].next_offset
             if offset < 0 or offset > end:
@@ -1293,7 +1302,7 @@ class PartitionLog:
         """Delete whole segments over retention.ms / retention.bytes (cleanup.policy
         delete); returns how many were deleted.  Rolls an expired active segment first."""
         deleted = 0
-        with self._flush_lock, self._lock:
+        with self._checkpoint_lock, self._flush_lock, self._lock:
             if self._closed or not self._config.delete:
                 return 0
             now_ms = self._clock.now_ms()
@@ -1314,7 +1323,7 @@ class PartitionLog:
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding an offset >= ``offset`` (tests, recovery)."""
-        with self._flush_lock, self._lock:
+        with self._checkpoint_lock, self._flush_lock, self._lock:
             self._check_open()
             if offset >= self._segments[-1].next_offset:
                 return
@@ -1438,7 +1447,7 @@ class PartitionLog:
             return True
 
     def set_cleaner_offset(self, offset: int) -> None:
-        with self._flush_lock, self._lock:
+        with self._checkpoint_lock, self._flush_lock, self._lock:
             self._cleaner_offset = max(self._cleaner_offset, offset)
             self._write_checkpoint_locked()
 
@@ -1462,7 +1471,7 @@ class PartitionLog:
     def _close_cleanly(self) -> None:
         if self._flusher is not None:
             self._flusher.unregister(self)
-        with self._flush_lock, self._lock:
+        with self._checkpoint_lock, self._flush_lock, self._lock:
             if self._closed:
                 return
             for seg, snapshot in self._rolled:
@@ -1502,7 +1511,7 @@ class PartitionLog:
         Pending flush waiters are left as they are, as a crash would leave them."""
         if self._flusher is not None:
             self._flusher.unregister(self)
-        with self._flush_lock, self._lock:
+        with self._checkpoint_lock, self._flush_lock, self._lock:
             self._release_files()
 
     def begin_deletion(self) -> None:
@@ -1515,7 +1524,7 @@ class PartitionLog:
         or ``flushed.mark`` under a path that has moved.  Waits for an fsync or
         checkpoint in progress (both locks).
         :meth:`close_for_deletion` then releases the files and answers the waiters."""
-        with self._flush_lock, self._lock:
+        with self._checkpoint_lock, self._flush_lock, self._lock:
             self._deleted = True
             self._closed = True
 
@@ -1537,7 +1546,7 @@ class PartitionLog:
         stale: list[tuple[int, int, Future[None]]] = []
         end = 0
         try:
-            with self._flush_lock, self._lock:
+            with self._checkpoint_lock, self._flush_lock, self._lock:
                 self._deleted = True
                 end = self._segments[-1].next_offset
                 stale, self._waiters = self._waiters, []
