@@ -20,8 +20,8 @@ and two ways to wait:
   broker's path today, without its bookkeeping);
 * ``io_uring``: an ``IORING_OP_FSYNC`` (``IORING_FSYNC_DATASYNC``) submitted from the
   loop, its completion signalled on an eventfd the loop reads: no helper thread, no GIL
-  hand-off.  Needs the ``liburing`` package (a base dependency on Linux x86_64, pinned
-  in pyproject.toml) and a kernel with io_uring allowed
+  hand-off.  Through the broker's own binding of the kernel's interface
+  (``riverbed.storage.io_uring_abi``: Linux x86_64) and a kernel with io_uring allowed
   (``/proc/sys/kernel/io_uring_disabled`` 0); skipped otherwise.
 
 plus ``fdatasync`` alone in the calling thread (the file system's floor).  The runs of
@@ -49,10 +49,7 @@ from pathlib import Path
 import uvloop
 from _bench_common import load1
 
-try:
-    import liburing
-except ImportError:  # the io_uring rows are skipped
-    liburing = None
+from riverbed.storage.io_uring_abi import KernelRing, supported
 
 CHUNK = b"x" * 65536
 SLICE_S = 0.0003
@@ -114,12 +111,10 @@ async def via_thread(fd: int, n: int) -> list[float]:
 
 
 async def via_io_uring(fd: int, n: int) -> list[float]:
-    assert liburing is not None
     loop = asyncio.get_running_loop()
-    ring, cqe = liburing.Ring(), liburing.Cqe()
-    liburing.io_uring_queue_init(8, ring)
+    ring = KernelRing(8)
     efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-    liburing.io_uring_register_eventfd(ring, efd)
+    ring.register_eventfd(efd)
     waiters: dict[int, asyncio.Future[int]] = {}
 
     def on_ready() -> None:
@@ -127,14 +122,7 @@ async def via_io_uring(fd: int, n: int) -> list[float]:
             os.eventfd_read(efd)
         except BlockingIOError:
             return
-        while True:
-            try:
-                liburing.io_uring_peek_cqe(ring, cqe)
-            except BlockingIOError:
-                return
-            entry = cqe[0]
-            key, res = entry.user_data, entry.res
-            liburing.io_uring_cqe_seen(ring, entry)
+        for key, res in ring.completions():
             waiters.pop(key).set_result(res)
 
     loop.add_reader(efd, on_ready)
@@ -143,18 +131,15 @@ async def via_io_uring(fd: int, n: int) -> list[float]:
         for i in range(n):
             os.pwrite(fd, CHUNK, i * len(CHUNK))
             started = time.perf_counter()
-            sqe = liburing.io_uring_get_sqe(ring)
-            liburing.io_uring_prep_fsync(sqe, fd, liburing.IORING_FSYNC_DATASYNC)
-            liburing.io_uring_sqe_set_data64(sqe, i)
             waiters[i] = loop.create_future()
-            liburing.io_uring_submit(ring)
+            ring.submit_fsync(fd, i)
             res = await waiters[i]
             if res != 0:
                 raise OSError(-res, os.strerror(-res))
             samples.append(time.perf_counter() - started)
     finally:
         loop.remove_reader(efd)
-        liburing.io_uring_queue_exit(ring)
+        ring.close()
         os.close(efd)
     return samples
 
@@ -184,8 +169,9 @@ LOADS: dict[str, Callable[[asyncio.Event], Awaitable[None]] | None] = {
 
 def io_uring_usable() -> str | None:
     """None if the io_uring rows can run, else why not."""
-    if liburing is None:
-        return "no liburing package (pip install liburing==2026.3.30)"
+    why = supported()
+    if why is not None:
+        return why
     try:
         disabled = Path("/proc/sys/kernel/io_uring_disabled").read_text().strip()
     except OSError:

@@ -15,10 +15,14 @@ eventfd: no Python thread waits for the GIL on the way.
 when it completes (``res`` 0, or minus an errno).  The kernel takes its own reference to
 the file when the request is submitted, so the caller may close its descriptor at once.
 
-Availability: :meth:`FsyncRing.open` answers None, and says why once at INFO, where the
-``liburing`` package is missing (it is installed on Linux x86_64 only) or the kernel
-refuses a ring (``/proc/sys/kernel/io_uring_disabled``, a seccomp filter, an old kernel);
-the flusher's helper threads then fsync as before.
+The ring itself is :class:`riverbed.storage.io_uring_abi.KernelRing` (the kernel's
+interface, spoken directly: the one binding with wheels on PyPI dies with SIGILL on CPUs
+without AVX-512).
+
+Availability: :meth:`FsyncRing.open` answers None, and says why once at INFO, off Linux
+x86_64 or where the kernel refuses a ring (``/proc/sys/kernel/io_uring_disabled``, a
+seccomp filter, a kernel before 5.1); the flusher's helper threads then fsync as
+before.
 
 Thread-safety: :meth:`fdatasync` only on the loop's thread (the submission queue has no
 lock); completions are reaped under a lock, on the loop, or by :meth:`drain` on any
@@ -31,13 +35,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+
+from riverbed.storage.io_uring_abi import KernelRing, supported
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +59,18 @@ class RingClosedError(OSError):
 class FsyncRing:
     """One io_uring whose fsync completions are read on ``loop`` (see module docstring)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, lib: Any) -> None:
-        self._lib = lib
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._ring, self._cqe = lib.Ring(), lib.Cqe()
-        lib.io_uring_queue_init(RING_ENTRIES, self._ring)
+        self._ring = KernelRing(RING_ENTRIES)
         try:
             self._efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-            lib.io_uring_register_eventfd(self._ring, self._efd)
+            try:
+                self._ring.register_eventfd(self._efd)
+            except BaseException:
+                os.close(self._efd)
+                raise
         except BaseException:
-            lib.io_uring_queue_exit(self._ring)
+            self._ring.close()
             raise
         self._reap_lock = threading.Lock()
         self._done: dict[int, Callable[[int], None]] = {}  # under _reap_lock
@@ -78,13 +84,10 @@ class FsyncRing:
     def open(cls, loop: asyncio.AbstractEventLoop) -> FsyncRing | None:
         """A ring on ``loop`` (call on its thread), or None where io_uring is unavailable."""
         global _told
-        try:
-            import liburing  # type: ignore[import-untyped]
-        except ImportError as exc:
-            reason = f"the liburing package is not installed ({exc})"
-        else:
+        reason = supported()
+        if reason is None:
             try:
-                return cls(loop, liburing)
+                return cls(loop)
             except OSError as exc:
                 reason = f"the kernel refused a ring: {exc}"
         if not _told:
@@ -120,20 +123,13 @@ class FsyncRing:
         OSError if the kernel refused the submission (``done`` is then never called).
         Submitting holds the reap lock, so :meth:`close` never releases the ring under
         a submission, and drains every request submitted before it."""
-        lib = self._lib
         with self._reap_lock:
             if self._closing:
                 raise RingClosedError("the fsync ring is closing")
             self._seq += 1
             key = self._seq
-            sqe = lib.io_uring_get_sqe(self._ring)
-            if sqe is None:  # every entry is submitted at once: it cannot stay full
-                raise OSError(errno.EAGAIN, "io_uring submission queue full")
-            lib.io_uring_prep_fsync(sqe, fd, lib.IORING_FSYNC_DATASYNC)
-            lib.io_uring_sqe_set_data64(sqe, key)
-            submitted = lib.io_uring_submit(self._ring)
-            if submitted < 1:
-                raise OSError(errno.EAGAIN, f"io_uring accepted no request ({submitted})")
+            # Every entry is submitted at once, so the queue is never full for long.
+            self._ring.submit_fsync(fd, key)
             self._done[key] = done
 
     def _ready(self) -> None:
@@ -143,23 +139,11 @@ class FsyncRing:
 
     def _reap(self) -> int:
         """Run ``done`` for every completion posted so far; returns how many."""
-        lib = self._lib
         finished: list[tuple[Callable[[int], None], int]] = []
         with self._reap_lock:
             if self._closed:
                 return 0
-            while True:
-                try:
-                    lib.io_uring_peek_cqe(self._ring, self._cqe)
-                except BlockingIOError:
-                    break
-                entry = self._cqe[0]
-                key = entry.user_data
-                try:
-                    res = entry.res
-                except OSError as exc:  # the binding raises for a negative result
-                    res = -(exc.errno or errno.EIO)
-                lib.io_uring_cqe_seen(self._ring, entry)
+            for key, res in self._ring.completions():
                 done = self._done.pop(key, None)
                 if done is not None:
                     finished.append((done, res))
@@ -191,7 +175,7 @@ class FsyncRing:
             log.warning("closing the fsync ring with %d fsyncs still in flight", self.in_flight)
         with self._reap_lock:
             self._closed = True
-        self._lib.io_uring_queue_exit(self._ring)
+        self._ring.close()
         if self._loop.is_running() and threading.get_ident() != self.thread_id:
             try:
                 self._loop.call_soon_threadsafe(self._release_eventfd)

@@ -10,7 +10,8 @@ import asyncio
 import contextlib
 import errno
 import os
-import sys
+import platform
+import select
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ from _batches import batch
 
 from riverbed.broker.config import BrokerConfig
 from riverbed.errors import ConfigError, StorageError
-from riverbed.storage import LogConfig, PartitionLog, faults, preallocate
+from riverbed.storage import LogConfig, PartitionLog, faults, io_uring_abi, preallocate
 from riverbed.storage.flush_mark import FlushMark, read_flush_mark
 from riverbed.storage.flusher import GroupCommitFlusher
 from riverbed.storage.uring import FsyncRing
@@ -71,7 +72,7 @@ def loop() -> Iterator[LoopThread]:
 def ring(loop: LoopThread) -> Iterator[FsyncRing]:
     opened = loop.call(lambda: FsyncRing.open(asyncio.get_running_loop()))
     if opened is None:
-        pytest.skip("io_uring is not available here (liburing missing or the kernel refuses)")
+        pytest.skip("io_uring is not available here (not Linux x86_64, or the kernel refuses)")
     try:
         yield opened
     finally:
@@ -360,13 +361,75 @@ def test_a_snapshot_taken_before_a_truncation_is_not_written(
         assert log.producers.snapshot_path(1).exists()
 
 
-def test_open_answers_none_without_liburing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "liburing", None)  # import raises ImportError
+def test_open_answers_none_off_x86_64(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
     loop = asyncio.new_event_loop()
     try:
         assert FsyncRing.open(loop) is None
     finally:
         loop.close()
+
+
+def test_open_answers_none_when_the_kernel_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A system call the kernel does not know (as where io_uring is compiled out) fails
+    with ENOSYS: no ring, the helpers fsync."""
+    why = io_uring_abi.supported()
+    if why is not None:
+        pytest.skip(why)
+    monkeypatch.setattr(io_uring_abi, "_SYS_IO_URING_SETUP", 100_000)
+    with pytest.raises(OSError) as refused:
+        io_uring_abi.KernelRing(8)
+    assert refused.value.errno == errno.ENOSYS
+    loop = asyncio.new_event_loop()
+    try:
+        assert FsyncRing.open(loop) is None
+    finally:
+        loop.close()
+
+
+def _kernel_ring() -> io_uring_abi.KernelRing:
+    try:
+        return io_uring_abi.KernelRing(4)
+    except OSError as exc:
+        pytest.skip(f"io_uring is not available here: {exc}")
+
+
+def test_kernel_ring_completes_more_fsyncs_than_it_has_entries(tmp_path: Path) -> None:
+    """Past the ring's 4 slots the indexes wrap: every completion comes back once, with
+    its own user_data, and a descriptor the kernel refuses answers minus its errno."""
+    ring = _kernel_ring()
+    efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+    fd = os.open(tmp_path / "f", os.O_CREAT | os.O_WRONLY)
+    try:
+        ring.register_eventfd(efd)
+        got: list[tuple[int, int]] = []
+        for i in range(11):
+            os.write(fd, b"x" * 512)
+            ring.submit_fsync(fd, 1_000 + i)
+            if i % 3 == 2:  # let a few pile up before reading them
+                got += _wait_completions(ring, efd, i + 1 - len(got))
+        got += _wait_completions(ring, efd, 11 - len(got))
+        assert sorted(got) == [(1_000 + i, 0) for i in range(11)]
+        ring.submit_fsync(fd + 1_000, 7)  # never opened
+        assert _wait_completions(ring, efd, 1) == [(7, -errno.EBADF)]
+    finally:
+        ring.close()
+        ring.close()  # idempotent
+        os.close(fd)
+        os.close(efd)
+
+
+def _wait_completions(ring: io_uring_abi.KernelRing, efd: int, n: int) -> list[tuple[int, int]]:
+    """The next ``n`` completions, waiting on the eventfd the ring signals."""
+    out: list[tuple[int, int]] = []
+    deadline = time.monotonic() + WAIT_S
+    while len(out) < n:
+        assert time.monotonic() < deadline, f"only {out} completed"
+        select.select([efd], [], [], 1)
+        with contextlib.suppress(BlockingIOError):
+            os.eventfd_read(efd)
+        out += ring.completions()
+    return out
 
 
 def test_the_broker_setting() -> None:
