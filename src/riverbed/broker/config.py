@@ -45,6 +45,7 @@ from riverbed.coordinator.transactions.transaction_config import (
     transaction_config_from_props,
 )
 from riverbed.errors import ConfigError
+from riverbed.storage.config import DEFAULT_RETENTION_CHECK_INTERVAL_MS
 from riverbed.storage.preallocate import (
     DEFAULT_BUDGET_BYTES,
     DEFAULT_WINDOW_BYTES,
@@ -109,7 +110,6 @@ IGNORED_KEYS: frozenset[str] = frozenset(
         "inter.broker.listener.name",
         "log.dirs",
         "log.dir",
-        "log.retention.check.interval.ms",
         "num.io.threads",
         "num.network.threads",
         "num.recovery.threads.per.data.dir",
@@ -178,6 +178,8 @@ class BrokerConfig:
     max_connections: int = UNLIMITED  # max.connections (also capped by the open-file limit)
     max_connections_per_ip: int = UNLIMITED  # max.connections.per.ip
     connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS  # connections.max.idle.ms
+    # log.retention.check.interval.ms: how often expired segments are deleted
+    log_retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
     # listeners / advertised.listeners / listener.security.protocol.map; empty: one
     # PLAINTEXT listener on the address the broker is given (``--listen``)
     listeners: tuple[Listener, ...] = ()
@@ -227,6 +229,8 @@ class BrokerConfig:
                 values["max_connections_per_ip"] = _int(key, value, minimum=1)
             elif key == "connections.max.idle.ms":
                 values["connections_max_idle_ms"] = _int(key, value, minimum=-1)
+            elif key == "log.retention.check.interval.ms":
+                values["log_retention_check_interval_ms"] = _int(key, value, minimum=1)
             elif key == "message.max.bytes":
                 values["message_max_bytes"] = _int(key, value, minimum=0)
                 topic.setdefault("max.message.bytes", value)

@@ -307,7 +307,12 @@ class Broker:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self.cluster_id = load_or_create_cluster_id(self.data_dir)
             self._logs = await loop.run_in_executor(
-                None, lambda: LogManager(self.data_dir, clock=self.clock)
+                None,
+                lambda: LogManager(
+                    self.data_dir,
+                    clock=self.clock,
+                    retention_check_interval_ms=self.config.log_retention_check_interval_ms,
+                ),
             )
         except OSError as exc:
             raise self._data_dir_error(exc) from None

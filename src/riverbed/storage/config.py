@@ -35,6 +35,9 @@ from riverbed.errors import ConfigError
 
 LONG_MAX = (1 << 63) - 1
 DAY_MS = 86_400_000
+DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
+"""Kafka's default ``log.retention.check.interval.ms``: how often expired segments go
+(the broker's maintenance thread, :class:`riverbed.storage.manager.LogManager`)."""
 HOUR_MS = 3_600_000
 
 

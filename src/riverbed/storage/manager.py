@@ -18,7 +18,9 @@ anything.
 
 Threads (``start_background=True``): the group-commit flusher
 (:mod:`riverbed.storage.flusher`) and one maintenance thread that every
-``maintenance_interval_ms`` applies retention, removes retired segment files whose
+``retention_check_interval_ms`` (Kafka's ``log.retention.check.interval.ms``, 5 minutes
+by default) applies retention, and every ``maintenance_interval_ms`` removes retired
+segment files whose
 ``file.delete.delay.ms`` has passed, expires idle producers
 (``producer_id_expiration_ms``, Kafka's broker setting ``producer.id.expiration.ms``)
 and runs the cleaner on the logs that need it (its map bounded by
@@ -38,6 +40,7 @@ import contextlib
 import logging
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -47,7 +50,7 @@ from riverbed.clock import SYSTEM_CLOCK, Clock
 from riverbed.errors import StorageError, describe_os_error
 from riverbed.storage.atomic_file import fsync_dir
 from riverbed.storage.cleaner import CleanerStatus, CleanResult, LogCleaner
-from riverbed.storage.config import DAY_MS, LogConfig
+from riverbed.storage.config import DAY_MS, DEFAULT_RETENTION_CHECK_INTERVAL_MS, LogConfig
 from riverbed.storage.dir_lock import DataDirLock
 from riverbed.storage.flusher import GroupCommitFlusher
 from riverbed.storage.log import PartitionLog
@@ -120,6 +123,7 @@ class LogManager:
         start_background: bool = True,
         default_config: LogConfig | None = None,
         maintenance_interval_ms: int = 30_000,
+        retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS,
         checkpoint_interval_ms: int = 1_000,
         producer_id_expiration_ms: int = DAY_MS,
         cleaner_dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE,
@@ -137,6 +141,7 @@ class LogManager:
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._cleaner = LogCleaner(clock, dedupe_buffer_size=cleaner_dedupe_buffer_size)
         self._maintenance_interval_s = maintenance_interval_ms / 1000
+        self._retention_check_interval_s = retention_check_interval_ms / 1000
         self._stop = threading.Event()
         self._maintenance: threading.Thread | None = None
         self._scrubber = Scrubber(lambda: self.logs().values(), bytes_per_s=scrub_bytes_per_s)
@@ -322,12 +327,22 @@ class LogManager:
         return results
 
     def _maintain(self) -> None:
-        while not self._stop.wait(self._maintenance_interval_s):
+        """The maintenance thread: retention every ``retention_check_interval_ms``, the
+        rest every ``maintenance_interval_ms``, each on its own schedule."""
+        now = time.monotonic()
+        retention_due = now + self._retention_check_interval_s
+        rest_due = now + self._maintenance_interval_s
+        while not self._stop.wait(max(min(retention_due, rest_due) - time.monotonic(), 0)):
+            now = time.monotonic()
             try:
-                self.run_retention()
-                self.run_file_deletion()
-                self.run_producer_expiration()
-                self.run_cleaner()
+                if now >= retention_due:
+                    retention_due = now + self._retention_check_interval_s
+                    self.run_retention()
+                if now >= rest_due:
+                    rest_due = now + self._maintenance_interval_s
+                    self.run_file_deletion()
+                    self.run_producer_expiration()
+                    self.run_cleaner()
             except Exception:
                 log.exception("log maintenance failed")
 

@@ -56,6 +56,8 @@ def test_retention_ms_wins_over_hours() -> None:
         ("num.partitions", "0"),
         ("auto.create.topics.enable", "yes"),
         ("socket.request.max.bytes", "-1"),
+        ("log.retention.check.interval.ms", "0"),
+        ("log.retention.check.interval.ms", "soon"),
         ("no.such.setting", "1"),
     ],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,20 @@ def test_crash_mid_clean_keeps_old_or_new(tmp_path: Path) -> None:
     log = PartitionLog.open(tmp_path / "c-0", log.config, clock=clock)
     assert not swap.exists()
     assert values(log.read(0, 1 << 20).records) == [(0, b"v27")]
+
+
+def test_the_maintenance_thread_applies_retention_on_its_own_interval(tmp_path: Path) -> None:
+    """Retention runs every ``retention_check_interval_ms`` even when the rest of the
+    maintenance (file deletion, producer expiry, the cleaner) waits an hour."""
+    mgr = LogManager(tmp_path, retention_check_interval_ms=50, maintenance_interval_ms=3_600_000)
+    try:
+        log = mgr.get_or_create("t", 0, LogConfig(retention_ms=1_000))
+        for i in range(3):
+            log.append(batch(b"x", ts=T0 + i))  # 2023: long expired
+        deadline = time.monotonic() + 30
+        while log.log_start_offset < 3:
+            assert time.monotonic() < deadline, f"log start {log.log_start_offset}"
+            time.sleep(0.02)
+        assert log.log_end_offset == 3
+    finally:
+        mgr.close()
