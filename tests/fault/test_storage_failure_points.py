@@ -267,6 +267,7 @@ def test_a_slow_checkpoint_write_does_not_block_appends(tmp_path: Path) -> None:
     assert read_checkpoint(log.directory).recovery_point == 1
     log.close()
 
+
 def test_a_slow_checkpoint_write_does_not_block_a_flush(tmp_path: Path) -> None:
     """The checkpoint's write holds its own lock, not the flush lock: an fsync asked for
     meanwhile (a produce with acks=all) runs at once (on the io_uring in the broker,
@@ -301,9 +302,7 @@ def test_delete_records_waits_for_a_checkpoint_in_flight(tmp_path: Path) -> None
     for v in (b"a", b"b", b"c"):
         log.append(one(v))
     log.flush()
-    with faults.inject(
-        "file.fsync", block=True, match="partition.checkpoint", times=1
-    ) as slow:
+    with faults.inject("file.fsync", block=True, match="partition.checkpoint", times=1) as slow:
         writer = threading.Thread(target=log.checkpoint, daemon=True)
         writer.start()
         assert slow.wait_reached()
@@ -320,7 +319,6 @@ def test_delete_records_waits_for_a_checkpoint_in_flight(tmp_path: Path) -> None
     reopened = open_log(tmp_path / "t-0")
     assert values(reopened) == [b"c"]
     reopened.close()
-
 
 
 # -- file.rename, file.fsync, dir.fsync (checkpoints) ---------------------------------------
