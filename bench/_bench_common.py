@@ -50,6 +50,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def peak_rss_mb(pid: int) -> float:
+    """The peak resident set of ``pid`` so far, in MiB (``VmHWM`` of /proc/PID/status:
+    the high-water mark over the process's life, all threads)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def load1() -> float:
     """The 1-minute load average."""
     return os.getloadavg()[0]

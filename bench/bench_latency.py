@@ -24,12 +24,16 @@ Per value size (``--sizes``, default 1024 and 100 bytes):
    fsync wait included: what the round trip holds beyond it is the sockets' queues and
    the client's own threads); **on helpers** the share of its log flushes whose fsync
    ran on a flusher helper thread rather than the io_uring
-   (``riverbed_log_flushes_total``). ``--repeat`` runs (default 5) per peer and size,
-   alternating the peers; the medians are printed, with the 1-minute load average of
-   each run (a loaded box delays every process that takes part). Before each run the box's
-   dirty pages are written back (``os.sync()``, untimed; ``--no-write-back`` skips it):
-   Kafka acknowledges from the page cache and the kernel writes its data back up to 30 s
-   later, inside the next peer's run, where every fsync on the disk waits behind it.
+   (``riverbed_log_flushes_total``); **broker CPU** its process's CPU seconds (all
+   threads) per 10^9 bytes of values sent in the run and **peak RSS** its resident
+   high-water mark (``VmHWM``) after the run, for every peer with a broker process
+   (Kafka's JVM too; the medians line gives the highest). ``--repeat`` runs (default 5)
+   per peer and size, alternating the peers; the medians are printed, with the 1-minute
+   load average of each run (a loaded box delays every process that takes part). Before
+   each run the box's dirty pages are written back (``os.sync()``, untimed;
+   ``--no-write-back`` skips it): Kafka acknowledges from the page cache and the kernel
+   writes its data back up to 30 s later, inside the next peer's run, where every fsync
+   on the disk waits behind it.
 
 Note on the floor: with ``linger.ms`` L, librdkafka holds the first message of a batch
 for L ms before sending it, unless the batch fills first; below ``batch.size`` per L ms
@@ -70,7 +74,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench_common import NO_FSYNC, free_port, riverbed_subprocess, write_back
+from _bench_common import (
+    BROKER_PIDS,
+    NO_FSYNC,
+    cpu_seconds,
+    free_port,
+    peak_rss_mb,
+    riverbed_subprocess,
+    write_back,
+)
 from bench_produce_consume import (
     MOCK_PARTITIONS,
     DeliveryLatencies,
@@ -111,6 +123,10 @@ class Run:
     # the share of its log flushes whose fsync ran on a helper thread, not the io_uring
     # (riverbed_log_flushes_total); NaN for other peers
     helper_share: float = float("nan")
+    # the broker process's CPU seconds per 10^9 bytes of values over the run, and its
+    # peak resident set so far (VmHWM, MiB); NaN for the mock (no broker process)
+    broker_cpu_s_per_gb: float = float("nan")
+    broker_peak_rss_mb: float = float("nan")
 
 
 class ClientHistograms:
@@ -396,6 +412,8 @@ def main(argv: list[str] | None = None) -> None:
                         write_back()
                     histograms = ClientHistograms()
                     metrics_before = broker_metrics(peer)
+                    pid = BROKER_PIDS.get(bootstraps[peer])
+                    cpu0 = cpu_seconds(pid) if pid is not None else float("nan")
                     reached, lat = rate_limited(
                         bootstraps[peer],
                         topic,
@@ -406,6 +424,7 @@ def main(argv: list[str] | None = None) -> None:
                         histograms,
                     )
                     lat.sort()
+                    cpu = cpu_seconds(pid) - cpu0 if pid is not None else float("nan")
                     run = Run(
                         peer,
                         size,
@@ -418,6 +437,8 @@ def main(argv: list[str] | None = None) -> None:
                         load1(),
                         *histograms.summary_ms(),
                         *broker_figures(peer, metrics_before),
+                        cpu / (len(lat) * size / 1e9) if lat else float("nan"),
+                        peak_rss_mb(pid) if pid is not None else float("nan"),
                     )
                     runs.append(run)
                     print(
@@ -427,8 +448,9 @@ def main(argv: list[str] | None = None) -> None:
                         f"| rtt p50 {run.rtt_p50_ms:5.2f} p99 {run.rtt_p99_ms:6.2f} ms  "
                         f"queue p99 {run.queue_p99_ms:6.2f} ms  | broker p99 <= fsync "
                         f"{run.fsync_p99_ms:5.1f} ms, Produce {run.produce_p99_ms:5.1f} ms, "
-                        f"on helpers {run.helper_share:4.0%}  "
-                        f"[load {run.load1:.1f}]",
+                        f"on helpers {run.helper_share:4.0%}  | broker CPU "
+                        f"{run.broker_cpu_s_per_gb:.2f} s/GB, peak RSS "
+                        f"{run.broker_peak_rss_mb:,.0f} MiB  [load {run.load1:.1f}]",
                         flush=True,
                     )
     print(f"\nmedians of {args.repeat} runs:")
@@ -452,6 +474,8 @@ def main(argv: list[str] | None = None) -> None:
                 statistics.median(r.fsync_p99_ms for r in group),
                 statistics.median(r.produce_p99_ms for r in group),
                 statistics.median(r.helper_share for r in group),
+                statistics.median(r.broker_cpu_s_per_gb for r in group),
+                max(r.broker_peak_rss_mb for r in group),
             )
             medians[(peer, size)] = m
             print(
@@ -460,7 +484,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"p99 {m.rtt_p99_ms:6.2f} ms  queue p99 {m.queue_p99_ms:6.2f} ms  "
                 f"| broker p99 <= fsync {m.fsync_p99_ms:5.1f} ms, Produce "
                 f"{m.produce_p99_ms:5.1f} ms, on helpers {m.helper_share:4.0%}  "
-                f"[load {m.load1:.1f}]"
+                f"| broker CPU {m.broker_cpu_s_per_gb:.2f} s/GB, peak RSS "
+                f"{m.broker_peak_rss_mb:,.0f} MiB  [load {m.load1:.1f}]"
             )
     for size in sizes:
         ours = medians.get(("riverbed", size))

@@ -45,6 +45,9 @@ Per value size (``--sizes``, default 100 and 1024 bytes) and peer:
   box than wall-clock rates do (but still by up to 2x on a box at load 20: the client's
   request sizes change with it): compare medians of several runs before and after a
   broker change (``--baseline-src``), or use ``bench_produce_cpu.py``, which alternates.
+* **broker peak RSS** (the same brokers): the process's resident high-water mark so far
+  (``VmHWM``), read after each run; the summary gives the highest of the runs, so it is
+  the peak over the whole benchmark up to that peer's last run.
 
 Before the peers' runs of each size, the **disk ceiling** (``--no-disk`` skips it): the
 same number of bytes written in 1 MiB writes to a file on the benchmark's temp directory's
@@ -95,6 +98,7 @@ from _bench_common import (
     NO_FSYNC,
     cpu_seconds,
     disk_write_seconds,
+    peak_rss_mb,
     pretouch,
     riverbed_subprocess,
     write_back,
@@ -159,6 +163,8 @@ class Result:
     # merged (--client-wakeups; NaN: not counted)
     rtt_p50_ms: float = float("nan")
     rtt_p99_ms: float = float("nan")
+    # the broker process's peak resident set so far, MiB (VmHWM; NaN: no broker process)
+    broker_peak_rss_mb: float = float("nan")
 
     @property
     def cpu_s_per_gb(self) -> float:
@@ -572,6 +578,7 @@ def measure(
         counter.per_1000 if counter is not None else float("nan"),
         counter.rtt_p50_ms if counter is not None else float("nan"),
         counter.rtt_p99_ms if counter is not None else float("nan"),
+        peak_rss_mb(pid) if pid is not None else float("nan"),
     )
 
 
@@ -585,6 +592,7 @@ def print_result(r: Result) -> None:
         f"consume {r.consume_msgs:>10,.0f} msg/s {r.consume_mbs:>7.1f} MB/s "
         f"({r.consumed:,} read, longest consume() {r.longest_call_ms:,.0f} ms)"
         f"  broker CPU {r.cpu_s_per_gb:.2f} s/GB  client CPU {r.client_cpu_s_per_gb:.2f} s/GB"
+        f"  broker peak RSS {r.broker_peak_rss_mb:,.0f} MiB"
         + (
             f"  client wake-ups {r.client_wakeups:,.0f}/1000 msgs"
             f"  rtt p50 {r.rtt_p50_ms:.2f} p99 {r.rtt_p99_ms:.2f} ms"
@@ -620,6 +628,7 @@ def summarise(results: list[Result], pick: Callable[[list[float]], float]) -> li
             pick([r.client_wakeups for r in runs]),
             pick([r.rtt_p50_ms for r in runs]),
             pick([r.rtt_p99_ms for r in runs]),
+            max(r.broker_peak_rss_mb for r in runs),  # a peak: the highest of the runs
         )
         for (peer, size), runs in groups.items()
     ]
@@ -645,6 +654,7 @@ def print_ratios(results: list[Result]) -> None:
                 f"  consume x{ours.consume_msgs / other.consume_msgs:.2f}"
                 f"  p50 x{ours.p50_ms / other.p50_ms:.2f}  p99 x{ours.p99_ms / other.p99_ms:.2f}"
                 f"  broker CPU/GB x{ours.cpu_s_per_gb / other.cpu_s_per_gb:.2f}"
+                f"  peak RSS x{ours.broker_peak_rss_mb / other.broker_peak_rss_mb:.2f}"
                 + (
                     f"  rtt p99 x{ours.rtt_p99_ms / other.rtt_p99_ms:.2f}"
                     if ours.rtt_p99_ms == ours.rtt_p99_ms and other.rtt_p99_ms > 0
@@ -878,6 +888,7 @@ def result_dict(r: Result) -> dict[str, object]:
         "consume_msgs": r.consume_msgs,
         "consume_mbs": r.consume_mbs,
         "broker_cpu_s_per_gb": r.cpu_s_per_gb,
+        "broker_peak_rss_mb": r.broker_peak_rss_mb,
         "client_cpu_s_per_gb": r.client_cpu_s_per_gb,
         "client_wakeups_per_1000": r.client_wakeups,
         "rtt_p50_ms": r.rtt_p50_ms,
