@@ -103,6 +103,9 @@ def supported() -> str | None:
     return None
 
 
+_SYSCALL: Any = None  # libc's syscall(), looked up on first use
+
+
 def _syscall(nr: int, *args: object) -> int:
     """``syscall(nr, *args)`` with the GIL held (ints passed as C longs, None as NULL);
     OSError for -1 (errno), else the result."""
@@ -118,9 +121,6 @@ def _syscall(nr: int, *args: object) -> int:
         err = ctypes.get_errno() or errno.EIO
         raise OSError(err, os.strerror(err))
     return res
-
-
-_SYSCALL: Any = None
 
 
 class KernelRing:
@@ -174,8 +174,8 @@ class KernelRing:
     def submit_fsync(self, fd: int, user_data: int, op_flags: int = IORING_FSYNC_DATASYNC) -> None:
         """Queue and submit one fsync of ``fd`` (fdatasync with the default flags); its
         completion will carry ``user_data``.  OSError if the kernel took none."""
-        tail = self._tail
-        if (tail - self._sq_u32[self._sq_head]) & 0xFFFFFFFF >= self._sq_entries:
+        tail, head = self._tail, self._sq_u32[self._sq_head]
+        if (tail - head) & 0xFFFFFFFF >= self._sq_entries:
             raise OSError(errno.EAGAIN, "io_uring submission queue full")
         index = tail & self._sq_mask
         _SQE.pack_into(
@@ -187,7 +187,7 @@ class KernelRing:
         self._sq_u32[self._sq_tail] = self._tail  # after the SQE: the kernel may read it now
         # Everything queued and not yet taken: an entry left by an enter that failed goes
         # too, or each later submission would push only the one before it.
-        pending = (self._tail - self._sq_u32[self._sq_head]) & 0xFFFFFFFF
+        pending = (self._tail - head) & 0xFFFFFFFF  # it takes entries only in an enter
         submitted = _syscall(_SYS_IO_URING_ENTER, self.fd, pending, 0, 0, None, 0)
         if submitted < 1:
             raise OSError(errno.EAGAIN, f"io_uring accepted no request ({submitted})")

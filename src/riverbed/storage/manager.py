@@ -20,8 +20,7 @@ Threads (``start_background=True``): the group-commit flusher
 (:mod:`riverbed.storage.flusher`) and one maintenance thread that every
 ``retention_check_interval_ms`` (Kafka's ``log.retention.check.interval.ms``, 5 minutes
 by default) applies retention, and every ``maintenance_interval_ms`` removes retired
-segment files whose
-``file.delete.delay.ms`` has passed, expires idle producers
+segment files whose ``file.delete.delay.ms`` has passed, expires idle producers
 (``producer_id_expiration_ms``, Kafka's broker setting ``producer.id.expiration.ms``)
 and runs the cleaner on the logs that need it (its map bounded by
 ``cleaner_dedupe_buffer_size``, Kafka's ``log.cleaner.dedupe.buffer.size``); and the
